@@ -1,0 +1,152 @@
+"""Scaled dot-product attention and a correct multi-head self-attention layer, in plain torch.
+
+Shape vocabulary, here and everywhere in the package: ``b`` batch, ``h`` heads, ``t`` query positions,
+``s`` key positions, ``d`` head_dim, ``L`` layers. Attention weights are ``(b, h, t, s)``: one row per
+query, a softmax distribution over keys.
+
+Follows Vaswani et al. 2017 ("Attention Is All You Need", eq. 1) and transformers'
+``eager_attention_forward`` / ``BertSelfAttention`` (``models/bert/modeling_bert.py``).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def key_padding_mask(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Turn a ``(b, s)`` padding mask into an additive key mask.
+
+    Args:
+        attention_mask: ``(b, s)``, 1 (or True) for real tokens and 0 for padding, as tokenizers return.
+        dtype: dtype of the attention scores the mask is added to.
+
+    Returns:
+        ``(b, 1, 1, s)`` tensor: 0 on real keys and ``torch.finfo(dtype).min`` on padded keys, so it
+        broadcasts over heads and queries and masks keys only (case C07).
+
+    Raises:
+        ValueError: if ``attention_mask`` is not 2-D.
+    """
+    if attention_mask.dim() != 2:
+        raise ValueError(f"attention_mask must be (batch, key), got shape {tuple(attention_mask.shape)}")
+    masked = attention_mask[:, None, None, :] == 0  # (b, 1, 1, s)
+    zeros = torch.zeros(masked.shape, dtype=dtype, device=attention_mask.device)
+    return zeros.masked_fill(masked, torch.finfo(dtype).min)
+
+
+def scaled_dot_product_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention as a pure function: ``softmax(q k^T * scaling + mask) v``.
+
+    Args:
+        query: ``(b, h, t, d)``.
+        key: ``(b, h, s, d)``.
+        value: ``(b, h, s, d_v)``.
+        mask: additive mask, 4-D and broadcastable to ``(b, h, t, s)``; use :func:`key_padding_mask`
+            for padding. ``None`` for no mask.
+        scaling: factor applied to the raw scores; ``None`` means ``d ** -0.5`` (the Transformer's).
+        dropout: dropout probability on the weights (0 in eval; as in BERT, the returned weights are
+            the ones after dropout).
+
+    Returns:
+        ``(context, weights)``: context ``(b, h, t, d_v)``; weights ``(b, h, t, s)``, each row a
+        softmax distribution over keys that sums to 1 (without dropout).
+
+    Raises:
+        ValueError: if ``mask`` is not 4-D. A bare ``(b, s)`` mask would broadcast against the wrong
+            axes (case C07).
+    """
+    if mask is not None and mask.dim() != 4:
+        raise ValueError(
+            f"mask must be 4-D (batch, heads, query, key), got shape {tuple(mask.shape)}; "
+            "build a padding mask with key_padding_mask(attention_mask, dtype)"
+        )
+    if scaling is None:
+        scaling = query.size(-1) ** -0.5
+    scores = torch.matmul(query, key.transpose(-2, -1)) * scaling  # (b, h, t, s)
+    if mask is not None:
+        scores = scores + mask
+    weights = torch.softmax(scores, dim=-1)  # (b, h, t, s)
+    weights = nn.functional.dropout(weights, p=dropout, training=dropout > 0)
+    return torch.matmul(weights, value), weights  # (b, h, t, d_v), (b, h, t, s)
+
+
+class MultiHeadSelfAttention(nn.Module):
+    """Multi-head self-attention, correct where the seed article's layer is not.
+
+    Query, key and value are projections of the whole input vector (``Linear(input_size,
+    heads * head_dim)`` each), split into heads afterwards; scores are scaled by ``head_dim ** -0.5``;
+    padded keys get an additive ``finfo(dtype).min``; heads are merged and projected back by
+    ``output``. Parameter names follow BERT's checkpoint (``query``, ``key``, ``value``), so loading
+    ``BertSelfAttention`` weights is a name-for-name copy. Nothing is stored on the module during
+    ``forward``: one instance can serve many threads.
+
+    Args:
+        input_size: size of each input vector (BERT's ``hidden_size``).
+        num_heads: number of heads ``h``.
+        head_dim: size ``d`` of each head; default ``input_size // num_heads``.
+        bias: whether the projections have a bias (BERT: yes).
+        dropout: dropout probability on the attention weights in train mode.
+        output_size: size of the output projection; default ``input_size``.
+
+    Raises:
+        ValueError: if ``head_dim`` is not given and ``input_size`` is not divisible by ``num_heads``.
+    """
+
+    def __init__(
+        self,
+        input_size: int,
+        num_heads: int,
+        head_dim: int | None = None,
+        bias: bool = True,
+        dropout: float = 0.0,
+        output_size: int | None = None,
+    ) -> None:
+        super().__init__()
+        if head_dim is None:
+            if input_size % num_heads:
+                raise ValueError(f"input_size {input_size} is not divisible by num_heads {num_heads}")
+            head_dim = input_size // num_heads
+        self.num_heads, self.head_dim, self.dropout = num_heads, head_dim, dropout
+        inner = num_heads * head_dim
+        self.query = nn.Linear(input_size, inner, bias=bias)
+        self.key = nn.Linear(input_size, inner, bias=bias)
+        self.value = nn.Linear(input_size, inner, bias=bias)
+        self.output = nn.Linear(inner, output_size or input_size, bias=bias)
+
+    def _split(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, _ = x.shape
+        return x.view(b, t, self.num_heads, self.head_dim).transpose(1, 2)  # (b, h, t, d)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        scaling: float | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Attend from every position of ``x`` to every position.
+
+        Args:
+            x: ``(b, t, input_size)``.
+            attention_mask: ``(b, t)`` padding mask, 1 for real tokens, 0 for padding; ``None`` if no
+                padding.
+            scaling: override of the score scaling (teaching variants); ``None`` is ``head_dim ** -0.5``.
+
+        Returns:
+            ``(output, weights)``: output ``(b, t, output_size)`` (before any residual); weights
+            ``(b, h, t, t)`` with rows summing to 1 in eval mode.
+        """
+        q, k, v = self._split(self.query(x)), self._split(self.key(x)), self._split(self.value(x))
+        mask = None if attention_mask is None else key_padding_mask(attention_mask, q.dtype)
+        p = self.dropout if self.training else 0.0
+        context, weights = scaled_dot_product_attention(q, k, v, mask, scaling, p)  # (b, h, t, d)
+        b, h, t, d = context.shape
+        merged = context.transpose(1, 2).reshape(b, t, h * d)  # (b, t, h*d)
+        return self.output(merged), weights

@@ -1,0 +1,276 @@
+"""From text to attention weights: tokenisation with display labels, then pretrained or from-scratch attention.
+
+Data preparation only; drawing lives in :mod:`attention_viz.figures`. Results are frozen dataclasses of
+numpy arrays, so they pickle (for ``st.cache_data``) and go straight to pandas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attention_viz.encoder import BertEncoder, Variant
+from attention_viz.loading import LoadedModel
+
+ROW_SUM_TOLERANCE = 1e-4
+SOURCES = ("pretrained", "scratch")
+
+
+class InputError(ValueError):
+    """The user's input cannot be encoded (for example, empty text); the message says what to do."""
+
+
+class AttentionError(RuntimeError):
+    """A model returned no, or invalid, attention weights; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """One input (a text or a sentence pair) as the model sees it; ``t`` tokens after truncation.
+
+    Attributes:
+        input_ids: ``(t,)`` int64 WordPiece ids, with [CLS]/[SEP].
+        token_type_ids: ``(t,)`` int64 segment ids given to the model.
+        tokens: ``t`` WordPiece tokens (``##`` marks a continuation piece).
+        labels: ``t`` display labels: the characters the user typed for each piece (from the
+            tokenizer's character offsets), ``##`` before a continuation piece, and the token itself
+            for [CLS]/[SEP].
+        word_ids: ``(t,)`` int64 index of the word each token belongs to, counted across both
+            sentences of a pair; -1 for special tokens.
+        segments: ``(t,)`` int64, 0 for sentence A and 1 for sentence B, from the tokenizer's
+            ``sequence_ids()``; a special token takes the segment of the text before it (so [CLS] and
+            the first [SEP] are A, the last [SEP] of a pair is B), as BERT's token types do.
+        special: ``(t,)`` bool, True for tokens the tokenizer added ([CLS], [SEP]).
+        num_input_tokens: tokens the input had before truncation.
+        truncated: whether the input was cut to the model's maximum length.
+    """
+
+    input_ids: np.ndarray
+    token_type_ids: np.ndarray
+    tokens: tuple[str, ...]
+    labels: tuple[str, ...]
+    word_ids: np.ndarray
+    segments: np.ndarray
+    special: np.ndarray
+    num_input_tokens: int
+    truncated: bool
+
+    @property
+    def num_tokens(self) -> int:
+        """Tokens the model saw (``t``)."""
+        return len(self.tokens)
+
+    @property
+    def is_pair(self) -> bool:
+        return bool((self.segments == 1).any())
+
+
+@dataclass(frozen=True)
+class AttentionResult:
+    """Attention weights of every layer and head for one input.
+
+    Attributes:
+        weights: float32 ``(layers, heads, query, key)``; ``weights[l, h, i]`` is the distribution of
+            query token ``i``'s attention over the keys and sums to 1.
+        encoding: the tokens, labels and segments the axes refer to.
+        model_name: the model's name (:attr:`ModelInfo.name`).
+        source: ``"pretrained"`` (transformers) or ``"scratch"`` (our encoder).
+        variant: the from-scratch :class:`Variant` value; ``None`` for pretrained.
+        seed: the seed of the ``random`` variant; ``None`` otherwise.
+    """
+
+    weights: np.ndarray
+    encoding: Encoding
+    model_name: str
+    source: str
+    variant: str | None = None
+    seed: int | None = None
+
+    def head(self, layer: int, head: int) -> np.ndarray:
+        """One head's ``(query, key)`` matrix; raises IndexError naming the valid range."""
+        layers, heads = self.weights.shape[:2]
+        if not (0 <= layer < layers and 0 <= head < heads):
+            raise IndexError(f"layer {layer}, head {head} out of range: layers 0-{layers - 1}, heads 0-{heads - 1}")
+        return self.weights[layer, head]
+
+
+def encode(tokenizer, text: str, pair: str | None = None, max_length: int = 512) -> Encoding:
+    """Tokenise a text or a sentence pair, cut to ``max_length`` tokens.
+
+    Args:
+        tokenizer: a fast (Rust-backed) transformers tokenizer: offsets and ``sequence_ids()`` are
+            needed.
+        text: sentence A.
+        pair: sentence B, or ``None``/blank for a single text.
+        max_length: the model's maximum positions; longer inputs are cut (``longest_first``).
+
+    Returns:
+        :class:`Encoding`.
+
+    Raises:
+        InputError: if ``text`` is empty or blank.
+    """
+    if not text or not text.strip():
+        raise InputError("the text is empty: type a sentence")
+    pair = pair if pair and pair.strip() else None
+    num_input_tokens = len(tokenizer(text, pair, truncation=False, verbose=False)["input_ids"])
+    enc = tokenizer(text, pair, truncation=True, max_length=max_length, return_offsets_mapping=True)
+    sequence_ids = enc.sequence_ids()
+    special = np.array([s is None for s in sequence_ids])
+    return Encoding(
+        input_ids=np.asarray(enc["input_ids"], dtype=np.int64),
+        token_type_ids=np.asarray(enc["token_type_ids"], dtype=np.int64),
+        tokens=tuple(tokenizer.convert_ids_to_tokens(enc["input_ids"])),
+        labels=_labels(enc, (text, pair), tokenizer),
+        word_ids=_word_ids(enc.word_ids(), sequence_ids),
+        segments=_segments(sequence_ids),
+        special=special,
+        num_input_tokens=num_input_tokens,
+        truncated=num_input_tokens > len(enc["input_ids"]),
+    )
+
+
+def _segments(sequence_ids: list[int | None]) -> np.ndarray:
+    segments, current = [], 0
+    for sequence_id in sequence_ids:
+        current = current if sequence_id is None else sequence_id
+        segments.append(current)
+    return np.asarray(segments, dtype=np.int64)
+
+
+def _word_ids(word_ids: list[int | None], sequence_ids: list[int | None]) -> np.ndarray:
+    """Word indices counted across both sentences (the tokenizer restarts them at sentence B)."""
+    pairs = list(zip(word_ids, sequence_ids, strict=True))
+    a_words = 1 + max((w for w, s in pairs if s == 0 and w is not None), default=-1)
+    shifted = [-1 if w is None else w + (a_words if s == 1 else 0) for w, s in pairs]
+    return np.asarray(shifted, dtype=np.int64)
+
+
+def _labels(enc, texts: tuple[str, str | None], tokenizer) -> tuple[str, ...]:
+    tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"])
+    pieces = zip(tokens, enc["offset_mapping"], enc.sequence_ids(), enc.word_ids(), strict=True)
+    labels, previous_word = [], None
+    for token, (start, end), s, w in pieces:
+        typed = texts[s][start:end] if s is not None else ""
+        label = typed or token
+        if s is not None and (s, w) == previous_word:
+            label = "##" + label
+        labels.append(label)
+        previous_word = None if s is None else (s, w)
+    return tuple(labels)
+
+
+def _model_inputs(encoding: Encoding) -> dict[str, torch.Tensor]:
+    return {
+        "input_ids": torch.from_numpy(encoding.input_ids)[None],  # (1, t)
+        "token_type_ids": torch.from_numpy(encoding.token_type_ids)[None],  # (1, t)
+        "attention_mask": torch.ones(1, encoding.num_tokens, dtype=torch.int64),  # (1, t)
+    }
+
+
+def validate_attentions(attentions, num_layers: int, num_heads: int, num_tokens: int) -> np.ndarray:
+    """Check a model's attentions and stack them as float32 ``(layers, heads, query, key)``.
+
+    Args:
+        attentions: ``outputs.attentions``: one ``(1, heads, t, t)`` tensor per layer.
+        num_layers, num_heads, num_tokens: what the model and input should give.
+
+    Raises:
+        AttentionError: if there are none (SDPA or flash attention), the count or a shape is wrong,
+            a value is not finite, or a row does not sum to 1 within ``ROW_SUM_TOLERANCE``.
+    """
+    if not attentions:
+        raise AttentionError(
+            "this model returned no attention weights: load it with attn_implementation='eager' "
+            "(SDPA and flash attention do not return them)"
+        )
+    if len(attentions) != num_layers:
+        raise AttentionError(f"expected attention from {num_layers} layers, got {len(attentions)}")
+    expected = (1, num_heads, num_tokens, num_tokens)
+    for layer, tensor in enumerate(attentions):
+        if tuple(tensor.shape) != expected:
+            raise AttentionError(f"layer {layer} attention has shape {tuple(tensor.shape)}, expected {expected}")
+    weights = torch.cat(attentions).float().numpy()  # (L, h, t, t)
+    if not np.isfinite(weights).all():
+        raise AttentionError("attention weights contain NaN or infinity")
+    worst = float(np.abs(weights.sum(-1) - 1).max())
+    if worst > ROW_SUM_TOLERANCE:
+        raise AttentionError(
+            f"attention rows do not sum to 1 (off by {worst:.2g}): is the model in eval mode, without dropout?"
+        )
+    return weights
+
+
+def pretrained_attention(model, encoding: Encoding) -> np.ndarray:
+    """Attention of a transformers BERT for one encoded input.
+
+    Returns:
+        float32 ``(layers, heads, query, key)``.
+
+    Raises:
+        AttentionError: see :func:`validate_attentions`.
+    """
+    with torch.inference_mode():
+        outputs = model(**_model_inputs(encoding), output_attentions=True)
+    attentions = getattr(outputs, "attentions", None)
+    config = model.config
+    return validate_attentions(attentions, config.num_hidden_layers, config.num_attention_heads, encoding.num_tokens)
+
+
+def scratch_attention(encoder: BertEncoder, encoding: Encoding, scaling: float | None = None) -> np.ndarray:
+    """Attention of our from-scratch encoder for one encoded input.
+
+    Returns:
+        float32 ``(layers, heads, query, key)``.
+    """
+    inputs = _model_inputs(encoding)
+    with torch.inference_mode():
+        output = encoder(inputs["input_ids"], inputs["token_type_ids"], inputs["attention_mask"], scaling)
+    config = encoder.config
+    return validate_attentions(
+        output.attentions, config.num_hidden_layers, config.num_attention_heads, encoding.num_tokens
+    )
+
+
+def extract(
+    loaded: LoadedModel,
+    text: str,
+    pair: str | None = None,
+    source: str = "pretrained",
+    variant: str | Variant = Variant.EXACT,
+    seed: int = 0,
+) -> AttentionResult:
+    """Attention of every layer and head for a text or a sentence pair.
+
+    Args:
+        loaded: from :func:`attention_viz.loading.load_model`.
+        text: sentence A.
+        pair: sentence B, or ``None``.
+        source: ``"pretrained"`` (transformers' model) or ``"scratch"`` (our encoder).
+        variant: for ``"scratch"``: a :class:`Variant` or its value.
+        seed: for the ``random`` variant.
+
+    Returns:
+        :class:`AttentionResult`.
+
+    Raises:
+        InputError: empty text, an unknown source or variant.
+        AttentionError: the model gave no or invalid attention weights.
+    """
+    if source not in SOURCES:
+        raise InputError(f"unknown source {source!r}: choose one of {', '.join(SOURCES)}")
+    encoding = encode(loaded.tokenizer, text, pair, loaded.info.max_positions)
+    if source == "pretrained":
+        weights = pretrained_attention(loaded.model, encoding)
+        return AttentionResult(weights, encoding, loaded.info.name, source)
+    try:
+        variant = Variant(variant)
+    except ValueError:
+        raise InputError(f"unknown variant {variant!r}: choose one of {', '.join(v.value for v in Variant)}") from None
+    encoder = BertEncoder.random(loaded.encoder.config, seed) if variant is Variant.RANDOM else loaded.encoder
+    weights = scratch_attention(encoder, encoding, variant.scaling(loaded.info.hidden_size))
+    return AttentionResult(
+        weights, encoding, loaded.info.name, source, variant.value, seed if variant is Variant.RANDOM else None
+    )

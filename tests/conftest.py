@@ -1,0 +1,55 @@
+"""Shared fixtures: the bundled model, tiny random BERTs built offline in a temp dir."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing in the tests may reach the hub
+
+import pytest
+import torch
+from transformers import AutoTokenizer, BertConfig, BertModel
+
+from attention_viz.loading import bundled_model_path, load_model
+
+TINY_CONFIGS = {
+    "h32-l2-heads4": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37),
+    "h24-l3-heads1": dict(hidden_size=24, num_hidden_layers=3, num_attention_heads=1, intermediate_size=48),
+    "h32-l2-heads8-tanh": dict(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=8, intermediate_size=64, hidden_act="gelu_new"
+    ),
+}
+
+
+@pytest.fixture(scope="session")
+def bundled():
+    """The bundled all-MiniLM-L6-v2, loaded once for the whole run."""
+    return load_model()
+
+
+def make_tiny_bert(folder, seed: int = 0, max_position_embeddings: int = 64, **sizes) -> str:
+    """Save a random BertModel (safetensors) with the bundled WordPiece tokenizer in ``folder``."""
+    tokenizer = AutoTokenizer.from_pretrained(bundled_model_path())
+    config = BertConfig(vocab_size=tokenizer.vocab_size, max_position_embeddings=max_position_embeddings, **sizes)
+    torch.manual_seed(seed)
+    model = BertModel(config)
+    with torch.no_grad():  # BERT's init (std 0.02) gives near-uniform attention: sharpen it so tests bite
+        for name, param in model.named_parameters():
+            if name.endswith(("query.weight", "key.weight")):
+                param.normal_(0.0, 0.5)
+    model.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="session", params=sorted(TINY_CONFIGS))
+def tiny_model(request, tmp_path_factory):
+    """Each tiny random BERT config, saved in a temp dir and loaded through load_model."""
+    folder = make_tiny_bert(tmp_path_factory.mktemp(request.param), **TINY_CONFIGS[request.param])
+    return load_model(folder)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory):
+    """Folder of one tiny random BERT (4 heads, 2 layers, 64 positions)."""
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny"), **TINY_CONFIGS["h32-l2-heads4"])

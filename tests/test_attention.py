@@ -1,0 +1,155 @@
+"""The correct multi-head self-attention layer: cases C04, C06, C07, C08, C09."""
+
+import pytest
+import torch
+from torch import nn
+from torch.testing import assert_close
+
+from attention_viz.attention import MultiHeadSelfAttention, key_padding_mask, scaled_dot_product_attention
+
+
+def _scores_query(raw_scores, head_dim):
+    """q (1, 1, 1, d) and k (1, 1, s, d) whose raw dot products are ``raw_scores``."""
+    s = len(raw_scores)
+    query = torch.zeros(1, 1, 1, head_dim)
+    query[..., 0] = 1.0
+    key = torch.zeros(1, 1, s, head_dim)
+    key[0, 0, :, 0] = torch.tensor(raw_scores)
+    return query, key, torch.randn(1, 1, s, head_dim)
+
+
+@pytest.mark.parametrize(
+    "raw, correct, article",
+    [
+        ([8, 0, 0, 0], [0.4754, 0.1749, 0.1749, 0.1749], [0.3219, 0.2260, 0.2260, 0.2260]),
+        ([16, 8, 0, 0], [0.6103, 0.2245, 0.0826, 0.0826], [0.3720, 0.2612, 0.1834, 0.1834]),
+    ],
+)
+def test_c04_scaling_by_sqrt_head_dim(raw, correct, article):
+    query, key, value = _scores_query(raw, head_dim=64)
+    _, weights = scaled_dot_product_attention(query, key, value)
+    assert_close(weights[0, 0, 0], torch.tensor(correct), atol=1e-4, rtol=0)
+    _, flat = scaled_dot_product_attention(query, key, value, scaling=512**-0.5)
+    assert_close(flat[0, 0, 0], torch.tensor(article), atol=1e-4, rtol=0)
+
+
+def test_c05_parameter_count_of_a_correct_layer():
+    layer = MultiHeadSelfAttention(512, 8, bias=False)
+    qkv = sum(p.numel() for m in (layer.query, layer.key, layer.value) for p in m.parameters())
+    assert qkv == 3 * 512 * 512 == 786_432
+
+
+def test_c05_head_sees_the_whole_vector():
+    """Head 0's slice of every token is zero; a correct layer still gives head 0 non-uniform attention."""
+    torch.manual_seed(0)
+    layer = MultiHeadSelfAttention(4, 2, bias=False).eval()
+    tokens = torch.tensor([[[0.0, 0, 1, 2], [0, 0, 3, 4], [0, 0, 5, 6]]])
+    _, weights = layer(tokens)
+    assert (weights[0, 0] - 1 / 3).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("heads", [1, 2, 8])
+def test_c06_matches_torch_multihead_attention_when_input_size_differs(heads):
+    """Per-head weights equal nn.MultiheadAttention's with the same projections (input 24, inner 4*heads)."""
+    torch.manual_seed(heads)
+    input_size, head_dim = 24, 4
+    inner = heads * head_dim
+    ours = MultiHeadSelfAttention(input_size, heads, head_dim=head_dim).eval()
+    reference = nn.MultiheadAttention(inner, heads, kdim=input_size, vdim=input_size, batch_first=True).eval()
+    with torch.no_grad():  # the reference's query input is ours already projected, so its q projection is I
+        reference.q_proj_weight.copy_(torch.eye(inner))
+        reference.k_proj_weight.copy_(ours.key.weight)
+        reference.v_proj_weight.copy_(ours.value.weight)
+        reference.in_proj_bias.copy_(torch.cat([torch.zeros(inner), ours.key.bias, ours.value.bias]))
+    x = torch.randn(3, 7, input_size)
+    with torch.no_grad():
+        _, weights = ours(x)
+        _, expected = reference(ours.query(x), x, x, need_weights=True, average_attn_weights=False)
+    assert weights.shape == (3, heads, 7, 7)
+    assert_close(weights, expected, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("heads", [1, 2, 8])
+def test_c06_output_matches_torch_multihead_attention(heads):
+    torch.manual_seed(10 + heads)
+    size = 32
+    ours = MultiHeadSelfAttention(size, heads).eval()
+    reference = nn.MultiheadAttention(size, heads, batch_first=True).eval()
+    with torch.no_grad():
+        reference.in_proj_weight.copy_(torch.cat([ours.query.weight, ours.key.weight, ours.value.weight]))
+        reference.in_proj_bias.copy_(torch.cat([ours.query.bias, ours.key.bias, ours.value.bias]))
+        reference.out_proj.weight.copy_(ours.output.weight)
+        reference.out_proj.bias.copy_(ours.output.bias)
+    x = torch.randn(2, 6, size)
+    padding = torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]])
+    with torch.no_grad():
+        output, weights = ours(x, padding)
+        expected_output, expected = reference(
+            x, x, x, key_padding_mask=padding == 0, need_weights=True, average_attn_weights=False
+        )
+    assert_close(weights, expected, atol=1e-6, rtol=0)
+    assert_close(output, expected_output, atol=1e-5, rtol=0)
+
+
+def test_c07_only_a_key_mask_is_right():
+    q = torch.zeros(2, 8, 5, 4)  # all raw scores 0
+    k, v = torch.randn(2, 8, 5, 4), torch.randn(2, 8, 5, 4)
+    padding = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    key_mask = key_padding_mask(padding, torch.float32)
+    assert key_mask.shape == (2, 1, 1, 5)
+    _, weights = scaled_dot_product_attention(q, k, v, key_mask)
+    assert_close(weights[0], torch.tensor([1 / 3, 1 / 3, 1 / 3, 0, 0]).expand(8, 5, 5))
+    assert_close(weights[1], torch.full((8, 5, 5), 0.2))
+    _, wrong = scaled_dot_product_attention(q, k, v, key_mask.transpose(-1, -2))  # query-side (b, 1, t, 1)
+    assert_close(wrong[0], torch.full((8, 5, 5), 0.2))
+    with pytest.raises(ValueError, match="4-D"):
+        scaled_dot_product_attention(q, k, v, padding.float())
+    with pytest.raises(ValueError, match="batch, key"):
+        key_padding_mask(key_mask, torch.float32)
+
+
+def test_c07_layer_masks_padded_keys():
+    torch.manual_seed(1)
+    layer = MultiHeadSelfAttention(16, 8).eval()
+    _, weights = layer(torch.randn(2, 5, 16), torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]))
+    assert torch.equal(weights[0, :, :, 3:], torch.zeros(8, 5, 2))
+    assert_close(weights.sum(-1), torch.ones(2, 8, 5))
+
+
+def test_c08_float16_masking_is_exact():
+    torch.manual_seed(2)
+    layer = MultiHeadSelfAttention(16, 4).half().eval()
+    padding = torch.tensor([[1, 1, 1, 0, 0]])
+    _, weights = layer(torch.randn(1, 5, 16).half(), padding)
+    assert weights.dtype == torch.float16
+    assert torch.equal(weights[..., 3:], torch.zeros(1, 4, 5, 2, dtype=torch.float16))
+    assert_close(weights.float().sum(-1), torch.ones(1, 4, 5), atol=2e-3, rtol=0)
+
+
+def test_c09_dropout_only_in_train_mode():
+    torch.manual_seed(3)
+    layer = MultiHeadSelfAttention(32, 4, dropout=0.1)
+    x = torch.randn(1, 12, 32)
+    layer.train()
+    _, first = layer(x)
+    _, second = layer(x)
+    assert not torch.equal(first, second)
+    assert (first.sum(-1) - 1).abs().max() > 0.01  # dropped and rescaled rows no longer sum to 1
+    layer.eval()
+    _, first = layer(x)
+    _, second = layer(x)
+    assert torch.equal(first, second)
+    assert_close(first.sum(-1), torch.ones(1, 4, 12))
+
+
+def test_forward_keeps_no_state():
+    layer = MultiHeadSelfAttention(8, 2).eval()
+    before = dict(vars(layer))
+    layer(torch.randn(1, 3, 8))
+    assert vars(layer).keys() == before.keys()
+    assert all(vars(layer)[k] is before[k] for k in before if not k.startswith("_"))
+
+
+def test_indivisible_size_is_refused():
+    with pytest.raises(ValueError, match="divisible"):
+        MultiHeadSelfAttention(10, 3)

@@ -1,0 +1,117 @@
+"""The command line's output and error contract."""
+
+import io
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attention_viz.cli import main
+from attention_viz.extraction import extract
+
+
+def _run(capsys, *argv):
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_json_every_layer_and_head(capsys, bundled):
+    status, out, err = _run(capsys, "attention", "The cat sat on the mat.")
+    assert status == 0 and err == ""
+    payload = json.loads(out)
+    assert {
+        "model",
+        "source",
+        "variant",
+        "tokens",
+        "labels",
+        "segments",
+        "num_layers",
+        "num_heads",
+        "truncated",
+        "attention",
+    } <= payload.keys()
+    assert payload["model"] == "all-MiniLM-L6-v2" and payload["source"] == "pretrained"
+    attention = np.array(payload["attention"])
+    assert attention.shape == (6, 12, 9, 9) == (payload["num_layers"], payload["num_heads"], 9, 9)
+    assert np.abs(attention - extract(bundled, "The cat sat on the mat.").weights).max() < 1e-7
+
+
+def test_json_one_head_of_a_pair_from_scratch(capsys, bundled):
+    status, out, _ = _run(
+        capsys, "attention", "The cat sat", "--pair", "It slept", "--source", "scratch", "--layer", "2", "--head", "5"
+    )
+    payload = json.loads(out)
+    assert status == 0 and payload["variant"] == "exact" and payload["layer"] == 2
+    assert payload["segments"] == [0, 0, 0, 0, 0, 1, 1, 1]
+    expected = extract(bundled, "The cat sat", "It slept").weights[2, 5]
+    assert np.abs(np.array(payload["attention"]) - expected).max() < 1e-5
+
+
+def test_layer_only_and_head_only(capsys):
+    _, out, _ = _run(capsys, "attention", "hi", "--layer", "1")
+    assert np.array(json.loads(out)["attention"]).shape == (12, 3, 3)
+    _, out, _ = _run(capsys, "attention", "hi", "--head", "4")
+    assert np.array(json.loads(out)["attention"]).shape == (6, 3, 3)
+
+
+def test_csv_is_one_head_with_labels(capsys, bundled):
+    status, out, _ = _run(capsys, "attention", "I have a new GPU!", "--layer", "0", "--head", "1", "--format", "csv")
+    frame = pd.read_csv(io.StringIO(out), index_col=0)
+    labels = ["[CLS]", "I", "have", "a", "new", "GP", "##U", "!", "[SEP]"]
+    assert status == 0 and list(frame.index) == labels and list(frame.columns) == labels
+    np.testing.assert_allclose(frame.to_numpy(), extract(bundled, "I have a new GPU!").weights[0, 1], atol=1e-7)
+
+
+def test_random_variant_with_seed(capsys):
+    _, out, _ = _run(capsys, "attention", "hi there", "--source", "scratch", "--variant", "random", "--seed", "3")
+    payload = json.loads(out)
+    assert payload["variant"] == "random" and payload["seed"] == 3
+
+
+def test_truncation_is_reported(capsys):
+    _, out, _ = _run(capsys, "attention", "hello " * 600, "--layer", "0", "--head", "0")
+    payload = json.loads(out)
+    assert payload["truncated"] and payload["num_input_tokens"] == 602 and len(payload["tokens"]) == 512
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["attention", ""], "empty"),
+        (["attention", "   "], "empty"),
+        (["attention", "hi", "--layer", "6"], "layer 6 is out of range: this model has layers 0-5"),
+        (["attention", "hi", "--head", "-1"], "head -1 is out of range"),
+        (["attention", "hi", "--model", "no-such-model-xyz"], "could not load model 'no-such-model-xyz'"),
+        (["attention", "hi", "--format", "csv"], "give both --layer and --head"),
+        (["attention", "hi", "--variant", "fast"], "invalid choice"),
+        (["attention", "hi", "--layer", "two"], "invalid int value"),
+        ([], "required"),
+    ],
+)
+def test_bad_input_exits_2_with_one_error_line(capsys, argv, message):
+    status, out, err = _run(capsys, *argv)
+    assert status == 2 and out == ""
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err
+
+
+def test_module_entry_point():
+    ok = subprocess.run(
+        [sys.executable, "-m", "attention_viz", "attention", "hi", "--layer", "0", "--head", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ok.returncode == 0 and np.array(json.loads(ok.stdout)["attention"]).shape == (3, 3)
+    bad = subprocess.run(
+        [sys.executable, "-m", "attention_viz", "attention", "hi", "--head", "12"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bad.returncode == 2
+    assert bad.stderr.splitlines() == ["error: head 12 is out of range: this model has heads 0-11"]

@@ -1,0 +1,137 @@
+"""Extraction from transformers: cases C01, C02, C03, labels and validation."""
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModel
+
+from attention_viz.extraction import (
+    AttentionError,
+    InputError,
+    encode,
+    extract,
+    pretrained_attention,
+    validate_attentions,
+)
+from attention_viz.loading import bundled_model_path
+
+
+def test_c01_attentions_exist(bundled):
+    batch = bundled.tokenizer("The cat sat on the mat.", return_tensors="pt")
+    with torch.inference_mode():
+        outputs = bundled.model(**batch, output_attentions=True)
+    assert len(outputs.attentions) == 6
+    for tensor in outputs.attentions:
+        assert tensor.shape == (1, 12, 9, 9)
+        torch.testing.assert_close(tensor.sum(-1), torch.ones(1, 12, 9), atol=1e-5, rtol=0)
+    result = extract(bundled, "The cat sat on the mat.")
+    assert result.weights.shape == (6, 12, 9, 9) and result.weights.dtype == np.float32
+    assert result.encoding.tokens == ("[CLS]", "the", "cat", "sat", "on", "the", "mat", ".", "[SEP]")
+
+
+def test_c01_sdpa_model_gets_a_clear_message(bundled):
+    sdpa = AutoModel.from_pretrained(bundled_model_path(), attn_implementation="sdpa").eval()
+    encoding = encode(bundled.tokenizer, "The cat sat on the mat.")
+    with pytest.raises(AttentionError, match="attn_implementation='eager'"):
+        pretrained_attention(sdpa, encoding)
+
+
+def test_c01_loading_does_not_change_the_shared_config(bundled):
+    extract(bundled, "hello")
+    assert not bundled.model.config.output_attentions
+    assert bundled.model.config._attn_implementation == "eager"
+
+
+def test_c02_sentence_pair(bundled):
+    result = extract(bundled, "The cat sat on the mat", "The cat lay on the rug")
+    encoding = result.encoding
+    assert encoding.num_tokens == 15
+    assert encoding.token_type_ids.tolist() == [0] * 8 + [1] * 7
+    assert encoding.segments.tolist() == [0] * 8 + [1] * 7
+    assert encoding.special.tolist() == [True] + [False] * 6 + [True] + [False] * 6 + [True]
+    assert encoding.is_pair
+    # the segment ids reach the model: without them the attention changes
+    as_single = encoding.__class__(**{**encoding.__dict__, "token_type_ids": np.zeros(15, dtype=np.int64)})
+    without = pretrained_attention(bundled.model, as_single)
+    assert np.abs(without - result.weights).max() > 1e-3
+
+
+def test_c02_word_ids_run_across_the_pair(bundled):
+    encoding = encode(bundled.tokenizer, "a b", "c d")
+    assert encoding.word_ids.tolist() == [-1, 0, 1, -1, 2, 3, -1]
+
+
+def test_c03_longer_than_the_model(bundled):
+    result = extract(bundled, "hello " * 600)
+    encoding = result.encoding
+    assert encoding.num_input_tokens == 602
+    assert encoding.truncated and encoding.num_tokens == 512
+    assert encoding.tokens[0] == "[CLS]" and encoding.tokens[-1] == "[SEP]"
+    assert set(encoding.tokens[1:-1]) == {"hello"}
+    assert result.weights.shape == (6, 12, 512, 512)
+    np.testing.assert_allclose(result.weights.sum(-1), 1, atol=1e-5)
+
+
+def test_pair_is_cut_to_the_maximum(bundled):
+    encoding = encode(bundled.tokenizer, "hello " * 400, "world " * 400, max_length=512)
+    assert encoding.truncated and encoding.num_tokens == 512 and encoding.num_input_tokens == 803
+    assert encoding.segments.tolist().count(1) > 200
+
+
+def test_labels_are_what_the_user_typed(bundled):
+    encoding = encode(bundled.tokenizer, "I have a new GPU! 你好")
+    assert encoding.tokens == ("[CLS]", "i", "have", "a", "new", "gp", "##u", "!", "[UNK]", "[UNK]", "[SEP]")
+    assert encoding.labels == ("[CLS]", "I", "have", "a", "new", "GP", "##U", "!", "你", "好", "[SEP]")
+    assert encoding.word_ids.tolist() == [-1, 0, 1, 2, 3, 4, 4, 5, 6, 7, -1]
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t"])
+def test_empty_text_is_refused(bundled, text):
+    with pytest.raises(InputError, match="empty"):
+        extract(bundled, text)
+
+
+def test_blank_pair_means_no_pair(bundled):
+    assert not encode(bundled.tokenizer, "hello", "  ").is_pair
+
+
+def test_unknown_source_and_variant(bundled):
+    with pytest.raises(InputError, match="source"):
+        extract(bundled, "hi", source="bertviz")
+    with pytest.raises(InputError, match="variant"):
+        extract(bundled, "hi", source="scratch", variant="fast")
+
+
+def test_head_index_is_checked(bundled):
+    result = extract(bundled, "hi there")
+    assert np.array_equal(result.head(5, 11), result.weights[5, 11])
+    with pytest.raises(IndexError, match="layers 0-5, heads 0-11"):
+        result.head(6, 0)
+
+
+def _valid(layers=2, heads=3, t=4):
+    return tuple(torch.softmax(torch.randn(1, heads, t, t), -1) for _ in range(layers))
+
+
+def test_validation_of_what_transformers_returns():
+    assert validate_attentions(_valid(), 2, 3, 4).shape == (2, 3, 4, 4)
+    with pytest.raises(AttentionError, match="no attention weights"):
+        validate_attentions((), 2, 3, 4)
+    with pytest.raises(AttentionError, match="2 layers, got 1"):
+        validate_attentions(_valid(layers=1), 2, 3, 4)
+    with pytest.raises(AttentionError, match="shape"):
+        validate_attentions(_valid(t=5), 2, 3, 4)
+    broken = _valid()
+    broken[0][0, 0, 0, 0] = float("nan")
+    with pytest.raises(AttentionError, match="NaN"):
+        validate_attentions(broken, 2, 3, 4)
+    with pytest.raises(AttentionError, match="sum to 1"):
+        validate_attentions(tuple(t * 1.1 for t in _valid()), 2, 3, 4)
+
+
+def test_results_pickle_for_the_cache(bundled):
+    import pickle
+
+    result = extract(bundled, "The cat sat.")
+    again = pickle.loads(pickle.dumps(result))
+    assert np.array_equal(again.weights, result.weights) and again.encoding.labels == result.encoding.labels

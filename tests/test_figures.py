@@ -1,0 +1,112 @@
+"""Figures: orientation and hover (C13), size (C14), one row per token, thumbnails."""
+
+import base64
+import json
+
+import numpy as np
+import pytest
+
+from attention_viz.figures import (
+    attention_heatmap,
+    difference_heatmap,
+    head_grid,
+    pool_attention,
+    unique_labels,
+)
+
+LABELS = ["[CLS]", "the", "cat", "saw", "the", "dog", "[SEP]"]
+
+
+def _decode(array_json):
+    """A plotly JSON array: a plain list, or base64 ``bdata`` (plotly 6+)."""
+    if isinstance(array_json, dict):
+        dtype = {"f4": np.float32, "f8": np.float64}[array_json["dtype"]]
+        flat = np.frombuffer(base64.b64decode(array_json["bdata"]), dtype=dtype)
+        shape = array_json.get("shape", str(len(flat)))
+        return flat.reshape([int(n) for n in str(shape).split(",")])
+    return np.asarray(array_json)
+
+
+def _weights(n, seed=0):
+    raw = np.random.default_rng(seed).random((n, n)).astype(np.float32)
+    return raw / raw.sum(-1, keepdims=True)
+
+
+def test_c13_rows_are_queries_top_to_bottom():
+    weights = _weights(len(LABELS))
+    figure = attention_heatmap(weights, LABELS, title="layer 0, head 0")
+    trace = figure.data[0]
+    assert np.array_equal(trace.z, weights)  # z[i] is query i's row
+    assert [y.rstrip("\u200b") for y in trace.y] == LABELS
+    assert [x.rstrip("\u200b") for x in trace.x] == LABELS
+    assert figure.layout.yaxis.autorange == "reversed"  # query 0 ([CLS]) at the top
+    assert figure.layout.yaxis.scaleanchor == "x"  # square cells
+    assert trace.hovertemplate.startswith("%{y} → %{x}: %{z")
+    assert (trace.zmin, trace.zmax) == (0.0, 1.0)
+
+
+def test_every_token_has_its_own_row_even_when_labels_repeat():
+    figure = attention_heatmap(_weights(len(LABELS)), LABELS)
+    assert len(set(figure.data[0].y)) == len(LABELS)
+    assert unique_labels(["a", "b", "a", "a"]) == ["a", "b", "a\u200b", "a\u200b\u200b"]
+
+
+def test_fit_range():
+    weights = _weights(4)
+    trace = attention_heatmap(weights, list("abcd"), fit_range=True).data[0]
+    assert trace.zmin == pytest.approx(weights.min()) and trace.zmax == pytest.approx(weights.max())
+
+
+def test_shape_is_checked():
+    with pytest.raises(ValueError, match="3 labels"):
+        attention_heatmap(_weights(4), ["a", "b", "c"])
+
+
+def test_difference_is_centred_at_zero():
+    difference = _weights(4) - _weights(4, seed=1)
+    trace = difference_heatmap(difference, list("abcd")).data[0]
+    assert (trace.zmin, trace.zmid, trace.zmax) == (-1.0, 0.0, 1.0)
+    fitted = difference_heatmap(difference, list("abcd"), fit_range=True).data[0]
+    assert fitted.zmax == pytest.approx(np.abs(difference).max()) and fitted.zmin == -fitted.zmax
+    zero = difference_heatmap(np.zeros((2, 2)), ["a", "b"], fit_range=True).data[0]
+    assert zero.zmax > zero.zmin
+
+
+def test_c14_one_head_at_512_tokens_is_base64_and_small():
+    labels = [f"tok{i}" for i in range(512)]
+    figure = attention_heatmap(_weights(512), labels)
+    spec = json.loads(figure.to_json())
+    z = spec["data"][0]["z"]
+    assert isinstance(z, dict) and z["dtype"] == "f4"  # float32 as base64, not a list of rounded floats
+    assert np.array_equal(_decode(z), figure.data[0].z)
+    assert len(figure.to_json()) < 2_000_000
+
+
+def test_pooling_keeps_rows_distributions():
+    weights = np.stack([_weights(100, seed) for seed in range(3)])  # (3, 100, 100)
+    pooled, starts = pool_attention(weights, 48)
+    assert pooled.shape == (3, 48, 48) and starts[0] == 0 and len(starts) == 48
+    np.testing.assert_allclose(pooled.sum(-1), 1, atol=1e-5)
+    small, starts = pool_attention(weights[:, :10, :10], 48)
+    assert small.shape == (3, 10, 10) and starts.tolist() == list(range(10))
+    # a block of equal values pools to itself (mean over queries, sum over keys)
+    uniform = np.full((96, 96), 1 / 96, dtype=np.float32)
+    np.testing.assert_allclose(pool_attention(uniform, 48)[0], 1 / 48, rtol=1e-5)
+
+
+def test_c14_grid_of_every_head_stays_small_at_512_tokens():
+    rng = np.random.default_rng(0)
+    weights = rng.random((6, 12, 512, 512), dtype=np.float32)
+    weights /= weights.sum(-1, keepdims=True)
+    figure = head_grid(weights)
+    assert len(figure.data) == 72
+    assert all(trace.z.shape == (48, 48) for trace in figure.data)
+    assert len(figure.to_json()) < 3_000_000
+    assert "layer 3, head 7" in figure.data[3 * 12 + 7].hovertemplate
+
+
+def test_grid_of_short_input_is_full_size():
+    weights = np.stack([np.stack([_weights(5, layer * 3 + h) for h in range(3)]) for layer in range(2)])
+    figure = head_grid(weights)
+    assert len(figure.data) == 6
+    assert np.array_equal(figure.data[1 * 3 + 2].z, weights[1, 2])

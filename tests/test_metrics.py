@@ -1,0 +1,77 @@
+"""Attention measures and reductions: entropy, Jensen-Shannon, cases C10, C11, C12."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from attention_viz.metrics import (
+    attention_rollout,
+    drop_tokens,
+    js_divergence,
+    max_abs_difference,
+    merge_word_pieces,
+    row_entropy,
+)
+
+
+def test_row_entropy_in_bits():
+    weights = np.array([[1.0, 0, 0, 0], [0.25, 0.25, 0.25, 0.25], [0.5, 0.5, 0, 0]])
+    assert_allclose(row_entropy(weights), [0.0, 2.0, 1.0])
+
+
+def test_js_divergence_in_bits():
+    p = np.array([[1.0, 0.0], [0.5, 0.5], [0.9, 0.1]])
+    q = np.array([[0.0, 1.0], [0.5, 0.5], [0.5, 0.5]])
+    # disjoint supports: 1 bit; equal rows: 0; and one value worked by hand (m = [0.7, 0.3])
+    hand = 0.5 * (0.9 * np.log2(0.9 / 0.7) + 0.1 * np.log2(0.1 / 0.3)) + 0.5 * (
+        0.5 * np.log2(0.5 / 0.7) + 0.5 * np.log2(0.5 / 0.3)
+    )
+    assert_allclose(js_divergence(p, q), [1.0, 0.0, hand])
+    with pytest.raises(ValueError, match="shapes differ"):
+        js_divergence(p, q[:2])
+
+
+def test_max_abs_difference():
+    assert max_abs_difference(np.array([0.1, 0.5]), np.array([0.2, 0.25])) == pytest.approx(0.25)
+
+
+def test_c10_subword_to_word():
+    sub = np.array([[0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25], [0.4, 0.3, 0.2, 0.1], [0.7, 0.1, 0.1, 0.1]])
+    words = merge_word_pieces(sub, np.array([0, 1, 1, 2]))  # new, gp ##u, !
+    assert_allclose(words, [[0.1, 0.5, 0.4], [0.325, 0.5, 0.175], [0.7, 0.2, 0.1]], atol=1e-12)
+    assert_allclose(words.sum(-1), 1)
+    stacked = merge_word_pieces(np.stack([sub, sub]), np.array([0, 1, 1, 2]))  # leading axes kept
+    assert stacked.shape == (2, 3, 3)
+
+
+def test_c11_hiding_special_tokens_renormalises():
+    row = np.array([0.05, 0.05, 0.10, 0.05, 0.75])  # CLS the cat sat SEP
+    weights = np.tile(row, (5, 1))
+    kept = drop_tokens(weights, np.array([False, True, True, True, False]))
+    assert_allclose(kept, np.tile([0.25, 0.50, 0.25], (3, 1)))
+    assert_allclose(weights.sum(-1), 1)  # the raw view is untouched
+
+
+def test_c11_row_with_nothing_kept_stays_zero():
+    weights = np.array([[0.0, 1.0, 0.0], [0.5, 0.0, 0.5], [0.2, 0.4, 0.4]])
+    kept = drop_tokens(weights, np.array([True, False, True]))
+    assert_allclose(kept, [[0.0, 0.0], [1 / 3, 2 / 3]])  # query 0 gave all its weight to a hidden token
+
+
+def test_c12_attention_rollout():
+    a1 = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8]])
+    a2 = np.array([[0.5, 0.25, 0.25], [0.3, 0.4, 0.3], [0.2, 0.2, 0.6]])
+    expected = [[0.6188, 0.2125, 0.1688], [0.1975, 0.5550, 0.2475], [0.1300, 0.1300, 0.7400]]
+    rollout = attention_rollout(np.stack([a1, a2]))
+    assert_allclose(rollout, expected, atol=1e-4)
+    assert_allclose(rollout.sum(-1), 1, atol=1e-12)  # renormalising without keepdims would miss this
+    heads = np.stack([np.stack([a1, a1]), np.stack([a2, a2])])  # (layers, heads, t, t): heads averaged
+    assert_allclose(attention_rollout(heads), rollout)
+
+
+def test_c12_rollout_rows_sum_to_one_on_unnormalised_input():
+    rng = np.random.default_rng(0)
+    weights = rng.random((4, 5, 5))  # rows do not sum to 1: the per-layer renormalisation must fix that
+    weights /= weights.sum(-1, keepdims=True)
+    weights[:, :, 0] += 0.3
+    assert_allclose(attention_rollout(weights).sum(-1), 1, atol=1e-12)
