@@ -20,6 +20,7 @@ from plotly.subplots import make_subplots
 ATTENTION_COLORSCALE = "Blues"
 DIFFERENCE_COLORSCALE = "RdBu_r"
 THUMBNAIL_SIZE = 48
+ALL_TICKS_UP_TO = 80  # tokens; above this plotly thins the tick labels, every cell still has its row
 _ZERO_WIDTH_SPACE = "\u200b"
 
 
@@ -45,7 +46,7 @@ def _check_square(matrix: np.ndarray, labels: Sequence[str]) -> np.ndarray:
     return matrix
 
 
-def _heatmap(matrix, labels, title, colorscale, hovertemplate, zmin, zmax, zmid=None, colorbar=None):
+def _heatmap(matrix, labels, title, colorscale, hovertemplate, zmin, zmax, zmid=None):
     axis_labels = unique_labels(labels)
     trace = go.Heatmap(
         z=matrix,
@@ -56,27 +57,34 @@ def _heatmap(matrix, labels, title, colorscale, hovertemplate, zmin, zmax, zmid=
         zmax=zmax,
         zmid=zmid,
         hovertemplate=hovertemplate,
-        colorbar=colorbar or {"thickness": 12},
+        colorbar={"thickness": 12},
     )
     figure = go.Figure(trace)
     n = len(labels)
+    ticks = {"tickmode": "linear", "dtick": 1} if n <= ALL_TICKS_UP_TO else {}
+    ticks["tickfont"] = {"size": 12 if n <= 24 else 10 if n <= 48 else 8}
     figure.update_layout(
+        template="plotly_white",
         title={"text": title, "x": 0.5, "xanchor": "center", "font": {"size": 14}},
         height=int(np.clip(180 + 16 * n, 380, 720)),
         margin={"l": 10, "r": 10, "t": 48, "b": 10},
         xaxis={
             "title": "key (attended to)",
             "type": "category",
+            "automargin": True,
             "tickangle": -60,
             "side": "bottom",
             "constrain": "domain",
+            **ticks,
         },
         yaxis={
             "title": "query (attending)",
             "type": "category",
+            "automargin": True,
             "autorange": "reversed",
             "scaleanchor": "x",
             "scaleratio": 1,
+            **ticks,
             "constrain": "domain",
         },
     )
@@ -161,6 +169,7 @@ def head_grid(
     thumbnail_size: int = THUMBNAIL_SIZE,
     fit_range: bool = False,
     colorscale: str = ATTENTION_COLORSCALE,
+    selected: tuple[int, int] | None = None,
 ) -> go.Figure:
     """Every head of every layer as a grid of small heatmaps: layers as rows, heads as columns.
 
@@ -172,6 +181,7 @@ def head_grid(
         thumbnail_size: the most rows and columns a thumbnail has.
         fit_range: one colour range fitted to all values instead of the fixed 0-1.
         colorscale: a plotly colour scale name.
+        selected: ``(layer, head)`` to outline, or ``None``.
 
     Returns:
         A ``plotly.graph_objects.Figure`` with ``layers * heads`` heatmap traces sharing one colour axis.
@@ -201,12 +211,27 @@ def head_grid(
                 row=layer + 1,
                 col=head + 1,
             )
+    if selected is not None:
+        layer, head = selected
+        figure.add_shape(
+            type="rect",
+            xref="x domain",
+            yref="y domain",
+            x0=0,
+            y0=0,
+            x1=1,
+            y1=1,
+            row=layer + 1,
+            col=head + 1,
+            line={"color": "#d62728", "width": 3},
+        )
     zmin, zmax = (float(pooled.min()), float(pooled.max())) if fit_range else (0.0, 1.0)
     figure.update_xaxes(showticklabels=False, ticks="", showgrid=False, zeroline=False)
     figure.update_yaxes(showticklabels=False, ticks="", showgrid=False, zeroline=False, autorange="reversed")
     figure.update_layout(
+        template="plotly_white",
         coloraxis={"colorscale": colorscale, "cmin": zmin, "cmax": zmax, "colorbar": {"thickness": 12}},
-        height=max(320, 70 * layers + 60),
+        height=max(320, 90 * layers + 60),
         margin={"l": 10, "r": 40, "t": 40, "b": 10},
     )
     return figure

@@ -1,0 +1,48 @@
+"""The one place that caches: the model per process, results per input.
+
+The model is loaded once per process and model name (``st.cache_resource``) and shared read-only by
+every session (case C15). Results are cached by everything that changes them, with the model's name
+in the key (case C16), so changing only the layer or head never runs the model again.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from attention_viz import extraction, loading
+from attention_viz.extraction import AttentionResult
+from attention_viz.loading import LoadedModel, ModelLoadError
+
+
+@st.cache_resource(max_entries=4, show_spinner="Loading the model…")
+def _load(name: str) -> LoadedModel | ModelLoadError:
+    # A failure is cached too: a missing hub model can take a minute of retries to fail.
+    try:
+        return loading.load_model(name)
+    except ModelLoadError as exc:
+        return exc
+
+
+def model(name: str) -> LoadedModel:
+    """The loaded model for ``name``; raises :class:`ModelLoadError` (cached) if it cannot load."""
+    loaded = _load(name.strip())
+    if isinstance(loaded, ModelLoadError):
+        raise loaded
+    return loaded
+
+
+@st.cache_data(max_entries=32, show_spinner="Running the model…")
+def attention(
+    _loaded: LoadedModel, model_name: str, text: str, pair: str | None, source: str, variant: str, seed: int
+) -> AttentionResult:
+    """Cached :func:`attention_viz.extraction.extract`; ``_loaded`` is not hashed, ``model_name`` is."""
+    return extraction.extract(_loaded, text, pair, source, variant, seed)
+
+
+def pretrained(loaded: LoadedModel, text: str, pair: str | None) -> AttentionResult:
+    return attention(loaded, loaded.info.name, text, pair, "pretrained", "exact", 0)
+
+
+def scratch(loaded: LoadedModel, text: str, pair: str | None, variant: str, seed: int) -> AttentionResult:
+    seed = seed if variant == "random" else 0  # the seed only matters to the random variant
+    return attention(loaded, loaded.info.name, text, pair, "scratch", variant, seed)

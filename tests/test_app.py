@@ -1,0 +1,208 @@
+"""The Streamlit app through streamlit.testing.v1.AppTest: pages, data in the figures, caching, messages."""
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attention_viz import extraction, loading
+from attention_viz.extraction import extract
+from attention_viz.ui import cache, state
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+ALL_HEADS = "attention_viz/ui/pages/all_heads.py"
+
+
+def _app(**state_before) -> AppTest:
+    """Run the app in a new session, with session state set beforehand (AppTest cannot type a new
+    option into a selectbox, so a typed model name is given this way)."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in state_before.items():
+        at.session_state[key] = value
+    return at.run()
+
+
+def _figures(at) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def _z(figure: dict, trace: int = 0) -> np.ndarray:
+    """A trace's z, decoded from plotly's base64 ``bdata`` (plotly 6+) or a plain list."""
+    z = figure["data"][trace]["z"]
+    if isinstance(z, dict):
+        dtype = {"f4": np.float32, "f8": np.float64}[z["dtype"]]
+        shape = [int(n) for n in str(z["shape"]).split(",")]
+        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=dtype).reshape(shape)
+    return np.asarray(z, dtype=np.float64)
+
+
+def _no_errors(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def test_compare_opens_on_a_real_example(bundled):
+    at = _app()
+    _no_errors(at)
+    assert at.header[0].value == f"Layer {state.EXAMPLE_LAYER}, head {state.EXAMPLE_HEAD}"
+    pretrained = _figures(at)[0]
+    expected = extract(bundled, state.EXAMPLE_TEXT).weights[state.EXAMPLE_LAYER, state.EXAMPLE_HEAD]
+    assert np.array_equal(_z(pretrained), expected)
+    assert "Matches transformers" in at.success[0].value
+    # the example was chosen for this head: "it" attends to its referent "animal", not to "street"
+    tokens = list(extract(bundled, state.EXAMPLE_TEXT).encoding.tokens)
+    it, animal, street = tokens.index("it"), tokens.index("animal"), tokens.index("street")
+    assert expected[it, animal] > 0.5 > 0.1 > expected[it, street]
+
+
+def test_changing_layer_and_head_shows_that_head(bundled):
+    at = _app()
+    at.slider(key="layer").set_value(2).run()
+    at.slider(key="head").set_value(5).run()
+    _no_errors(at)
+    assert at.header[0].value == "Layer 2, head 5"
+    weights = extract(bundled, state.EXAMPLE_TEXT).weights
+    pretrained, scratch, difference = _figures(at)
+    assert np.array_equal(_z(pretrained), weights[2, 5])
+    assert np.abs(_z(scratch) - weights[2, 5]).max() <= 1e-5
+    assert np.abs(_z(difference)).max() <= 1e-5
+    labels = [y.rstrip("\u200b") for y in pretrained["data"][0]["y"]]
+    assert labels == list(extract(bundled, state.EXAMPLE_TEXT).encoding.labels)
+    assert float(at.metric[0].value) <= 1e-5
+
+
+def test_new_sentence_and_pair(bundled):
+    at = _app()
+    at.text_area(key="text").input("The cat sat on the mat").run()
+    at.text_input(key="pair").input("The cat lay on the rug").run()
+    _no_errors(at)
+    pretrained = _figures(at)[0]
+    assert _z(pretrained).shape == (15, 15)
+    expected = extract(bundled, "The cat sat on the mat", "The cat lay on the rug").weights
+    assert np.array_equal(_z(pretrained), expected[state.EXAMPLE_LAYER, state.EXAMPLE_HEAD])
+
+
+def test_variants(bundled):
+    at = _app()
+    at.selectbox(key="variant").set_value("article-scaling").run()
+    _no_errors(at)
+    assert not at.success and "√hidden" in at.caption[0].value
+    js = at.metric[1].value
+    assert float(js.split()[0]) > 0.001
+    at.selectbox(key="variant").set_value("random").run()
+    at.number_input(key="seed").set_value(3).run()
+    _no_errors(at)
+    scratch = _figures(at)[1]
+    assert scratch["layout"]["title"]["text"] == "From scratch: random"
+    expected = extract(bundled, state.EXAMPLE_TEXT, source="scratch", variant="random", seed=3).weights
+    assert np.array_equal(_z(scratch), expected[state.EXAMPLE_LAYER, state.EXAMPLE_HEAD])
+
+
+def test_variant_survives_a_page_change():
+    at = _app()
+    at.selectbox(key="variant").set_value("no-scaling").run()
+    at.switch_page(ALL_HEADS).run()
+    at.switch_page("attention_viz/ui/pages/compare.py").run()
+    assert at.selectbox(key="variant").value == "no-scaling"
+
+
+def test_all_heads_page_and_open_in_compare(bundled):
+    at = _app()
+    at.switch_page(ALL_HEADS).run()
+    _no_errors(at)
+    grid = _figures(at)[0]
+    assert len(grid["data"]) == 72
+    weights = extract(bundled, state.EXAMPLE_TEXT).weights
+    assert np.array_equal(_z(grid, 4 * 12 + 9), weights[4, 9])  # layer 4, head 9 at row 4, column 9
+    at.selectbox(key="grid_layer").set_value(4)
+    at.selectbox(key="grid_head").set_value(9)
+    at.button[0].click().run()
+    _no_errors(at)
+    assert at.header[0].value == "Layer 4, head 9"
+    assert (at.slider(key="layer").value, at.slider(key="head").value) == (4, 9)
+
+
+def test_all_heads_at_512_tokens_stays_small():
+    at = _app()
+    at.text_area(key="text").input("hello " * 600).run()
+    at.switch_page(ALL_HEADS).run()
+    _no_errors(at)
+    assert "602 tokens, cut to 512" in at.warning[0].value
+    spec = at.get("plotly_chart")[0].proto.spec
+    assert len(spec) < 3_000_000
+    assert _z(json.loads(spec)).shape == (48, 48)
+
+
+def test_long_input_is_cut_with_a_message():
+    at = _app()
+    at.text_area(key="text").input("hello " * 600).run()
+    _no_errors(at)
+    assert "602 tokens, cut to 512" in at.warning[0].value
+    assert _z(_figures(at)[0]).shape == (512, 512)
+
+
+def test_empty_text_gets_a_message_not_a_traceback():
+    at = _app()
+    at.text_area(key="text").input("   ").run()
+    _no_errors(at)
+    assert "empty" in at.info[0].value and "kept" in at.info[0].value
+    at.switch_page(ALL_HEADS).run()
+    _no_errors(at)
+    assert "empty" in at.info[0].value
+
+
+def test_unknown_model_gets_a_message_and_keeps_the_text():
+    at = _app(model="no-such-model-xyz", text="Keep this sentence.")
+    _no_errors(at)
+    assert "could not load model 'no-such-model-xyz'" in at.error[0].value
+    assert at.text_area(key="text").value == "Keep this sentence."
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Count model loads and model runs from a cold cache."""
+    cache._load.clear()
+    cache.attention.clear()
+    calls = {"load": 0, "extract": 0}
+
+    def load(name):
+        calls["load"] += 1
+        return real_load(name)
+
+    def run(*args, **kwargs):
+        calls["extract"] += 1
+        return real_extract(*args, **kwargs)
+
+    real_load, real_extract = loading.load_model, extraction.extract
+    monkeypatch.setattr(loading, "load_model", load)
+    monkeypatch.setattr(extraction, "extract", run)
+    yield calls
+    cache._load.clear()
+    cache.attention.clear()
+
+
+def test_c15_model_loads_once_and_head_changes_do_not_rerun_it(counted):
+    first, second = _app(), _app()  # two sessions
+    assert counted == {"load": 1, "extract": 2}  # pretrained + from scratch, once for both sessions
+    for i in range(20):
+        first.slider(key="layer").set_value(i % 6).run()
+        second.slider(key="head").set_value(i % 12).run()
+    _no_errors(first)
+    assert counted == {"load": 1, "extract": 2}
+    first.switch_page(ALL_HEADS).run()
+    assert counted == {"load": 1, "extract": 2}
+
+
+def test_c16_switching_models_switches_the_attention(counted, tiny_model_dir, bundled):
+    bundled_map = _z(_figures(_app())[0])
+    at = _app(model=tiny_model_dir, layer=5, head=11)  # same process, same caches, another model
+    _no_errors(at)
+    assert counted["load"] == 2
+    assert (at.slider(key="layer").value, at.slider(key="head").value) == (1, 3)  # clamped to 2 layers × 4 heads
+    expected = extract(cache.model(tiny_model_dir), state.EXAMPLE_TEXT).weights[1, 3]
+    shown = _z(_figures(at)[0])
+    assert np.array_equal(shown, expected)
+    assert not np.array_equal(shown, bundled_map)
+    assert "Matches transformers" in at.success[0].value
