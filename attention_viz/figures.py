@@ -21,21 +21,23 @@ ATTENTION_COLORSCALE = "Blues"
 DIFFERENCE_COLORSCALE = "RdBu_r"
 THUMBNAIL_SIZE = 48
 ALL_TICKS_UP_TO = 80  # tokens; above this plotly thins the tick labels, every cell still has its row
-_ZERO_WIDTH_SPACE = "\u200b"
+_INVISIBLE_DIGITS = str.maketrans("01", "\u200b\u200c")  # zero-width space and non-joiner
 
 
 def unique_labels(labels: Sequence[str]) -> list[str]:
-    """Labels made distinct with invisible zero-width spaces, so plotly gives each token its own row.
+    """Labels made distinct with invisible characters, so plotly gives each token its own row.
 
-    Plotly merges equal category labels ("the" ... "the") into one row; the suffix keeps them apart
-    while they look the same on the axis and in the hover text.
+    Plotly merges equal category labels ("the" ... "the") into one row. The n-th repeat of a label
+    gets n written in binary with zero-width characters (a few characters even at 512 repeats), so
+    labels look the same on the axis and in the hover text. Tokenizers drop these characters from
+    the input, so a suffixed label cannot collide with a typed one.
     """
     seen: dict[str, int] = {}
     out = []
     for label in labels:
         count = seen.get(label, 0)
         seen[label] = count + 1
-        out.append(label + _ZERO_WIDTH_SPACE * count)
+        out.append(label + (format(count, "b").translate(_INVISIBLE_DIGITS) if count else ""))
     return out
 
 

@@ -68,7 +68,7 @@ def test_changing_layer_and_head_shows_that_head(bundled):
     assert np.array_equal(_z(pretrained), weights[2, 5])
     assert np.abs(_z(scratch) - weights[2, 5]).max() <= 1e-5
     assert np.abs(_z(difference)).max() <= 1e-5
-    labels = [y.rstrip("\u200b") for y in pretrained["data"][0]["y"]]
+    labels = [y.rstrip("\u200b\u200c") for y in pretrained["data"][0]["y"]]
     assert labels == list(extract(bundled, state.EXAMPLE_TEXT).encoding.labels)
     assert float(at.metric[0].value) <= 1e-5
 
