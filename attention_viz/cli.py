@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from attention_viz.encoder import Variant
@@ -36,23 +37,34 @@ def build_parser() -> argparse.ArgumentParser:
     attention.add_argument(
         "--variant",
         choices=[v.value for v in Variant],
-        default=Variant.EXACT.value,
-        help="from-scratch variant (with --source scratch)",
+        help="from-scratch variant (with --source scratch; default exact)",
     )
-    attention.add_argument("--seed", type=int, default=0, help="seed of the random variant")
+    attention.add_argument("--seed", type=int, help="seed of the random variant (default 0)")
     attention.add_argument("--layer", type=int, help="only this layer (from 0)")
     attention.add_argument("--head", type=int, help="only this head (from 0)")
     attention.add_argument("--format", choices=("json", "csv"), default="json")
     return parser
 
 
+def _check_options(args: argparse.Namespace) -> None:
+    """Refuse options that would be ignored or cannot work, before any model is loaded."""
+    if not args.text.strip():
+        raise _UsageError("the text is empty: type a sentence")
+    if args.format == "csv" and (args.layer is None or args.head is None):
+        raise _UsageError("--format csv prints one head: give both --layer and --head")
+    if args.source == "pretrained" and (args.variant or args.seed is not None):
+        raise _UsageError("--variant and --seed apply to the from-scratch encoder: add --source scratch")
+    if args.seed is not None and (args.variant != Variant.RANDOM or args.seed < 0):
+        raise _UsageError("--seed takes a number from 0, and only with --variant random")
+
+
+def _check_range(name: str, value: int | None, count: int) -> None:
+    if value is not None and not 0 <= value < count:
+        raise _UsageError(f"{name} {value} is out of range: this model has {name}s 0-{count - 1}")
+
+
 def _select(weights, layer: int | None, head: int | None):
-    """Index ``(layers, heads, query, key)`` by the given layer and/or head, checking the range."""
-    layers, heads = weights.shape[:2]
-    if layer is not None and not 0 <= layer < layers:
-        raise _UsageError(f"layer {layer} is out of range: this model has layers 0-{layers - 1}")
-    if head is not None and not 0 <= head < heads:
-        raise _UsageError(f"head {head} is out of range: this model has heads 0-{heads - 1}")
+    """Index ``(layers, heads, query, key)`` by the given layer and/or head."""
     if layer is not None:
         weights = weights[layer]
     if head is not None:
@@ -64,11 +76,12 @@ def _run(args: argparse.Namespace) -> str:
     from attention_viz.extraction import extract
     from attention_viz.loading import load_model
 
-    if not args.text.strip():
-        raise _UsageError("the text is empty: type a sentence")
-    if args.format == "csv" and (args.layer is None or args.head is None):
-        raise _UsageError("--format csv prints one head: give both --layer and --head")
-    result = extract(load_model(args.model), args.text, args.pair, args.source, args.variant, args.seed)
+    _check_options(args)
+    loaded = load_model(args.model)
+    _check_range("layer", args.layer, loaded.info.num_layers)
+    _check_range("head", args.head, loaded.info.num_heads)
+    variant = args.variant or Variant.EXACT.value
+    result = extract(loaded, args.text, args.pair, args.source, variant, args.seed or 0)
     weights = _select(result.weights, args.layer, args.head)
     encoding = result.encoding
     if args.format == "csv":
@@ -92,18 +105,27 @@ def _run(args: argparse.Namespace) -> str:
         "truncated": encoding.truncated,
         "attention": weights.tolist(),
     }
-    return json.dumps(payload)
+    return json.dumps(payload) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status (0 done, 1 output failed, 2 bad input)."""
+    from huggingface_hub.utils import logging as hub_logging
+
     from attention_viz.extraction import AttentionError, InputError
     from attention_viz.loading import ModelLoadError
 
+    hub_logging.set_verbosity_error()  # no download-retry chatter: stderr is one line on failure
     try:
-        args = build_parser().parse_args(argv)
-        sys.stdout.write(_run(args) + ("" if args.format == "csv" else "\n"))
+        output = _run(build_parser().parse_args(argv))
     except (_UsageError, InputError, AttentionError, ModelLoadError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    try:
+        sys.stdout.write(output)
+        sys.stdout.flush()
+    except OSError as exc:
+        print(f"error: could not write the output: {exc.strerror or exc}", file=sys.stderr)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return 1
     return 0

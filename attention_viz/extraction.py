@@ -35,8 +35,8 @@ class Encoding:
         token_type_ids: ``(t,)`` int64 segment ids given to the model.
         tokens: ``t`` WordPiece tokens (``##`` marks a continuation piece).
         labels: ``t`` display labels: the characters the user typed for each piece (from the
-            tokenizer's character offsets), ``##`` before a continuation piece, and the token itself
-            for [CLS]/[SEP].
+            tokenizer's character offsets), ``##`` before a continuation piece, `` [UNK]`` after a
+            piece the vocabulary does not know, and the token itself for [CLS]/[SEP].
         word_ids: ``(t,)`` int64 index of the word each token belongs to, counted across both
             sentences of a pair; -1 for special tokens.
         segments: ``(t,)`` int64, 0 for sentence A and 1 for sentence B, from the tokenizer's
@@ -155,6 +155,8 @@ def _labels(enc, texts: tuple[str, str | None], tokenizer) -> tuple[str, ...]:
     for token, (start, end), s, w in pieces:
         typed = texts[s][start:end] if s is not None else ""
         label = typed or token
+        if typed and token == tokenizer.unk_token:
+            label = f"{typed} {token}"  # the model saw [UNK], not what was typed
         if s is not None and (s, w) == previous_word:
             label = "##" + label
         labels.append(label)

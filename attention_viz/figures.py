@@ -93,11 +93,18 @@ def _heatmap(matrix, labels, title, colorscale, hovertemplate, zmin, zmax, zmid=
     return figure
 
 
+def shared_range(*maps: np.ndarray) -> tuple[float, float]:
+    """One colour range ``(min, max)`` over all the given maps, so equal colours mean equal weights."""
+    low = min(float(np.min(m)) for m in maps)
+    high = max(float(np.max(m)) for m in maps)
+    return low, max(high, low + 1e-12)
+
+
 def attention_heatmap(
     weights: np.ndarray,
     labels: Sequence[str],
     title: str = "",
-    fit_range: bool = False,
+    zrange: tuple[float, float] | None = (0.0, 1.0),
     colorscale: str = ATTENTION_COLORSCALE,
 ) -> go.Figure:
     """One head's attention as a heatmap.
@@ -106,7 +113,8 @@ def attention_heatmap(
         weights: ``(query, key)`` attention weights (rows sum to 1), e.g. ``result.weights[layer, head]``.
         labels: one label per token (``encoding.labels``), used for both axes.
         title: figure title.
-        fit_range: colour range fitted to the values instead of the fixed 0-1.
+        zrange: the colour range; ``None`` fits it to these values. Give maps that are compared the
+            same range (see :func:`shared_range`).
         colorscale: a plotly colour scale name.
 
     Returns:
@@ -116,7 +124,7 @@ def attention_heatmap(
         ValueError: if ``weights`` is not square with one row per label.
     """
     matrix = _check_square(weights, labels)
-    zmin, zmax = (float(matrix.min()), float(matrix.max())) if fit_range else (0.0, 1.0)
+    zmin, zmax = shared_range(matrix) if zrange is None else zrange
     hover = "%{y} → %{x}: %{z:.4f}<extra></extra>"
     return _heatmap(matrix, labels, title, colorscale, hover, zmin, zmax)
 

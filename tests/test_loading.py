@@ -2,11 +2,18 @@
 
 import os
 import shutil
+import socket
 
 import pytest
 from transformers import AutoTokenizer, RobertaConfig, RobertaModel
 
-from attention_viz.loading import BUNDLED_MODEL, ModelLoadError, bundled_model_path, load_model
+from attention_viz.loading import (
+    BUNDLED_MODEL,
+    ModelLoadError,
+    bundled_model_path,
+    hub_unreachable_reason,
+    load_model,
+)
 
 
 def test_bundled_model_loads_offline(bundled):
@@ -35,7 +42,20 @@ def test_tiny_folder_loads_by_path(tiny_model_dir):
 
 
 def test_unknown_model_names_what_was_tried():
-    with pytest.raises(ModelLoadError, match=r"'no-such-model-xyz'.*local folder.*hub"):
+    with pytest.raises(ModelLoadError, match=r"'no-such-model-xyz'.*no folder.*not in the cache.*offline"):
+        load_model("no-such-model-xyz")
+
+
+def test_hub_is_not_asked_when_its_host_does_not_resolve(monkeypatch):
+    from huggingface_hub import constants
+
+    def no_dns(*args, **kwargs):
+        raise OSError("Name or service not known")
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(socket, "getaddrinfo", no_dns)
+    assert hub_unreachable_reason() == "huggingface.co cannot be reached"
+    with pytest.raises(ModelLoadError, match=r"hub not asked: huggingface\.co cannot be reached"):
         load_model("no-such-model-xyz")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -10,6 +11,11 @@ import streamlit as st
 from attention_viz.extraction import AttentionError, Encoding, InputError
 
 T = TypeVar("T")
+
+
+def escape_markdown(text: str) -> str:
+    """Show ``text`` literally in Streamlit's Markdown (a typed model name is not a link or a formula)."""
+    return re.sub(r"([\\`*_{}\[\]()<>#+\-.!|~$])", r"\\\1", text)
 
 
 def or_stop(compute: Callable[..., T], *args) -> T:

@@ -6,13 +6,13 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from attention_viz.loading import BUNDLED_MODEL
+from attention_viz.loading import BUNDLED_MODEL, ModelInfo
 
 # A sentence that shows something on one click: in all-MiniLM-L6-v2, layer 3 head 1 sends 0.68 of
 # "it"'s attention to "animal", its referent, and 0.05 to "street" (checked in tests/test_app.py).
 EXAMPLE_TEXT = "The animal didn't cross the street because it was too tired."
 EXAMPLE_LAYER, EXAMPLE_HEAD = 3, 1
-MAX_CHARS = 5000
+BUNDLED_SHAPE = (6, 12)  # layers, heads of all-MiniLM-L6-v2: the sliders' range before any model loaded
 
 DEFAULTS = {
     "model": BUNDLED_MODEL,
@@ -49,9 +49,19 @@ def init() -> None:
         st.session_state[key] = st.session_state[key]
 
 
-def clamp(key: str, upper: int) -> None:
-    """Keep an index widget's value within ``0..upper`` (after switching to a smaller model)."""
-    st.session_state[key] = min(max(int(st.session_state[key]), 0), upper)
+def model_shape(info: ModelInfo | None) -> tuple[int, int]:
+    """Layers and heads for the sliders: the loaded model's, else the last one that loaded.
+
+    Clamps the layer and head into range after a switch to a smaller model. Slider state is written
+    only when it must change: writing it on every run would override key presses still in flight.
+    """
+    if info is not None:
+        st.session_state["_shape"] = (info.num_layers, info.num_heads)
+    layers, heads = st.session_state.get("_shape", BUNDLED_SHAPE)
+    for key, count in (("layer", layers), ("head", heads)):
+        if not 0 <= st.session_state[key] < count:
+            st.session_state[key] = min(max(int(st.session_state[key]), 0), count - 1)
+    return layers, heads
 
 
 def selection() -> Selection:

@@ -32,10 +32,11 @@ feedback.truncation(pretrained.encoding)
 
 labels = pretrained.encoding.labels
 ours, theirs = scratch.head(layer, head), pretrained.head(layer, head)
+zrange = figures.shared_range(theirs, ours) if selection.fit_range else (0.0, 1.0)  # same colours, same weights
 columns = st.columns(3)
 panels = [
-    figures.attention_heatmap(theirs, labels, "Pretrained (transformers)", selection.fit_range),
-    figures.attention_heatmap(ours, labels, f"From scratch: {variant}", selection.fit_range),
+    figures.attention_heatmap(theirs, labels, "Pretrained (transformers)", zrange),
+    figures.attention_heatmap(ours, labels, f"From scratch: {variant}", zrange),
     figures.difference_heatmap(ours - theirs, labels, "Difference: from scratch − pretrained", selection.fit_range),
 ]
 for column, figure, key in zip(columns, panels, ("pretrained", "scratch", "difference"), strict=True):
