@@ -59,7 +59,7 @@ def _heatmap(matrix, labels, title, colorscale, hovertemplate, zmin, zmax, zmid=
         zmax=zmax,
         zmid=zmid,
         hovertemplate=hovertemplate,
-        colorbar={"thickness": 12},
+        colorbar={"thickness": 12, "len": 0.8, "y": 1, "yanchor": "top"},
     )
     figure = go.Figure(trace)
     n = len(labels)
@@ -68,7 +68,7 @@ def _heatmap(matrix, labels, title, colorscale, hovertemplate, zmin, zmax, zmid=
     figure.update_layout(
         template="plotly_white",
         title={"text": title, "x": 0.5, "xanchor": "center", "font": {"size": 14}},
-        height=int(np.clip(180 + 16 * n, 380, 720)),
+        height=int(np.clip(150 + 12 * n, 340, 720)),
         margin={"l": 10, "r": 10, "t": 48, "b": 10},
         xaxis={
             "title": "key (attended to)",
@@ -88,6 +88,7 @@ def _heatmap(matrix, labels, title, colorscale, hovertemplate, zmin, zmax, zmid=
             "scaleratio": 1,
             **ticks,
             "constrain": "domain",
+            "constraintoward": "top",
         },
     )
     return figure
