@@ -86,13 +86,13 @@ def test_new_sentence_and_pair(bundled):
 
 def test_variants(bundled):
     at = _app()
-    at.selectbox(key="variant").set_value("article-scaling").run()
+    at.selectbox(key="_variant").set_value("article-scaling").run()
     _no_errors(at)
     assert not at.success and "√hidden" in at.caption[0].value
     js = at.metric[1].value
     assert float(js.split()[0]) > 0.001
-    at.selectbox(key="variant").set_value("random").run()
-    at.number_input(key="seed").set_value(3).run()
+    at.selectbox(key="_variant").set_value("random").run()
+    at.number_input(key="_seed").set_value(3).run()
     _no_errors(at)
     scratch = _figures(at)[1]
     assert scratch["layout"]["title"]["text"] == "From scratch: random"
@@ -102,10 +102,10 @@ def test_variants(bundled):
 
 def test_variant_survives_a_page_change():
     at = _app()
-    at.selectbox(key="variant").set_value("no-scaling").run()
+    at.selectbox(key="_variant").set_value("no-scaling").run()
     at.switch_page(ALL_HEADS).run()
     at.switch_page("attention_viz/ui/pages/compare.py").run()
-    assert at.selectbox(key="variant").value == "no-scaling"
+    assert at.selectbox(key="_variant").value == "no-scaling"
 
 
 def test_all_heads_page_and_open_in_compare(bundled):

@@ -24,9 +24,6 @@ DEFAULTS = {
     "variant": "exact",
     "seed": 0,
 }
-# Widgets that live on one page only: Streamlit drops their state when another page runs, so it is
-# re-assigned every run to survive page changes.
-PAGE_KEYS = ("variant", "seed")
 
 
 @dataclass(frozen=True)
@@ -42,11 +39,23 @@ class Selection:
 
 
 def init() -> None:
-    """Fill in defaults once per session and keep page-only widget values across pages."""
+    """Fill in defaults once per session."""
     for key, value in DEFAULTS.items():
         st.session_state.setdefault(key, value)
-    for key in PAGE_KEYS:
-        st.session_state[key] = st.session_state[key]
+
+
+def page_widget_key(key: str) -> str:
+    """The widget key of a control that lives on one page only.
+
+    Streamlit drops a widget's state when a page without it runs, so such a widget uses this key,
+    starts from the permanent ``key`` and copies its value back there with :func:`remember`.
+    """
+    return f"_{key}"
+
+
+def remember(key: str) -> None:
+    """``on_change`` callback: keep a page widget's value under its permanent key."""
+    st.session_state[key] = st.session_state[page_widget_key(key)]
 
 
 def model_shape(info: ModelInfo | None) -> tuple[int, int]:

@@ -21,10 +21,26 @@ layer, head = selection.layer, selection.head
 
 st.header(f"Layer {layer}, head {head}")
 left, middle, _ = st.columns([2, 1, 3])
+variants = [v.value for v in Variant]
 variant = left.selectbox(
-    "From-scratch variant", [v.value for v in Variant], key="variant", format_func=VARIANT_LABELS.get
+    "From-scratch variant",
+    variants,
+    index=variants.index(st.session_state["variant"]),
+    format_func=VARIANT_LABELS.get,
+    key=state.page_widget_key("variant"),
+    on_change=state.remember,
+    args=("variant",),
 )
-seed = middle.number_input("Seed", 0, 2**31 - 1, key="seed", disabled=variant != "random")
+seed = middle.number_input(
+    "Seed",
+    0,
+    2**31 - 1,
+    value=st.session_state["seed"],
+    disabled=variant != "random",
+    key=state.page_widget_key("seed"),
+    on_change=state.remember,
+    args=("seed",),
+)
 
 pretrained = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
 scratch = feedback.or_stop(cache.scratch, loaded, selection.text, selection.pair, variant, int(seed))
