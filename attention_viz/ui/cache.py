@@ -25,7 +25,7 @@ def _load(name: str) -> LoadedModel | ModelLoadError:
 
 def model(name: str) -> LoadedModel:
     """The loaded model for ``name``; raises :class:`ModelLoadError` (cached) if it cannot load."""
-    loaded = _load(name.strip())
+    loaded = _load(name)
     if isinstance(loaded, ModelLoadError):
         raise loaded
     return loaded

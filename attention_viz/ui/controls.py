@@ -31,7 +31,7 @@ def sidebar() -> LoadedModel | None:
             help="Makes a sentence pair: [CLS] A [SEP] B [SEP], with segment ids 0 and 1.",
         )
         try:
-            loaded = cache.model(st.session_state["model"] or BUNDLED_MODEL)
+            loaded = cache.model(state.selection().model)
         except ModelLoadError as exc:
             st.error(feedback.escape_markdown(str(exc)))
             loaded = None

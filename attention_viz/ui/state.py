@@ -75,4 +75,5 @@ def model_shape(info: ModelInfo | None) -> tuple[int, int]:
 
 def selection() -> Selection:
     s = st.session_state
-    return Selection(s["model"], s["text"], s["pair"] or None, s["layer"], s["head"], s["fit_range"])
+    model = (s["model"] or "").strip() or BUNDLED_MODEL  # one cache entry whether cleared or named
+    return Selection(model, s["text"], s["pair"] or None, s["layer"], s["head"], s["fit_range"])
