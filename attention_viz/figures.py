@@ -236,7 +236,7 @@ def head_grid(
             col=head + 1,
             line={"color": "#d62728", "width": 3},
         )
-    zmin, zmax = (float(pooled.min()), float(pooled.max())) if fit_range else (0.0, 1.0)
+    zmin, zmax = shared_range(pooled) if fit_range else (0.0, 1.0)
     figure.update_xaxes(showticklabels=False, ticks="", showgrid=False, zeroline=False)
     figure.update_yaxes(showticklabels=False, ticks="", showgrid=False, zeroline=False, autorange="reversed")
     figure.update_layout(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attention_viz import extraction, loading
+from attention_viz import extraction, loading, metrics
 from attention_viz.extraction import AttentionResult
 from attention_viz.loading import LoadedModel, ModelLoadError
 
@@ -46,3 +46,14 @@ def pretrained(loaded: LoadedModel, text: str, pair: str | None) -> AttentionRes
 def scratch(loaded: LoadedModel, text: str, pair: str | None, variant: str, seed: int) -> AttentionResult:
     seed = seed if variant == "random" else 0  # the seed only matters to the random variant
     return attention(loaded, loaded.info.name, text, pair, "scratch", variant, seed)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _parity(_loaded: LoadedModel, model_name: str, text: str, pair: str | None) -> float:
+    exact = scratch(_loaded, text, pair, "exact", 0).weights
+    return metrics.max_abs_difference(exact, pretrained(_loaded, text, pair).weights)
+
+
+def parity(loaded: LoadedModel, text: str, pair: str | None) -> float:
+    """Max |exact from-scratch − pretrained| over every layer and head, computed once per input."""
+    return _parity(loaded, loaded.info.name, text, pair)

@@ -65,7 +65,7 @@ numbers[2].metric("mean row entropy, pretrained", f"{metrics.row_entropy(theirs)
 numbers[3].metric("mean row entropy, from scratch", f"{metrics.row_entropy(ours).mean():.3f} bits")
 
 if variant == "exact":
-    worst = metrics.max_abs_difference(scratch.weights, pretrained.weights)
+    worst = cache.parity(loaded, selection.text, selection.pair)
     where = f"over all {info.num_layers} layers × {info.num_heads} heads"
     if worst <= PARITY_BOUND:
         st.success(f"Matches transformers: max difference {worst:.1e} {where}.")
