@@ -1,46 +1,18 @@
 """The Streamlit app through streamlit.testing.v1.AppTest: pages, data in the figures, caching, messages."""
 
-import base64
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
+from apptools import ALL_HEADS
+from apptools import figures as _figures
+from apptools import no_errors as _no_errors
+from apptools import run_app as _app
+from apptools import z as _z
 
 from attention_viz import extraction, loading
 from attention_viz.extraction import extract
 from attention_viz.ui import cache, state
-
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
-ALL_HEADS = "attention_viz/ui/pages/all_heads.py"
-
-
-def _app(**state_before) -> AppTest:
-    """Run the app in a new session, with session state set beforehand (AppTest cannot type a new
-    option into a selectbox, so a typed model name is given this way)."""
-    at = AppTest.from_file(APP, default_timeout=120)
-    for key, value in state_before.items():
-        at.session_state[key] = value
-    return at.run()
-
-
-def _figures(at) -> list[dict]:
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
-
-
-def _z(figure: dict, trace: int = 0) -> np.ndarray:
-    """A trace's z, decoded from plotly's base64 ``bdata`` (plotly 6+) or a plain list."""
-    z = figure["data"][trace]["z"]
-    if isinstance(z, dict):
-        dtype = {"f4": np.float32, "f8": np.float64}[z["dtype"]]
-        shape = [int(n) for n in str(z["shape"]).split(",")]
-        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=dtype).reshape(shape)
-    return np.asarray(z, dtype=np.float64)
-
-
-def _no_errors(at) -> None:
-    assert not at.exception, [e.value for e in at.exception]
 
 
 def test_compare_opens_on_a_real_example(bundled):

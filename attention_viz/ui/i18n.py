@@ -1,0 +1,52 @@
+"""User-facing words: one table per language (``locales/en.toml``, ``locales/zh.toml``), keyed by stable ids.
+
+Pages never hold literal sentences: they call ``t("compare.title", layer=3, head=1)``. Ids are
+``section.name``; values are ``str.format`` templates whose fields are filled from the model info and
+the result, never typed in. Both tables have the same ids and the same fields (a test checks).
+"""
+
+from __future__ import annotations
+
+import string
+import tomllib
+from functools import cache
+from importlib.resources import files
+
+import streamlit as st
+
+LANGUAGES = {"en": "English", "zh": "中文"}
+DEFAULT_LANGUAGE = "en"
+LANGUAGE_KEY = "lang"  # the session-state key of the language switch
+
+
+@cache
+def table(language: str) -> dict[str, str]:
+    """The flat ``{"section.name": template}`` table of one language.
+
+    Raises:
+        KeyError: for a language not in :data:`LANGUAGES`.
+    """
+    if language not in LANGUAGES:
+        raise KeyError(f"unknown language {language!r}: choose one of {', '.join(LANGUAGES)}")
+    raw = tomllib.loads(files("attention_viz.ui").joinpath("locales", f"{language}.toml").read_text("utf-8"))
+    return {f"{section}.{name}": text for section, entries in raw.items() for name, text in entries.items()}
+
+
+def fields(template: str) -> set[str]:
+    """The ``{field}`` names a template uses."""
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+def language() -> str:
+    """The language the user chose (``en`` before any choice)."""
+    chosen = st.session_state.get(LANGUAGE_KEY, DEFAULT_LANGUAGE)
+    return chosen if chosen in LANGUAGES else DEFAULT_LANGUAGE
+
+
+def t(key: str, /, **values: object) -> str:
+    """The text ``key`` in the user's language, with ``values`` filled in.
+
+    Raises:
+        KeyError: for an id that is in neither table (a typo in a page fails its AppTest).
+    """
+    return table(language())[key].format(**values)
