@@ -65,7 +65,7 @@ def test_fitted_and_shared_colour_range():
 
 
 def test_shape_is_checked():
-    with pytest.raises(ValueError, match="3 labels"):
+    with pytest.raises(ValueError, match="3 query and 3 key labels"):
         attention_heatmap(_weights(4), ["a", "b", "c"])
 
 
@@ -106,8 +106,8 @@ def test_c14_grid_of_every_head_stays_small_at_512_tokens():
     weights = rng.random((6, 12, 512, 512), dtype=np.float32)
     weights /= weights.sum(-1, keepdims=True)
     figure = head_grid(weights)
-    assert len(figure.data) == 72
-    assert all(trace.z.shape == (48, 48) for trace in figure.data)
+    assert len(figure.data) == 72 + 1  # the thumbnails, then the click targets
+    assert all(trace.z.shape == (48, 48) for trace in figure.data[:72])
     assert len(figure.to_json()) < 3_000_000
     assert "layer 3, head 7" in figure.data[3 * 12 + 7].hovertemplate
 
@@ -115,5 +115,5 @@ def test_c14_grid_of_every_head_stays_small_at_512_tokens():
 def test_grid_of_short_input_is_full_size():
     weights = np.stack([np.stack([_weights(5, layer * 3 + h) for h in range(3)]) for layer in range(2)])
     figure = head_grid(weights)
-    assert len(figure.data) == 6
+    assert len(figure.data) == 6 + 1
     assert np.array_equal(figure.data[1 * 3 + 2].z, weights[1, 2])

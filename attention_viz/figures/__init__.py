@@ -1,0 +1,51 @@
+"""Plotly figures of attention: one head's map (windowed and labelled for any length), a difference map,
+a grid of every head, an overview, a token's bars and bertviz's line view.
+
+Figure functions take numpy arrays and strings and return ``plotly.graph_objects.Figure``; they know
+nothing of models or of Streamlit, so a notebook gets the same figures as the app. Sizes, windows and
+label shortening are plain functions in :mod:`attention_viz.figures.layout`.
+"""
+
+from attention_viz.figures.grid import THUMBNAIL_SIZE, head_grid, pool_attention
+from attention_viz.figures.heatmaps import (
+    ATTENTION_COLORSCALE,
+    DIFFERENCE_COLORSCALE,
+    attention_heatmap,
+    difference_heatmap,
+    shared_range,
+    unique_labels,
+)
+from attention_viz.figures.layout import (
+    NORMAL,
+    PRESENTATION,
+    MapStyle,
+    map_style,
+    shorten_label,
+    window_around,
+    window_slice,
+    window_start,
+)
+from attention_viz.figures.views import focus_bars, line_view, overview
+
+__all__ = [
+    "ATTENTION_COLORSCALE",
+    "DIFFERENCE_COLORSCALE",
+    "NORMAL",
+    "PRESENTATION",
+    "THUMBNAIL_SIZE",
+    "MapStyle",
+    "attention_heatmap",
+    "difference_heatmap",
+    "focus_bars",
+    "head_grid",
+    "line_view",
+    "map_style",
+    "overview",
+    "pool_attention",
+    "shared_range",
+    "shorten_label",
+    "unique_labels",
+    "window_around",
+    "window_slice",
+    "window_start",
+]

@@ -1,0 +1,290 @@
+"""One head's map and a difference map, sized so every drawn row and column keeps a readable label.
+
+Conventions (case C13): rows are queries (from), top to bottom in token order; columns are keys (to)
+along the x axis; hover reads "query → key: weight" with the full tokens and their indices; every token
+has its own row and column even when two tokens read the same; cells are square. Data go to plotly as
+float32 arrays, which plotly encodes as base64 (about 1.5 MB of JSON for one head at 512 tokens, case C14).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from attention_viz.figures.layout import NORMAL, MapStyle, shorten_label
+
+ATTENTION_COLORSCALE = "Blues"
+DIFFERENCE_COLORSCALE = "RdBu_r"
+FOCUS_COLOR = "#ff7f0e"
+INDEX_HOVER_UP_TO = 128 * 128  # cells; above this the hover leaves out the indices (C14: keep JSON small)
+_INVISIBLE_DIGITS = str.maketrans("01", "\u200b\u200c")  # zero-width space and non-joiner
+_CHAR_WIDTH = 0.62  # average glyph width in font sizes, to reserve room for the longest label
+
+
+def unique_labels(labels: Sequence[str]) -> list[str]:
+    """Labels made distinct with invisible characters, so plotly gives each token its own row.
+
+    Plotly merges equal category labels ("the" ... "the") into one row. The n-th repeat of a label
+    gets n written in binary with zero-width characters (a few characters even at 512 repeats), so
+    labels look the same on the axis and in the hover text. Tokenizers drop these characters from
+    the input, so a suffixed label cannot collide with a typed one.
+    """
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        count = seen.get(label, 0)
+        seen[label] = count + 1
+        out.append(label + (format(count, "b").translate(_INVISIBLE_DIGITS) if count else ""))
+    return out
+
+
+def shared_range(*maps: np.ndarray) -> tuple[float, float]:
+    """One colour range ``(min, max)`` over all the given maps, so equal colours mean equal weights."""
+    low = min(float(np.min(m)) for m in maps)
+    high = max(float(np.max(m)) for m in maps)
+    return low, max(high, low + 1e-12)
+
+
+def _check(matrix: np.ndarray, labels: Sequence[str], key_labels: Sequence[str] | None) -> np.ndarray:
+    matrix = np.asarray(matrix, dtype=np.float32)
+    keys = labels if key_labels is None else key_labels
+    if matrix.ndim != 2 or matrix.shape != (len(labels), len(keys)):
+        raise ValueError(
+            f"expected a (query, key) matrix for {len(labels)} query and {len(keys)} key labels, "
+            f"got shape {matrix.shape}"
+        )
+    return matrix
+
+
+def label_room(labels: Sequence[str], font_size: int) -> int:
+    """Pixels the longest shortened label needs, written in ``font_size`` px."""
+    longest = max((len(shorten_label(label)) for label in labels), default=1)
+    return int(_CHAR_WIDTH * font_size * longest) + 8
+
+
+def _axis(labels: Sequence[str], title: str, style: MapStyle) -> dict:
+    short = [shorten_label(label) for label in labels]
+    # one tick per row and column, never thinned by plotly; the shortened text only where it differs
+    ticks = {"tickmode": "linear", "tick0": 0, "dtick": 1}
+    if short != list(labels):
+        ticks = {"tickmode": "array", "tickvals": unique_labels(labels), "ticktext": short}
+    return {
+        "title": {"text": title, "font": {"size": style.font_size}},
+        "type": "category",
+        "automargin": True,
+        **ticks,
+        "tickfont": {"size": style.font_size},
+        "showgrid": False,
+        "constrain": "domain",
+    }
+
+
+def _heatmap(
+    matrix: np.ndarray,
+    labels: Sequence[str],
+    key_labels: Sequence[str] | None,
+    title: str,
+    colorscale: str,
+    value_format: str,
+    zrange: tuple[float, float],
+    *,
+    zmid: float | None = None,
+    style: MapStyle = NORMAL,
+    query_start: int = 0,
+    key_start: int = 0,
+    focus: int | None = None,
+    selectable: bool = False,
+) -> go.Figure:
+    keys = labels if key_labels is None else key_labels
+    x, y = unique_labels(keys), unique_labels(labels)
+    q, k = matrix.shape
+    indexed = q * k <= INDEX_HOVER_UP_TO
+    hover = f"%{{y}} → %{{x}}: %{{z:{value_format}}}"
+    hover += "<br>query %{customdata[0]} → key %{customdata[1]}<extra></extra>" if indexed else "<extra></extra>"
+    indices = None
+    if indexed:
+        qi, ki = np.meshgrid(np.arange(q) + query_start, np.arange(k) + key_start, indexing="ij")
+        indices = np.stack([qi, ki], axis=-1).astype(np.int32)  # (query, key, 2)
+    zmin, zmax = zrange
+    figure = go.Figure(
+        go.Heatmap(
+            z=matrix,
+            x=x,
+            y=y,
+            customdata=indices,
+            colorscale=colorscale,
+            zmin=zmin,
+            zmax=zmax,
+            zmid=zmid,
+            hovertemplate=hover,
+            hoverinfo="skip" if selectable else None,
+            colorbar={  # horizontal, above the map: never taller than it
+                "orientation": "h",
+                "thickness": 10,
+                "lenmode": "pixels",
+                "len": min(240, style.side // 2),
+                "x": 1,
+                "xanchor": "right",
+                "y": 1,
+                "yanchor": "bottom",
+                "ypad": 6,
+                "ticklabelposition": "outside top",
+                "tickfont": {"size": style.font_size},
+            },
+        )
+    )
+    if selectable and indices is not None:
+        # Streamlit reports selections of scatter points only: an invisible marker on every cell makes a
+        # click on a row choose that query (it also carries the hover, full tokens and indices).
+        figure.add_trace(
+            go.Scatter(
+                x=np.tile(x, q),
+                y=np.repeat(y, k),
+                customdata=indices.reshape(-1, 2),
+                mode="markers",
+                marker={"symbol": "square", "size": max(4, style.side / max(q, k) * 0.9), "opacity": 0},
+                selected={"marker": {"opacity": 0}},
+                unselected={"marker": {"opacity": 0}},
+                hovertemplate=f"%{{y}} → %{{x}}<br>query %{{customdata[0]}} → key %{{customdata[1]}}<extra></extra>",
+                showlegend=False,
+            )
+        )
+    if focus is not None and 0 <= focus < q:
+        figure.add_shape(
+            type="rect", x0=-0.5, x1=k - 0.5, y0=focus - 0.5, y1=focus + 0.5, line={"color": FOCUS_COLOR, "width": 3}
+        )
+    top = 2 * style.font_size + 48  # title, then the colour bar and its tick labels
+    bottom = label_room(keys, style.font_size) + 2 * style.font_size + 12
+    figure.update_layout(
+        template="plotly_white",
+        title={
+            "text": title,
+            "x": 0,
+            "xref": "container",
+            "xanchor": "left",
+            "y": 1,
+            "yref": "container",
+            "yanchor": "top",
+            "pad": {"l": 8, "t": 6},
+            "font": {"size": style.font_size + 4},
+        },
+        height=style.side + top + bottom,
+        margin={"l": 10, "r": 10, "t": top, "b": 10, "autoexpand": True},
+        xaxis={**_axis(keys, "key (attended to)", style), "tickangle": -90, "side": "bottom"},
+        yaxis={
+            **_axis(labels, "query (attending)", style),
+            "autorange": "reversed",
+            "scaleanchor": "x",
+            "scaleratio": 1,
+            "constraintoward": "top",
+        },
+        hoverlabel={"font": {"size": style.font_size + 2}},
+        dragmode=False,
+        clickmode="event+select",
+    )
+    return figure
+
+
+def attention_heatmap(
+    weights: np.ndarray,
+    labels: Sequence[str],
+    title: str = "",
+    zrange: tuple[float, float] | None = (0.0, 1.0),
+    colorscale: str = ATTENTION_COLORSCALE,
+    *,
+    key_labels: Sequence[str] | None = None,
+    style: MapStyle = NORMAL,
+    query_start: int = 0,
+    key_start: int = 0,
+    focus: int | None = None,
+    selectable: bool = False,
+) -> go.Figure:
+    """One head's attention (or a window of it) as a heatmap with one readable label per row and column.
+
+    Args:
+        weights: ``(query, key)`` attention weights, e.g. ``result.weights[layer, head]`` or a window
+            ``weights[q0:q1, k0:k1]``; need not be square (a sentence pair's A→B block).
+        labels: one label per query row (``encoding.labels``); also the key labels unless ``key_labels``.
+        title: figure title.
+        zrange: the colour range; ``None`` fits it to these values. Give maps that are compared the
+            same range (see :func:`shared_range`).
+        colorscale: a plotly colour scale name.
+        key_labels: one label per key column, when the keys are not the queries.
+        style: font and plot size (:func:`attention_viz.figures.map_style`).
+        query_start, key_start: the token index of the first row and column, for the hover.
+        focus: a row (in this matrix) to outline, or ``None``.
+        selectable: add invisible markers so a click on a cell is reported as a selection (Streamlit).
+
+    Returns:
+        A ``plotly.graph_objects.Figure``: the heatmap trace first (then the markers if ``selectable``).
+        Axis labels longer than 20 characters are shortened with "…"; the hover shows them in full.
+
+    Raises:
+        ValueError: if ``weights`` is not ``(len(labels), len(key_labels))``.
+    """
+    matrix = _check(weights, labels, key_labels)
+    zrange = shared_range(matrix) if zrange is None else zrange
+    return _heatmap(
+        matrix,
+        labels,
+        key_labels,
+        title,
+        colorscale,
+        ".4f",
+        zrange,
+        style=style,
+        query_start=query_start,
+        key_start=key_start,
+        focus=focus,
+        selectable=selectable,
+    )
+
+
+def difference_heatmap(
+    difference: np.ndarray,
+    labels: Sequence[str],
+    title: str = "",
+    fit_range: bool = False,
+    *,
+    key_labels: Sequence[str] | None = None,
+    style: MapStyle = NORMAL,
+    query_start: int = 0,
+    key_start: int = 0,
+    focus: int | None = None,
+    selectable: bool = False,
+) -> go.Figure:
+    """A difference of two attention maps on a diverging scale centred at 0.
+
+    Args:
+        difference: ``(query, key)``, e.g. ``scratch - pretrained``; values in [-1, 1].
+        labels: one label per query row; also the key labels unless ``key_labels``.
+        title: figure title.
+        fit_range: range ``±max|difference|`` instead of the fixed ``±1``.
+        key_labels, style, query_start, key_start, focus, selectable: as for :func:`attention_heatmap`.
+
+    Returns:
+        A ``plotly.graph_objects.Figure``; red where the difference is positive, blue where negative.
+
+    Raises:
+        ValueError: if ``difference`` is not ``(len(labels), len(key_labels))``.
+    """
+    matrix = _check(difference, labels, key_labels)
+    bound = float(np.abs(matrix).max()) if fit_range and matrix.size else 1.0
+    bound = bound or 1e-12  # an all-zero difference still needs a non-empty range
+    return _heatmap(
+        matrix,
+        labels,
+        key_labels,
+        title,
+        DIFFERENCE_COLORSCALE,
+        "+.3g",
+        (-bound, bound),
+        zmid=0.0,
+        style=style,
+        query_start=query_start,
+        key_start=key_start,
+        focus=focus,
+        selectable=selectable,
+    )

@@ -1,0 +1,71 @@
+"""Sizes, windows and labels of a readable map: pure logic, no plotly, no Streamlit.
+
+A map is readable when every drawn row and column has its own label and no two labels overlap. With
+key labels written vertically, neighbouring labels are one cell apart, so a cell must be at least one
+font size plus a little air. When the tokens do not fit, the map shows a window of them (a range of
+queries and a range of keys) instead of thinning the labels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ELLIPSIS = "…"
+LABEL_LIMIT = 20  # characters kept on an axis; the hover shows the full label
+
+
+@dataclass(frozen=True)
+class MapStyle:
+    """How large a map is drawn.
+
+    Attributes:
+        font_size: tick label font size (px).
+        window: the most tokens a map shows per side; more are shown as a movable window.
+        side: the plot area's side (px) the figure asks for; cells are ``side / tokens`` px.
+        overview_side: the side (px) of the small overview of the whole matrix.
+    """
+
+    font_size: int
+    window: int
+    side: int
+    overview_side: int = 160
+
+    @property
+    def min_cell(self) -> float:
+        """The smallest cell (px) at the requested side: the window's cells."""
+        return self.side / self.window
+
+
+# At 800 x 600 with the sidebar open the map gets about 280 px: 18 tokens leave 15.5 px cells for 12 px
+# labels there, and 26 px cells at the 480 px asked for on a 1280 x 720 projector.
+NORMAL = MapStyle(font_size=12, window=18, side=480)
+PRESENTATION = MapStyle(font_size=16, window=14, side=560, overview_side=200)
+
+
+def map_style(presentation: bool = False) -> MapStyle:
+    """The style for a screen (``False``) or a projector (``True``: larger fonts and cells)."""
+    return PRESENTATION if presentation else NORMAL
+
+
+def shorten_label(label: str, limit: int = LABEL_LIMIT) -> str:
+    """``label`` cut to ``limit`` characters, the last one an ellipsis, so one long word cannot shrink the map.
+
+    Case C21: a 120-character [UNK] piece becomes its first 19 characters and "…".
+    """
+    return label if len(label) <= limit else label[: limit - 1] + ELLIPSIS
+
+
+def window_start(start: int, total: int, size: int) -> int:
+    """``start`` clamped so that the window ``[start, start + size)`` lies inside ``total`` tokens."""
+    return max(0, min(int(start), total - size))
+
+
+def window_around(index: int, total: int, size: int) -> int:
+    """The start of a ``size``-token window that has token ``index`` near its middle."""
+    return window_start(index - size // 2, total, size)
+
+
+def window_slice(start: int, total: int, size: int) -> slice:
+    """The tokens a window shows: ``size`` of them (all when ``total <= size``) from the clamped ``start``."""
+    begin = window_start(start, total, size)
+    return slice(begin, min(begin + size, total))
