@@ -72,7 +72,7 @@ def test_selectable_map_has_a_click_target_per_cell_and_outlines_the_focus_row()
     figure = attention_heatmap(weights, list("abcd"), selectable=True, focus=2, query_start=5, key_start=7)
     markers = figure.data[1]
     assert markers.type == "scatter" and len(markers.x) == 16
-    assert markers.customdata[2 * 4 + 3].tolist() == [7, 10]  # row 2, column 3 → tokens 7 and 10
+    assert markers.customdata[2 * 4 + 3].tolist() == [7, 10, weights[2, 3]]  # row 2, column 3 → tokens 7, 10
     assert markers.marker.opacity == 0
     (shape,) = figure.layout.shapes
     assert (shape.y0, shape.y1) == (1.5, 2.5)

@@ -142,12 +142,13 @@ def _heatmap(
             go.Scatter(
                 x=np.tile(x, q),
                 y=np.repeat(y, k),
-                customdata=indices.reshape(-1, 2),
+                customdata=np.concatenate([indices, matrix[..., None]], axis=-1).reshape(-1, 3),  # (q * k, 3)
                 mode="markers",
                 marker={"symbol": "square", "size": max(4, style.side / max(q, k) * 0.9), "opacity": 0},
                 selected={"marker": {"opacity": 0}},
                 unselected={"marker": {"opacity": 0}},
-                hovertemplate=f"%{{y}} → %{{x}}<br>query %{{customdata[0]}} → key %{{customdata[1]}}<extra></extra>",
+                hovertemplate=f"%{{y}} → %{{x}}: %{{customdata[2]:{value_format}}}"
+                "<br>query %{customdata[0]:.0f} → key %{customdata[1]:.0f}<extra></extra>",
                 showlegend=False,
             )
         )
