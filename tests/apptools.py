@@ -44,3 +44,14 @@ def z(figure: dict, trace: int = 0) -> np.ndarray:
 
 def no_errors(at) -> None:
     assert not at.exception, [e.value for e in at.exception]
+
+
+def chart(at, key: str) -> dict:
+    """The plotly chart drawn with ``key=key``, as plotly JSON."""
+    (found,) = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}")]
+    return json.loads(found.proto.spec)
+
+
+def view(at, name: str):
+    """Switch Compare's map to ``name`` (pretrained, scratch or difference) and rerun."""
+    return at.radio(key="_map_view").set_value(name).run()

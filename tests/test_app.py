@@ -5,12 +5,14 @@ import json
 import numpy as np
 import pytest
 from apptools import ALL_HEADS
+from apptools import chart as _chart
 from apptools import figures as _figures
 from apptools import no_errors as _no_errors
 from apptools import run_app as _app
+from apptools import view as _view
 from apptools import z as _z
 
-from attention_viz import extraction, loading
+from attention_viz import extraction, figures, loading
 from attention_viz.extraction import extract
 from attention_viz.ui import cache, state
 
@@ -19,7 +21,7 @@ def test_compare_opens_on_a_real_example(bundled):
     at = _app()
     _no_errors(at)
     assert at.header[0].value == f"Layer {state.EXAMPLE_LAYER}, head {state.EXAMPLE_HEAD}"
-    pretrained = _figures(at)[0]
+    pretrained = _chart(at, "map")
     expected = extract(bundled, state.EXAMPLE_TEXT).weights[state.EXAMPLE_LAYER, state.EXAMPLE_HEAD]
     assert np.array_equal(_z(pretrained), expected)
     assert "Matches transformers" in at.success[0].value
@@ -27,6 +29,10 @@ def test_compare_opens_on_a_real_example(bundled):
     tokens = list(extract(bundled, state.EXAMPLE_TEXT).encoding.tokens)
     it, animal, street = tokens.index("it"), tokens.index("animal"), tokens.index("street")
     assert expected[it, animal] > 0.5 > 0.1 > expected[it, street]
+    # the page says so, with the numbers read from the result
+    finding = at.info[0].value
+    assert f"{expected[it, animal]:.2f}" in finding and f"{expected[it, street]:.2f}" in finding
+    assert "“animal”" in finding and "“street”" in finding
 
 
 def test_changing_layer_and_head_shows_that_head(bundled):
@@ -36,7 +42,8 @@ def test_changing_layer_and_head_shows_that_head(bundled):
     _no_errors(at)
     assert at.header[0].value == "Layer 2, head 5"
     weights = extract(bundled, state.EXAMPLE_TEXT).weights
-    pretrained, scratch, difference = _figures(at)
+    pretrained = _chart(at, "map")
+    scratch, difference = _chart(_view(at, "scratch"), "map"), _chart(_view(at, "difference"), "map")
     assert np.array_equal(_z(pretrained), weights[2, 5])
     assert np.abs(_z(scratch) - weights[2, 5]).max() <= 1e-5
     assert np.abs(_z(difference)).max() <= 1e-5
@@ -50,7 +57,7 @@ def test_new_sentence_and_pair(bundled):
     at.text_area(key="text").input("The cat sat on the mat").run()
     at.text_input(key="pair").input("The cat lay on the rug").run()
     _no_errors(at)
-    pretrained = _figures(at)[0]
+    pretrained = _chart(at, "map")
     assert _z(pretrained).shape == (15, 15)
     expected = extract(bundled, "The cat sat on the mat", "The cat lay on the rug").weights
     assert np.array_equal(_z(pretrained), expected[state.EXAMPLE_LAYER, state.EXAMPLE_HEAD])
@@ -60,14 +67,14 @@ def test_variants(bundled):
     at = _app()
     at.selectbox(key="_variant").set_value("article-scaling").run()
     _no_errors(at)
-    assert not at.success and "√hidden" in at.caption[0].value
+    assert not at.success and any("√hidden" in caption.value for caption in at.caption)
     js = at.metric[1].value
     assert float(js.split()[0]) > 0.001
     at.selectbox(key="_variant").set_value("random").run()
     at.number_input(key="_seed").set_value(3).run()
     _no_errors(at)
-    scratch = _figures(at)[1]
-    assert scratch["layout"]["title"]["text"] == "From scratch: random"
+    scratch = _chart(_view(at, "scratch"), "map")
+    assert scratch["layout"]["title"]["text"] == "From scratch: random weights (untrained)"
     expected = extract(bundled, state.EXAMPLE_TEXT, source="scratch", variant="random", seed=3).weights
     assert np.array_equal(_z(scratch), expected[state.EXAMPLE_LAYER, state.EXAMPLE_HEAD])
 
@@ -87,7 +94,7 @@ def test_all_heads_page_and_open_in_compare(bundled):
     at.slider(key="head").set_value(9).run()
     _no_errors(at)
     grid = _figures(at)[0]
-    assert len(grid["data"]) == 72
+    assert len(grid["data"]) == 72 + 1  # the thumbnails, then their click targets
     weights = extract(bundled, state.EXAMPLE_TEXT).weights
     assert np.array_equal(_z(grid, 4 * 12 + 9), weights[4, 9])  # layer 4, head 9 at row 4, column 9
     trace_axis = grid["data"][4 * 12 + 9]["xaxis"]  # the outline sits on that thumbnail
@@ -115,7 +122,10 @@ def test_long_input_is_cut_with_a_message():
     at.text_area(key="text").input("hello " * 600).run()
     _no_errors(at)
     assert "602 tokens, cut to 512" in at.warning[0].value
-    assert _z(_figures(at)[0]).shape == (512, 512)
+    shown = _chart(at, "map")  # a window of the 512 tokens, every row and column labelled
+    window = figures.map_style(False).window
+    assert _z(shown).shape == (window, window)
+    assert [y.rstrip("\u200b\u200c") for y in shown["data"][0]["y"]] == ["[CLS]"] + ["hello"] * (window - 1)
 
 
 def test_empty_text_gets_a_message_not_a_traceback():
@@ -149,7 +159,7 @@ def test_model_name_is_not_rendered_as_markdown():
 def test_fit_range_is_shared_by_the_two_attention_maps():
     at = _app(fit_range=True, variant="random")
     _no_errors(at)
-    pretrained, scratch, _ = _figures(at)
+    pretrained, scratch = _chart(at, "map"), _chart(_view(at, "scratch"), "map")
     ranges = [(f["data"][0]["zmin"], f["data"][0]["zmax"]) for f in (pretrained, scratch)]
     assert ranges[0] == ranges[1]
     low = min(_z(pretrained).min(), _z(scratch).min())
@@ -192,13 +202,13 @@ def test_c15_model_loads_once_and_head_changes_do_not_rerun_it(counted):
 
 
 def test_c16_switching_models_switches_the_attention(counted, tiny_model_dir, bundled):
-    bundled_map = _z(_figures(_app())[0])
+    bundled_map = _z(_chart(_app(), "map"))
     at = _app(model=tiny_model_dir, layer=5, head=11)  # same process, same caches, another model
     _no_errors(at)
     assert counted["load"] == 2
     assert (at.slider(key="layer").value, at.slider(key="head").value) == (1, 3)  # clamped to 2 layers × 4 heads
     expected = extract(cache.model(tiny_model_dir), state.EXAMPLE_TEXT).weights[1, 3]
-    shown = _z(_figures(at)[0])
+    shown = _z(_chart(at, "map"))
     assert np.array_equal(shown, expected)
     assert not np.array_equal(shown, bundled_map)
     assert "Matches transformers" in at.success[0].value

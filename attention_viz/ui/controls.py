@@ -6,6 +6,7 @@ import streamlit as st
 
 from attention_viz.loading import BUNDLED_MODEL, LoadedModel, ModelLoadError
 from attention_viz.ui import cache, feedback, state
+from attention_viz.ui.i18n import t
 
 
 def sidebar() -> LoadedModel | None:
@@ -46,4 +47,5 @@ def sidebar() -> LoadedModel | None:
                 f"hidden {info.hidden_size}, head_dim {info.head_dim}, vocabulary {info.vocab_size:,}, "
                 f"up to {info.max_positions} tokens. Layers and heads count from 0."
             )
+        st.toggle(t("sidebar.presentation"), key="presentation", help=t("sidebar.presentation_help"))
     return loaded

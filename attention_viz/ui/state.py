@@ -23,6 +23,11 @@ DEFAULTS = {
     "fit_range": False,
     "variant": "exact",
     "seed": 0,
+    "presentation": False,  # larger fonts and cells for a projector, on every page
+    "map_view": "pretrained",  # the map in focus on Compare: pretrained, scratch or difference
+    "focus": -1,  # the query token in focus (its bars, lines and outlined row), -1 for none
+    "query_start": 0,  # the first query and key of the map's window when the tokens do not fit
+    "key_start": 0,
 }
 
 

@@ -1,29 +1,51 @@
-"""All heads: every layer × head of the pretrained model for the text; the chosen one opens in Compare."""
+"""All heads: every layer × head of the pretrained model for the text; clicking one opens it in Compare."""
 
 import streamlit as st
 
 from attention_viz import figures
 from attention_viz.ui import cache, feedback, state
+from attention_viz.ui.i18n import t
+
+COMPARE = "attention_viz/ui/pages/compare.py"
+
+
+def _on_thumbnail() -> None:
+    """A click on a thumbnail chooses its head (the sidebar's sliders follow); the page then opens Compare."""
+    points = st.session_state["head_grid"].selection.points
+    if points:
+        layer, head = (int(v) for v in points[0]["customdata"])
+        st.session_state["layer"], st.session_state["head"] = layer, head
+        st.session_state["_open_compare"] = True
+
 
 selection = state.selection()
 loaded = cache.model(selection.model)
 info = loaded.info
+if st.session_state.pop("_open_compare", False):
+    st.switch_page(COMPARE)
 result = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
 encoding = result.encoding
 
-st.header(f"All heads: {info.num_layers} layers × {info.num_heads} heads")
+st.header(t("all_heads.title", layers=info.num_layers, heads=info.num_heads))
+st.markdown(t("all_heads.intro"))
 feedback.truncation(encoding)
 pooled = encoding.num_tokens > figures.THUMBNAIL_SIZE
 st.caption(
-    f"Pretrained {feedback.escape_markdown(info.name)}; rows are layers, columns are heads. "
-    f"{encoding.num_tokens} tokens"
-    + (f", pooled to {figures.THUMBNAIL_SIZE} per side (rows still sum to 1)." if pooled else ".")
-    + " The red outline is the head chosen with the Layer and Head sliders in the sidebar."
+    t("all_heads.caption", model=feedback.escape_markdown(info.name), tokens=encoding.num_tokens)
+    + " "
+    + (t("all_heads.pooled", size=figures.THUMBNAIL_SIZE) if pooled else "")
 )
 st.page_link(
-    "attention_viz/ui/pages/compare.py",
-    label=f"Open layer {selection.layer}, head {selection.head} in Compare",
+    COMPARE,
+    label=t("all_heads.open", layer=selection.layer, head=selection.head),
     icon=":material/compare:",
 )
 grid = figures.head_grid(result.weights, fit_range=selection.fit_range, selected=(selection.layer, selection.head))
-st.plotly_chart(grid, key="head_grid", theme=None)
+st.plotly_chart(
+    grid,
+    key="head_grid",
+    theme=None,
+    on_select=_on_thumbnail,
+    selection_mode="points",
+    config={"displayModeBar": False},
+)

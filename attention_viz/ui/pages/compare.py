@@ -1,38 +1,76 @@
-"""Compare: one head of the pretrained model, the same head from our from-scratch encoder, and the difference."""
+"""Compare: one head drawn large (pretrained, from scratch or their difference), a token's attention as
+bars and as bertviz's lines, and the numbers that say how far the two encoders agree."""
+
+import functools
 
 import streamlit as st
 
 from attention_viz import figures, metrics
 from attention_viz.encoder import Variant
 from attention_viz.ui import cache, feedback, state
+from attention_viz.ui.i18n import t
 
-VARIANT_LABELS = {
-    "exact": "exact (the model's weights)",
-    "article-scaling": "article scaling (÷ √hidden)",
-    "no-scaling": "no scaling",
-    "random": "random weights (untrained)",
-}
+VIEWS = ("pretrained", "scratch", "difference")
 PARITY_BOUND = 1e-5
+FINDING = ("it", "animal", "street")  # the opening example's query, its referent and a distractor
+
+
+def _set(key: str, value: int) -> None:
+    """Set a permanent view key and, if drawn before, its page widget (written only when it changes)."""
+    st.session_state[key] = value
+    widget = state.page_widget_key(key)
+    if widget in st.session_state and st.session_state[widget] != value:
+        st.session_state[widget] = value
+
+
+def _focus_on(query: int, total: int, size: int) -> None:
+    """Put ``query`` in focus, moving the query window to it when it is outside."""
+    _set("focus", query)
+    start = st.session_state["query_start"]
+    if query >= 0 and not start <= query < start + size:
+        _set("query_start", figures.window_around(query, total, size))
+
+
+def _on_cell(total: int, size: int) -> None:
+    points = st.session_state["map"].selection.points
+    if points:
+        _focus_on(int(points[0]["customdata"][0]), total, size)
+
+
+def _on_focus_box(total: int, size: int) -> None:
+    _focus_on(st.session_state[state.page_widget_key("focus")], total, size)
+
+
+def _page_widget(key: str) -> str:
+    """The page widget's key, its state synced from the permanent key (only when they differ)."""
+    widget = state.page_widget_key(key)
+    if st.session_state.get(widget) != st.session_state[key]:
+        st.session_state[widget] = st.session_state[key]
+    return widget
+
 
 selection = state.selection()
 loaded = cache.model(selection.model)
 info = loaded.info
 layer, head = selection.layer, selection.head
+style = figures.map_style(st.session_state["presentation"])
 
-st.header(f"Layer {layer}, head {head}")
-left, middle, _ = st.columns([2, 1, 3])
+st.header(t("compare.title", layer=layer, head=head))
+st.markdown(t("compare.intro"))
+
+left, right = st.columns([3, 2])
 variants = [v.value for v in Variant]
 variant = left.selectbox(
-    "From-scratch variant",
+    t("compare.variant"),
     variants,
     index=variants.index(st.session_state["variant"]),
-    format_func=VARIANT_LABELS.get,
+    format_func=lambda v: t(f"compare.variant_{v.replace('-', '_')}"),
     key=state.page_widget_key("variant"),
     on_change=state.remember,
     args=("variant",),
 )
-seed = middle.number_input(
-    "Seed",
+seed = right.number_input(
+    t("compare.seed"),
     0,
     2**31 - 1,
     value=st.session_state["seed"],
@@ -44,44 +82,160 @@ seed = middle.number_input(
 
 pretrained = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
 scratch = feedback.or_stop(cache.scratch, loaded, selection.text, selection.pair, variant, int(seed))
-feedback.truncation(pretrained.encoding)
+encoding = pretrained.encoding
+feedback.truncation(encoding)
+labels, total, size = encoding.labels, encoding.num_tokens, style.window
 
-labels = pretrained.encoding.labels
+example_fits = info.num_layers > state.EXAMPLE_LAYER and info.num_heads > state.EXAMPLE_HEAD
+if selection.text == state.EXAMPLE_TEXT and example_fits and all(token in encoding.tokens for token in FINDING):
+    query, referent, other = (encoding.tokens.index(token) for token in FINDING)
+    example = pretrained.head(state.EXAMPLE_LAYER, state.EXAMPLE_HEAD)
+    st.info(
+        t(
+            "compare.finding",
+            layer=state.EXAMPLE_LAYER,
+            head=state.EXAMPLE_HEAD,
+            query=labels[query],
+            referent=labels[referent],
+            other=labels[other],
+            to_referent=float(example[query, referent]),
+            to_other=float(example[query, other]),
+        )
+    )
+
+if st.session_state["focus"] >= total:  # a shorter text than the one the focus was chosen on
+    _set("focus", -1)
+for key in ("query_start", "key_start"):
+    _set(key, figures.window_start(st.session_state[key], total, size))
+focus = st.session_state["focus"]
+
+view = st.radio(
+    t("compare.view"),
+    VIEWS,
+    format_func=lambda v: t(f"compare.view_{v}"),
+    horizontal=True,
+    key=_page_widget("map_view"),
+    on_change=state.remember,
+    args=("map_view",),
+)
+
+windowed = total > size
+if windowed:
+    st.caption(t("compare.window_note", size=size, total=total))
+    sliders, small = st.columns([3, 2])
+    sliders.slider(
+        t("compare.query_start"),
+        0,
+        total - size,
+        key=_page_widget("query_start"),
+        on_change=state.remember,
+        args=("query_start",),
+    )
+    sliders.slider(
+        t("compare.key_start"),
+        0,
+        total - size,
+        key=_page_widget("key_start"),
+        on_change=state.remember,
+        args=("key_start",),
+    )
+rows = figures.window_slice(st.session_state["query_start"], total, size)
+columns = figures.window_slice(st.session_state["key_start"], total, size)
+
 ours, theirs = scratch.head(layer, head), pretrained.head(layer, head)
 zrange = figures.shared_range(theirs, ours) if selection.fit_range else (0.0, 1.0)  # same colours, same weights
-columns = st.columns(3)
-panels = [
-    figures.attention_heatmap(theirs, labels, "Pretrained (transformers)", zrange),
-    figures.attention_heatmap(ours, labels, f"From scratch: {variant}", zrange),
-    figures.difference_heatmap(ours - theirs, labels, "Difference: from scratch − pretrained", selection.fit_range),
-]
-for column, figure, key in zip(columns, panels, ("pretrained", "scratch", "difference"), strict=True):
-    column.plotly_chart(figure, key=f"heatmap_{key}", theme=None)
+window = {
+    "key_labels": labels[columns],
+    "style": style,
+    "query_start": rows.start,
+    "key_start": columns.start,
+    "focus": focus - rows.start if rows.start <= focus < rows.stop else None,
+    "selectable": True,
+}
+shown = {"pretrained": theirs, "scratch": ours, "difference": ours - theirs}[view]
+title = t(f"compare.map_title_{view}", variant=t(f"compare.variant_{variant.replace('-', '_')}"))
+if view == "difference":
+    chart = figures.difference_heatmap(shown[rows, columns], labels[rows], title, selection.fit_range, **window)
+else:
+    chart = figures.attention_heatmap(shown[rows, columns], labels[rows], title, zrange, **window)
+if windowed:
+    small.plotly_chart(
+        figures.overview(shown if view != "difference" else theirs, rows, columns, style, zrange),
+        key="overview",
+        theme=None,
+        width="content",
+    )
+st.plotly_chart(
+    chart,
+    key="map",
+    theme=None,
+    on_select=functools.partial(_on_cell, total, size),  # plotly_chart's callback takes no args
+    selection_mode="points",
+    config={"displayModeBar": False},
+)
+st.caption(t("compare.reading", tokens=total))
 
-numbers = st.columns(4)
-numbers[0].metric("max |difference|", f"{metrics.max_abs_difference(ours, theirs):.2e}")
-numbers[1].metric("mean Jensen-Shannon divergence", f"{metrics.js_divergence(ours, theirs).mean():.4f} bits")
-numbers[2].metric("mean row entropy, pretrained", f"{metrics.row_entropy(theirs).mean():.3f} bits")
-numbers[3].metric("mean row entropy, from scratch", f"{metrics.row_entropy(ours).mean():.3f} bits")
+st.subheader(t("compare.focus_title"))
+options = [-1, *range(total)]
+st.selectbox(
+    t("compare.focus"),
+    options,
+    format_func=lambda i: t("compare.focus_none") if i < 0 else f"{i}: {figures.shorten_label(labels[i])}",
+    key=_page_widget("focus"),
+    on_change=_on_focus_box,
+    args=(total, size),
+)
+if focus >= 0:
+    bars = {t("compare.view_pretrained"): theirs[focus, columns], t("compare.view_scratch"): ours[focus, columns]}
+    st.plotly_chart(
+        figures.focus_bars(
+            bars, labels[columns], t("compare.bars_title", token=labels[focus], index=focus), style, columns.start
+        ),
+        key="focus_bars",
+        theme=None,
+    )
+lines_of = ours if view == "scratch" else theirs
+lines_source = t("compare.view_scratch") if view == "scratch" else t("compare.view_pretrained")
+st.plotly_chart(
+    figures.line_view(
+        lines_of[rows, columns],
+        labels[rows],
+        labels[columns],
+        t("compare.lines_title", source=lines_source),
+        style,
+        rows.start,
+        columns.start,
+        window["focus"],
+    ),
+    key="lines",
+    theme=None,
+    config={"displayModeBar": False},
+)
+
+numbers = st.columns(2)
+numbers[0].metric(t("compare.max_difference"), f"{metrics.max_abs_difference(ours, theirs):.2e}")
+numbers[1].metric(t("compare.js"), t("compare.bits", value=f"{metrics.js_divergence(ours, theirs).mean():.4f}"))
+numbers = st.columns(2)
+numbers[0].metric(t("compare.entropy_pretrained"), t("compare.bits", value=f"{metrics.row_entropy(theirs).mean():.3f}"))
+numbers[1].metric(t("compare.entropy_scratch"), t("compare.bits", value=f"{metrics.row_entropy(ours).mean():.3f}"))
 
 if variant == "exact":
     worst = cache.parity(loaded, selection.text, selection.pair)
-    where = f"over all {info.num_layers} layers × {info.num_heads} heads"
+    where = dict(worst=f"{worst:.1e}", layers=info.num_layers, heads=info.num_heads)
     if worst <= PARITY_BOUND:
-        st.success(f"Matches transformers: max difference {worst:.1e} {where}.")
+        st.success(t("compare.parity_ok", **where))
     else:
-        st.error(f"Does not match transformers: max difference {worst:.1e} {where} (bound {PARITY_BOUND:g}).")
+        st.error(t("compare.parity_bad", bound=f"{PARITY_BOUND:g}", **where))
 elif variant == "article-scaling":
     st.caption(
-        f"Scores divided by √hidden = √{info.hidden_size} instead of √head_dim = √{info.head_dim}, as the "
-        f"seed article's layer does: the softmax runs √heads = {info.num_heads**0.5:.2f}× too hot, so "
-        "attention is flatter."
+        t(
+            "compare.note_article",
+            hidden=info.hidden_size,
+            head_dim=info.head_dim,
+            factor=f"{info.num_heads**0.5:.2f}",
+        )
     )
 elif variant == "no-scaling":
-    st.caption(f"Raw query·key scores, not divided by √head_dim = √{info.head_dim}: attention is sharper.")
+    st.caption(t("compare.note_no_scaling", head_dim=info.head_dim))
 else:
-    st.caption(f"An untrained encoder of the same shape, initialised as BERT is (seed {int(seed)}).")
-st.caption(
-    "Rows are queries (attending, top to bottom), columns are keys (attended to). "
-    f"Hover reads query → key: weight. {pretrained.encoding.num_tokens} tokens."
-)
+    st.caption(t("compare.note_random", seed=int(seed)))
