@@ -30,7 +30,7 @@ def test_compare_opens_on_a_real_example(bundled):
     it, animal, street = tokens.index("it"), tokens.index("animal"), tokens.index("street")
     assert expected[it, animal] > 0.5 > 0.1 > expected[it, street]
     # the page says so, with the numbers read from the result
-    finding = at.info[0].value
+    finding = at.markdown[0].value
     assert f"{expected[it, animal]:.2f}" in finding and f"{expected[it, street]:.2f}" in finding
     assert "“animal”" in finding and "“street”" in finding
 
@@ -74,7 +74,7 @@ def test_variants(bundled):
     at.number_input(key="_seed").set_value(3).run()
     _no_errors(at)
     scratch = _chart(_view(at, "scratch"), "map")
-    assert scratch["layout"]["title"]["text"] == "From scratch: random weights (untrained)"
+    assert scratch["layout"]["title"]["text"] == "From scratch: random weights"
     expected = extract(bundled, state.EXAMPLE_TEXT, source="scratch", variant="random", seed=3).weights
     assert np.array_equal(_z(scratch), expected[state.EXAMPLE_LAYER, state.EXAMPLE_HEAD])
 

@@ -1,4 +1,7 @@
-"""What a person sees: the real app in headless Chromium (Debian's), driven by playwright."""
+"""What a person sees: the real app in headless Chromium (Debian's), driven by playwright.
+
+One server and one browser for the module; one page per viewport, reused for every input.
+"""
 
 import json
 import os
@@ -9,13 +12,40 @@ import pytest
 from browser import ARTIFACTS, CHROMIUM_ARGS, chromium_path, streamlit_server
 from playwright.sync_api import expect, sync_playwright
 
+from attention_viz import figures
 from attention_viz.extraction import extract
+from attention_viz.ui.state import EXAMPLE_HEAD, EXAMPLE_LAYER
 
 SENTENCE = "The trophy didn't fit in the suitcase because it was too big."
 LAYER, HEAD = 4, 7
+INPUTS = {
+    "sentence": SENTENCE,
+    "45 tokens": "The quick brown fox jumps over the lazy dog while the cat sleeps on the warm mat near "
+    "the door, and the birds outside sing loudly to greet the rising sun over the quiet hills.",
+    "long word": "The sequence " + "acgt" * 30 + " was long .",  # case C21
+    "512 tokens": "hello " * 600,
+}
+VIEWPORTS = {"1280x720": (1280, 720), "800x600": (800, 600)}
+MAP = ".st-key-map .js-plotly-plot"
 
-# plotly.js keeps each chart's decoded data (base64 arrays included) in _fullData on its div
-HEATMAP_Z = """els => els.map(el => Array.from(el._fullData[0].z, row => Array.from(row)))"""
+# What the main map draws, read from plotly.js: the plot area (gd._fullLayout._size), each axis' drawn
+# length, the tick label boxes, the title and colour bar boxes, and the chart's own box.
+MEASURE = """el => {
+    const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    const full = el._fullLayout, title = el.querySelector('.gtitle'), bar = el.querySelector('.colorbar');
+    return {
+        size: {w: full._size.w, h: full._size.h},
+        x: full.xaxis._length, y: full.yaxis._length,
+        font: full.xaxis.tickfont.size,
+        rows: el._fullData[0].z.length, columns: el._fullData[0].z[0].length,
+        z: Array.from(el._fullData[0].z, row => Array.from(row)),
+        xticks: Array.from(el.querySelectorAll('.xtick text'), box),
+        yticks: Array.from(el.querySelectorAll('.ytick text'), box),
+        title: title ? box(title) : null, titleText: title ? title.textContent : null,
+        bar: bar ? box(bar.querySelector('.cbfills')) : null,
+        chart: box(el), viewport: [window.innerWidth, window.innerHeight],
+    };
+}"""
 
 
 def _set_slider(page, label: str, value: int) -> None:
@@ -28,16 +58,53 @@ def _set_slider(page, label: str, value: int) -> None:
     expect(slider).to_have_value(str(value))
 
 
-def _wait_for_rows(page, rows: int) -> None:
-    page.wait_for_function(
-        "n => { const el = document.querySelector('.js-plotly-plot'); return el && el.data[0].y.length === n; }",
-        arg=rows,
-        timeout=60_000,
-    )
-
-
 def _wait_for_header(page, text: str) -> None:
     expect(page.get_by_role("heading", name=text)).to_be_visible(timeout=60_000)
+
+
+def _wait_for_map(page, first_label: str, rows: int) -> None:
+    """Wait until the main map shows ``rows`` rows starting with ``first_label``, drawn and settled."""
+    page.wait_for_function(
+        """([sel, first, n]) => { const all = document.querySelectorAll(sel), el = all[0];
+            return all.length === 1 && !document.querySelector('[data-testid="stStatusWidget"]') && el.data && el.data[0].y.length === n && el.data[0].y[0] === first
+                && el.querySelectorAll('.ytick text').length === n; }""",
+        arg=[MAP, first_label, rows],
+        timeout=90_000,
+    )
+    page.wait_for_timeout(800)  # let plotly finish its automargin redraw
+
+
+def _type(page, text: str) -> None:
+    box = page.get_by_label("Sentence", exact=True)
+    box.fill(text)
+    box.press("Control+Enter")
+
+
+def _show(page, selector: str) -> None:
+    """Scroll the chart to the top of the window, just below Streamlit's header."""
+    page.eval_on_selector(selector, "el => el.scrollIntoView({block: 'start'})")
+    page.mouse.move(page.viewport_size["width"] - 100, 300)  # over the main area, which scrolls
+    page.mouse.wheel(0, -70)
+    page.wait_for_timeout(500)
+
+
+def _overlaps(boxes, axis: str, font: float) -> list:
+    """Neighbouring tick labels that touch: y labels by their boxes; x labels are vertical (-90°), so
+    the perpendicular distance between neighbours is the distance between their centres along x."""
+    if axis == "y":
+        ordered = sorted(boxes, key=lambda b: b[1])
+        return [(a, b) for a, b in zip(ordered, ordered[1:], strict=False) if b[1] < a[3] - 0.5]
+    centres = sorted((b[0] + b[2]) / 2 for b in boxes)
+    return [(a, b) for a, b in zip(centres, centres[1:], strict=False) if b - a < font]
+
+
+def _inside(inner, outer, slack: float = 1.0) -> bool:
+    return (
+        inner[0] >= outer[0] - slack
+        and inner[1] >= outer[1] - slack
+        and inner[2] <= outer[2] + slack
+        and inner[3] <= outer[3] + slack
+    )
 
 
 @pytest.fixture(scope="module")
@@ -46,49 +113,136 @@ def server():
         yield running
 
 
-def test_type_a_sentence_pick_a_head_and_see_its_heatmaps(server, bundled):
-    url, _, started = server
-    ARTIFACTS.mkdir(exist_ok=True)
+@pytest.fixture(scope="module")
+def browser(server):
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1600, "height": 1000})
+        chromium = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def measured(server, browser, bundled):
+    """Every input at every viewport: what the main map draws (one page per viewport, reused)."""
+    url, _, _ = server
+    ARTIFACTS.mkdir(exist_ok=True)
+    window = figures.NORMAL.window
+    results = {}
+    for viewport, (width, height) in VIEWPORTS.items():
+        page = browser.new_page(viewport={"width": width, "height": height})
         page.goto(url)
-        page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=90_000)
-        first_heatmap_s = time.monotonic() - started
+        page.wait_for_selector(f"{MAP} .heatmaplayer", timeout=90_000)
+        for name, text in INPUTS.items():
+            encoding = extract(bundled, text).encoding
+            _type(page, text)
+            _wait_for_map(page, encoding.labels[0], min(encoding.num_tokens, window))
+            results[viewport, name] = page.eval_on_selector(MAP, MEASURE), encoding
+            _show(page, MAP)
+            page.screenshot(path=ARTIFACTS / f"map_{viewport}_{name.replace(' ', '_')}.png")
+        page.close()
+    (ARTIFACTS / "plot_sizes.json").write_text(
+        json.dumps(
+            {
+                f"{viewport} {name}": {"plot_area": m["size"], "x_length": m["x"], "y_length": m["y"]}
+                for (viewport, name), (m, _) in results.items()
+            },
+            indent=1,
+        )
+    )
+    return results
 
-        text = page.get_by_label("Sentence", exact=True)
-        text.fill(SENTENCE)
-        text.press("Control+Enter")
-        _wait_for_rows(page, extract(bundled, SENTENCE).encoding.num_tokens)
-        _set_slider(page, "Layer", LAYER)
-        _wait_for_header(page, f"Layer {LAYER}, head 1")
-        _set_slider(page, "Head", HEAD - 1)
-        _wait_for_header(page, f"Layer {LAYER}, head {HEAD - 1}")
-        changed = time.monotonic()  # one head change, timed from key press to the new header
-        page.get_by_role("slider", name="Head").press("ArrowRight")
-        _wait_for_header(page, f"Layer {LAYER}, head {HEAD}")
-        head_change_s = time.monotonic() - changed
-        page.wait_for_timeout(1000)  # let plotly finish drawing before the screenshot
-        page.screenshot(path=ARTIFACTS / "compare.png", full_page=True)
 
-        expected = extract(bundled, SENTENCE)
-        tokens = expected.encoding.num_tokens
-        pretrained, scratch, difference = page.eval_on_selector_all(".js-plotly-plot", HEATMAP_Z)
-        assert np.array(pretrained).shape == (tokens, tokens)  # one row and column per token
-        np.testing.assert_allclose(pretrained, expected.weights[LAYER, HEAD], atol=1e-7)
-        np.testing.assert_allclose(scratch, expected.weights[LAYER, HEAD], atol=1e-5)
-        assert np.abs(difference).max() <= 1e-5
-        expect(page.get_by_text("Matches transformers")).to_be_visible()
+@pytest.mark.parametrize("viewport", VIEWPORTS)
+@pytest.mark.parametrize("name", INPUTS)
+def test_main_map_is_large_labelled_and_unclipped(measured, bundled, viewport, name):
+    m, encoding = measured[viewport, name]
+    window = figures.NORMAL.window
+    drawn = min(encoding.num_tokens, window)
+    assert (m["rows"], m["columns"]) == (drawn, drawn)
+    # the map shows the first window of the core's weights (all of them when they fit)
+    expected = extract(bundled, INPUTS[name]).weights[EXAMPLE_LAYER, EXAMPLE_HEAD][:drawn, :drawn]
+    np.testing.assert_allclose(m["z"], expected, atol=1e-7)
+    # square cells, and a large map on a projector (at 800 x 600 the map takes the width it has)
+    assert m["x"] / m["columns"] == pytest.approx(m["y"] / m["rows"], abs=0.5)
+    if viewport == "1280x720":
+        assert min(m["size"]["w"], m["size"]["h"]) >= 400 and min(m["x"], m["y"]) >= 400, m
+    else:
+        assert min(m["x"], m["y"]) >= 250, m
+    assert m["bar"][3] - m["bar"][1] <= m["y"]  # the colour bar is no taller than the map
+    # one tick label per drawn row and column, none touching its neighbour, none longer than 20 characters
+    assert len(m["xticks"]) == m["columns"] and len(m["yticks"]) == m["rows"]
+    assert not _overlaps(m["yticks"], "y", m["font"]), m["yticks"]
+    assert not _overlaps(m["xticks"], "x", m["font"]), m["xticks"]
+    # nothing clipped: the title inside the chart, the chart inside the window's width
+    assert m["title"] is not None and _inside(m["title"], m["chart"]), (m["title"], m["chart"])
+    assert m["chart"][2] <= m["viewport"][0]
 
-        page.get_by_role("link", name="All heads").click()
-        _wait_for_header(page, "All heads: 6 layers × 12 heads")
-        page.wait_for_function("document.querySelectorAll('.js-plotly-plot .heatmaplayer').length > 0")
-        page.wait_for_timeout(1500)
-        page.screenshot(path=ARTIFACTS / "all_heads.png", full_page=True)
-        grid = page.eval_on_selector(".js-plotly-plot", "el => el.data.length")
-        assert grid == 72
-        assert page.get_by_label("Sentence", exact=True).input_value() == SENTENCE  # kept across pages
-        browser.close()
+
+def test_long_word_keeps_the_map_of_a_short_sentence(measured):
+    # at 1280 x 720 the height sets the size: the same map; at 800 x 600 the width does, and 20 shortened
+    # characters take about 80 px more than "suitcase" (before shortening: 64 px against 121)
+    for viewport, share in (("1280x720", 0.95), ("800x600", 0.75)):
+        short, _ = measured[viewport, "sentence"]
+        long, _ = measured[viewport, "long word"]
+        assert min(long["x"], long["y"]) >= share * min(short["x"], short["y"]), viewport
+
+
+def test_type_a_sentence_pick_a_head_click_a_row_and_a_thumbnail(server, browser, bundled):
+    url, _, started = server
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(url)
+    page.wait_for_selector(f"{MAP} .heatmaplayer", timeout=90_000)
+    first_heatmap_s = time.monotonic() - started
+    expected = extract(bundled, SENTENCE)
+    _type(page, SENTENCE)
+    _wait_for_map(page, expected.encoding.labels[0], expected.encoding.num_tokens)
+    _set_slider(page, "Layer", LAYER)
+    _wait_for_header(page, f"Layer {LAYER}, head 1")
+    _set_slider(page, "Head", HEAD - 1)
+    _wait_for_header(page, f"Layer {LAYER}, head {HEAD - 1}")
+    changed = time.monotonic()  # one head change, timed from key press to the new header
+    page.get_by_role("slider", name="Head").press("ArrowRight")
+    _wait_for_header(page, f"Layer {LAYER}, head {HEAD}")
+    head_change_s = time.monotonic() - changed
+    page.wait_for_timeout(1000)
+    m = page.eval_on_selector(MAP, MEASURE)
+    np.testing.assert_allclose(m["z"], expected.weights[LAYER, HEAD], atol=1e-7)
+    _show(page, MAP)
+    page.screenshot(path=ARTIFACTS / "compare.png")
+    expect(page.get_by_text("Matches transformers")).to_be_visible()
+
+    # a click on a cell puts its query in focus: its bars appear with that row's weights
+    it = expected.encoding.tokens.index("it")
+    cell = page.eval_on_selector(
+        MAP,
+        """(el, [row, col]) => { const f = el._fullLayout, r = el.getBoundingClientRect();
+            return [r.left + f.xaxis._offset + f.xaxis.l2p(col), r.top + f.yaxis._offset + f.yaxis.l2p(row)]; }""",
+        [it, 2],
+    )
+    page.mouse.click(*cell)
+    page.wait_for_selector(".st-key-focus_bars .js-plotly-plot .bars", timeout=60_000)
+    bars = page.eval_on_selector(".st-key-focus_bars .js-plotly-plot", "el => Array.from(el._fullData[0].y)")
+    np.testing.assert_allclose(bars, expected.weights[LAYER, HEAD, it], atol=1e-7)
+
+    # All heads: a click on a thumbnail opens that head in Compare
+    page.get_by_role("link", name="All heads").click()
+    _wait_for_header(page, "All heads: 6 layers × 12 heads")
+    grid = ".st-key-head_grid .js-plotly-plot"
+    page.wait_for_selector(f"{grid} .heatmaplayer", timeout=60_000)
+    page.wait_for_timeout(1500)
+    page.screenshot(path=ARTIFACTS / "all_heads.png")
+    assert page.eval_on_selector(grid, "el => el.data.length") == 72 + 1
+    assert page.get_by_label("Sentence", exact=True).input_value() == SENTENCE  # kept across pages
+    target = page.eval_on_selector(
+        grid,
+        """el => { const f = el._fullLayout, r = el.getBoundingClientRect(), n = el.data.length;
+            const xa = f['xaxis' + n], ya = f['yaxis' + n];
+            return [r.left + xa._offset + xa.l2p(5), r.top + ya._offset + ya.l2p(2)]; }""",
+    )
+    page.mouse.click(*target)
+    _wait_for_header(page, "Layer 2, head 5")
+    expect(page.get_by_role("slider", name="Layer")).to_have_value("2")
+    page.close()
     (ARTIFACTS / "timings.json").write_text(
         json.dumps({"start_to_first_heatmap_s": round(first_heatmap_s, 2), "head_change_s": round(head_change_s, 2)})
     )

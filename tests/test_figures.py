@@ -40,7 +40,7 @@ def test_c13_rows_are_queries_top_to_bottom():
     assert np.array_equal(trace.z, weights)  # z[i] is query i's row
     assert [y.rstrip("\u200b\u200c") for y in trace.y] == LABELS
     assert [x.rstrip("\u200b\u200c") for x in trace.x] == LABELS
-    assert figure.layout.yaxis.autorange == "reversed"  # query 0 ([CLS]) at the top
+    assert tuple(figure.layout.yaxis.range) == (len(LABELS) - 0.5, -0.5)  # query 0 ([CLS]) at the top
     assert figure.layout.yaxis.scaleanchor == "x"  # square cells
     assert trace.hovertemplate.startswith("%{y} → %{x}: %{z")
     assert (trace.zmin, trace.zmax) == (0.0, 1.0)

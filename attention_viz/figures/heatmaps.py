@@ -158,6 +158,7 @@ def _heatmap(
         )
     top = 2 * style.font_size + 48  # title, then the colour bar and its tick labels
     bottom = label_room(keys, style.font_size) + 2 * style.font_size + 12
+    height = style.side + top + bottom
     figure.update_layout(
         template="plotly_white",
         title={
@@ -165,18 +166,20 @@ def _heatmap(
             "x": 0,
             "xref": "container",
             "xanchor": "left",
-            "y": 1,
-            "yref": "container",
-            "yanchor": "top",
-            "pad": {"l": 8, "t": 6},
+            "y": 1,  # above the plot and its colour bar, the margin grown to fit it
+            "yref": "paper",
+            "yanchor": "bottom",
+            "pad": {"l": 8, "b": style.font_size + 28},
+            "automargin": True,
             "font": {"size": style.font_size + 4},
         },
-        height=style.side + top + bottom,
+        height=height,
         margin={"l": 10, "r": 10, "t": top, "b": 10, "autoexpand": True},
-        xaxis={**_axis(keys, "key (attended to)", style), "tickangle": -90, "side": "bottom"},
+        # fixed ranges: the click targets' marker size must not pad one axis more than the other
+        xaxis={**_axis(keys, "key (attended to)", style), "tickangle": -90, "side": "bottom", "range": [-0.5, k - 0.5]},
         yaxis={
             **_axis(labels, "query (attending)", style),
-            "autorange": "reversed",
+            "range": [q - 0.5, -0.5],  # query 0 at the top
             "scaleanchor": "x",
             "scaleratio": 1,
             "constraintoward": "top",

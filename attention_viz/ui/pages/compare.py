@@ -56,11 +56,11 @@ layer, head = selection.layer, selection.head
 style = figures.map_style(st.session_state["presentation"])
 
 st.header(t("compare.title", layer=layer, head=head))
-st.markdown(t("compare.intro"))
+intro_slot = st.empty()  # filled once the result is known: the intro points at the example's finding
 
-left, right = st.columns([3, 2])
+top_left, top_right = st.columns([3, 2], vertical_alignment="bottom")
 variants = [v.value for v in Variant]
-variant = left.selectbox(
+variant = top_right.selectbox(
     t("compare.variant"),
     variants,
     index=variants.index(st.session_state["variant"]),
@@ -68,17 +68,19 @@ variant = left.selectbox(
     key=state.page_widget_key("variant"),
     on_change=state.remember,
     args=("variant",),
+    help=t("compare.variant_help"),
 )
-seed = right.number_input(
-    t("compare.seed"),
-    0,
-    2**31 - 1,
-    value=st.session_state["seed"],
-    disabled=variant != "random",
-    key=state.page_widget_key("seed"),
-    on_change=state.remember,
-    args=("seed",),
-)
+seed = st.session_state["seed"]
+if variant == "random":
+    seed = top_right.number_input(
+        t("compare.seed"),
+        0,
+        2**31 - 1,
+        value=st.session_state["seed"],
+        key=state.page_widget_key("seed"),
+        on_change=state.remember,
+        args=("seed",),
+    )
 
 pretrained = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
 scratch = feedback.or_stop(cache.scratch, loaded, selection.text, selection.pair, variant, int(seed))
@@ -86,22 +88,22 @@ encoding = pretrained.encoding
 feedback.truncation(encoding)
 labels, total, size = encoding.labels, encoding.num_tokens, style.window
 
+intro = t("compare.intro")
 example_fits = info.num_layers > state.EXAMPLE_LAYER and info.num_heads > state.EXAMPLE_HEAD
 if selection.text == state.EXAMPLE_TEXT and example_fits and all(token in encoding.tokens for token in FINDING):
     query, referent, other = (encoding.tokens.index(token) for token in FINDING)
     example = pretrained.head(state.EXAMPLE_LAYER, state.EXAMPLE_HEAD)
-    st.info(
-        t(
-            "compare.finding",
-            layer=state.EXAMPLE_LAYER,
-            head=state.EXAMPLE_HEAD,
-            query=labels[query],
-            referent=labels[referent],
-            other=labels[other],
-            to_referent=float(example[query, referent]),
-            to_other=float(example[query, other]),
-        )
+    intro += " " + t(
+        "compare.finding",
+        layer=state.EXAMPLE_LAYER,
+        head=state.EXAMPLE_HEAD,
+        query=labels[query],
+        referent=labels[referent],
+        other=labels[other],
+        to_referent=float(example[query, referent]),
+        to_other=float(example[query, other]),
     )
+intro_slot.markdown(intro)
 
 if st.session_state["focus"] >= total:  # a shorter text than the one the focus was chosen on
     _set("focus", -1)
@@ -109,7 +111,7 @@ for key in ("query_start", "key_start"):
     _set(key, figures.window_start(st.session_state[key], total, size))
 focus = st.session_state["focus"]
 
-view = st.radio(
+view = top_left.radio(
     t("compare.view"),
     VIEWS,
     format_func=lambda v: t(f"compare.view_{v}"),
@@ -119,26 +121,6 @@ view = st.radio(
     args=("map_view",),
 )
 
-windowed = total > size
-if windowed:
-    st.caption(t("compare.window_note", size=size, total=total))
-    sliders, small = st.columns([3, 2])
-    sliders.slider(
-        t("compare.query_start"),
-        0,
-        total - size,
-        key=_page_widget("query_start"),
-        on_change=state.remember,
-        args=("query_start",),
-    )
-    sliders.slider(
-        t("compare.key_start"),
-        0,
-        total - size,
-        key=_page_widget("key_start"),
-        on_change=state.remember,
-        args=("key_start",),
-    )
 rows = figures.window_slice(st.session_state["query_start"], total, size)
 columns = figures.window_slice(st.session_state["key_start"], total, size)
 
@@ -158,13 +140,6 @@ if view == "difference":
     chart = figures.difference_heatmap(shown[rows, columns], labels[rows], title, selection.fit_range, **window)
 else:
     chart = figures.attention_heatmap(shown[rows, columns], labels[rows], title, zrange, **window)
-if windowed:
-    small.plotly_chart(
-        figures.overview(shown if view != "difference" else theirs, rows, columns, style, zrange),
-        key="overview",
-        theme=None,
-        width="content",
-    )
 st.plotly_chart(
     chart,
     key="map",
@@ -173,6 +148,32 @@ st.plotly_chart(
     selection_mode="points",
     config={"displayModeBar": False},
 )
+windowed = total > size
+if windowed:  # below the map: the map stays at the top of the page
+    st.caption(t("compare.window_note", size=size, total=total))
+    sliders, small = st.columns([3, 2])
+    sliders.slider(
+        t("compare.query_start"),
+        0,
+        total - size,
+        key=_page_widget("query_start"),
+        on_change=state.remember,
+        args=("query_start",),
+    )
+    sliders.slider(
+        t("compare.key_start"),
+        0,
+        total - size,
+        key=_page_widget("key_start"),
+        on_change=state.remember,
+        args=("key_start",),
+    )
+    small.plotly_chart(
+        figures.overview(shown if view != "difference" else theirs, rows, columns, style, zrange),
+        key="overview",
+        theme=None,
+        width="content",
+    )
 st.caption(t("compare.reading", tokens=total))
 
 st.subheader(t("compare.focus_title"))
