@@ -3,6 +3,7 @@
 One server and one browser for the module; one page per viewport, reused for every input.
 """
 
+import itertools
 import json
 import os
 import time
@@ -66,7 +67,8 @@ def _wait_for_map(page, first_label: str, rows: int) -> None:
     """Wait until the main map shows ``rows`` rows starting with ``first_label``, drawn and settled."""
     page.wait_for_function(
         """([sel, first, n]) => { const all = document.querySelectorAll(sel), el = all[0];
-            return all.length === 1 && !document.querySelector('[data-testid="stStatusWidget"]') && el.data && el.data[0].y.length === n && el.data[0].y[0] === first
+            const running = document.querySelector('[data-testid="stStatusWidget"]');
+            return all.length === 1 && !running && el.data && el.data[0].y.length === n && el.data[0].y[0] === first
                 && el.querySelectorAll('.ytick text').length === n; }""",
         arg=[MAP, first_label, rows],
         timeout=90_000,
@@ -93,9 +95,9 @@ def _overlaps(boxes, axis: str, font: float) -> list:
     the perpendicular distance between neighbours is the distance between their centres along x."""
     if axis == "y":
         ordered = sorted(boxes, key=lambda b: b[1])
-        return [(a, b) for a, b in zip(ordered, ordered[1:], strict=False) if b[1] < a[3] - 0.5]
+        return [(a, b) for a, b in itertools.pairwise(ordered) if b[1] < a[3] - 0.5]
     centres = sorted((b[0] + b[2]) / 2 for b in boxes)
-    return [(a, b) for a, b in zip(centres, centres[1:], strict=False) if b - a < font]
+    return [(a, b) for a, b in itertools.pairwise(centres) if b - a < font]
 
 
 def _inside(inner, outer, slack: float = 1.0) -> bool:
@@ -213,6 +215,7 @@ def test_type_a_sentence_pick_a_head_click_a_row_and_a_thumbnail(server, browser
 
     # a click on a cell puts its query in focus: its bars appear with that row's weights
     it = expected.encoding.tokens.index("it")
+    _show(page, MAP)  # the cell must be on screen to be clicked
     cell = page.eval_on_selector(
         MAP,
         """(el, [row, col]) => { const f = el._fullLayout, r = el.getBoundingClientRect();

@@ -1,5 +1,7 @@
 """All heads: every layer × head of the pretrained model for the text; clicking one opens it in Compare."""
 
+import functools
+
 import streamlit as st
 
 from attention_viz import figures
@@ -9,11 +11,14 @@ from attention_viz.ui.i18n import t
 COMPARE = "attention_viz/ui/pages/compare.py"
 
 
-def _on_thumbnail() -> None:
-    """A click on a thumbnail chooses its head (the sidebar's sliders follow); the page then opens Compare."""
+def _on_thumbnail(heads: int) -> None:
+    """A click on a thumbnail chooses its head (the sidebar's sliders follow); the page then opens Compare.
+
+    The click targets are in row-major order: target ``layer * heads + head``.
+    """
     points = st.session_state["head_grid"].selection.points
     if points:
-        layer, head = (int(v) for v in points[0]["customdata"])
+        layer, head = divmod(int(points[0]["point_index"]), heads)
         st.session_state["layer"], st.session_state["head"] = layer, head
         st.session_state["_open_compare"] = True
 
@@ -45,7 +50,7 @@ st.plotly_chart(
     grid,
     key="head_grid",
     theme=None,
-    on_select=_on_thumbnail,
+    on_select=functools.partial(_on_thumbnail, info.num_heads),  # plotly_chart's callback takes no args
     selection_mode="points",
     config={"displayModeBar": False},
 )

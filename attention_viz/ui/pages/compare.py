@@ -31,10 +31,11 @@ def _focus_on(query: int, total: int, size: int) -> None:
         _set("query_start", figures.window_around(query, total, size))
 
 
-def _on_cell(total: int, size: int) -> None:
+def _on_cell(first_query: int, keys: int, total: int, size: int) -> None:
+    """A click on a cell of the map: its marker's index is ``row * keys + column`` in the window."""
     points = st.session_state["map"].selection.points
     if points:
-        _focus_on(int(points[0]["customdata"][0]), total, size)
+        _focus_on(first_query + int(points[0]["point_index"]) // keys, total, size)
 
 
 def _on_focus_box(total: int, size: int) -> None:
@@ -144,7 +145,7 @@ st.plotly_chart(
     chart,
     key="map",
     theme=None,
-    on_select=functools.partial(_on_cell, total, size),  # plotly_chart's callback takes no args
+    on_select=functools.partial(_on_cell, rows.start, columns.stop - columns.start, total, size),  # no args
     selection_mode="points",
     config={"displayModeBar": False},
 )
