@@ -109,3 +109,4 @@ def test_grid_click_targets_name_their_head():
     assert targets.type == "scatter" and len(targets.x) == 6
     assert targets.customdata[1 * 3 + 2].tolist() == [1, 2]
     assert (targets.x[5], targets.y[5]) == (2, 1)
+    assert head_grid(weights).layout.plot_bgcolor == "rgba(0,0,0,0)"  # the targets' subplot hides no thumbnail

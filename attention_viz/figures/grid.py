@@ -107,7 +107,7 @@ def head_grid(
         coloraxis={"colorscale": colorscale, "cmin": zmin, "cmax": zmax, "colorbar": {"thickness": 12}},
         height=max(320, 90 * layers + 60),
         margin={"l": 10, "r": 40, "t": 40, "b": 10},
-        dragmode=False,
+        plot_bgcolor="rgba(0,0,0,0)",  # the click targets' subplot lies over the thumbnails: keep it see-through
         clickmode="event+select",
     )
     return figure
