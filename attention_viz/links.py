@@ -26,13 +26,13 @@ class Rules:
     Attributes:
         defaults: every view setting and its default; the default's type is the setting's type.
         choices: allowed values of a setting, for settings that have a fixed list.
-        ranges: inclusive ``(low, high)`` of an integer setting; other integers take ``0..MAX_INT``.
+        ranges: inclusive ``(low, high)`` of a number setting; other integers take ``0..MAX_INT``.
         max_text: the most characters one text setting may carry.
     """
 
     defaults: Mapping[str, object]
     choices: Mapping[str, tuple] = field(default_factory=dict)
-    ranges: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     max_text: int = MAX_TEXT
 
 
@@ -130,8 +130,13 @@ def from_query(params: Mapping[str, str], rules: Rules) -> tuple[dict[str, objec
 def _allowed(key: str, value: object, rules: Rules) -> bool:
     if key in rules.choices:
         return value in rules.choices[key]
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, int):
         low, high = rules.ranges.get(key, (0, MAX_INT))
+        return low <= value <= high
+    if isinstance(value, float) and key in rules.ranges:
+        low, high = rules.ranges[key]
         return low <= value <= high
     return True
 

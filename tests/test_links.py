@@ -6,7 +6,7 @@ from attention_viz.ui import state
 RULES = links.Rules(
     defaults={"text": "a", "pair": "", "layer": 3, "fit_range": False, "lang": "en", "temperature": 1.0},
     choices={"lang": ("en", "zh")},
-    ranges={"layer": (0, 1023)},
+    ranges={"layer": (0, 1023), "temperature": (0.05, 20.0)},
     max_text=50,
 )
 
@@ -63,3 +63,9 @@ def test_the_apps_rules_carry_every_default_key():
     params, _ = links.to_query(view, rules)
     values, notes = links.from_query(links.parse_query(links.query_string(params)), rules)
     assert notes == [] and all(values[k] == v for k, v in view.items())
+
+
+def test_float_range_and_integer_text_for_a_float():
+    assert links.from_query({"temperature": "2"}, RULES) == ({"temperature": 2.0}, [])
+    assert links.from_query({"temperature": "0"}, RULES) == ({}, [links.Note("invalid", "temperature")])
+    assert links.from_query({"fit_range": "TRUE"}, RULES) == ({"fit_range": True}, [])
