@@ -91,7 +91,7 @@ def key_bars(
     masked_set = set(masked)
     colors = [MASKED_COLOR if i in masked_set else "#1f77b4" for i in range(len(labels))]
     text = ["−∞" if not np.isfinite(v) else format(v, value_format) for v in values]
-    text = [t if i not in masked_set else f"{t} ({masked_label})" for i, t in enumerate(text)]
+    text = [masked_label if i in masked_set else shown_text for i, shown_text in enumerate(text)]
     outline = [2.5 if i == highlight else 0 for i in range(len(labels))]
     trace = go.Bar(
         x=unique_labels(labels),
@@ -99,6 +99,8 @@ def key_bars(
         marker={"color": colors, "line": {"width": outline, "color": "#d62728"}},
         text=text,
         textposition="outside",
+        textfont={"size": 10},
+        constraintext="none",
         cliponaxis=False,
         hovertemplate="%{x}: %{text}<extra></extra>",
     )

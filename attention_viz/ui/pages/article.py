@@ -36,16 +36,16 @@ st.table(
 )
 
 st.subheader(t("article.switches"))
-toggles = st.columns(len(article_compare.DIFFERENCES) + 1)
-for column, difference in zip(toggles, article_compare.DIFFERENCES, strict=False):
-    column.toggle(
+switches, seed_column = st.columns([3, 1])
+for difference in article_compare.DIFFERENCES:
+    switches.toggle(
         t(f"article.diff_{difference}"),
         value=difference in switched_on,
         help=t(f"article.diff_{difference}_help", hidden=info.hidden_size, head_dim=info.head_dim),
         key=state.page_widget_key(f"article_{difference}"),
         on_change=_remember_differences,
     )
-seed = toggles[-1].number_input(
+seed = seed_column.number_input(
     t("article.seed"),
     0,
     2**31 - 1,
@@ -60,12 +60,20 @@ encoding, correct, changed = feedback.or_stop(
     cache.article_maps, loaded, selection.text, selection.pair, layer, int(seed), tuple(switched_on)
 )
 feedback.truncation(encoding)
-st.caption(t("article.same_input", layer=layer, seed=int(seed), heads=info.num_heads, hidden=info.hidden_size))
+st.caption(
+    t(
+        "article.same_input",
+        layer=layer,
+        seed=int(seed),
+        gain=f"{article_compare.WEIGHT_GAIN:g}",
+        heads=info.num_heads,
+        hidden=info.hidden_size,
+    )
+)
 
 labels = encoding.labels
 ours, theirs = changed[head], correct[head]
-names = ", ".join(t(f"article.diff_{d}") for d in article_compare.DIFFERENCES if d in switched_on)
-changed_title = t("article.fig_changed", differences=names) if names else t("article.fig_none")
+changed_title = t("article.fig_changed", count=len(switched_on)) if switched_on else t("article.fig_none")
 zrange = figures.shared_range(theirs, ours) if selection.fit_range else (0.0, 1.0)
 panels = [
     figures.attention_heatmap(theirs, labels, t("article.fig_correct"), zrange),
