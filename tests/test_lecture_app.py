@@ -120,7 +120,9 @@ def test_each_example_is_one_click_and_shows_its_finding(preset, bundled):
     assert at.pills(key="_preset").value is None  # ready for the next click
     result = extract(bundled, preset.text, preset.pair or None)
     query, key, weight = presets.finding(preset, result.encoding, result.weights[preset.layer, preset.head])
-    assert f"{weight:.2f}" in at.info[0].value and preset.look_for["en"] in at.info[0].value
+    labels = result.encoding.labels
+    assert f'"{labels[query]}" → "{labels[key]}": {weight:.2f}' in at.info[0].value
+    assert preset.look_for["en"] in at.info[0].value
 
 
 def _bars(figure) -> np.ndarray:
@@ -183,6 +185,7 @@ def test_article_page_shows_each_difference_on_the_same_input(bundled):
     np.testing.assert_allclose(_z(correct), article_compare.variant_weights(hidden, *layers)[h], atol=1e-6)
     article = article_compare.variant_weights(hidden, *layers, ["shared", "embed_scaling"])[h]
     np.testing.assert_allclose(_z(changed), article, atol=1e-6)
+    np.testing.assert_allclose(_z(difference), _z(changed) - _z(correct), atol=1e-6)
     assert float(at.metric[1].value) > float(at.metric[0].value)  # the article's layer is flatter
     for name in ("_article_shared", "_article_embed_scaling"):
         at.toggle(key=name).set_value(False).run()
@@ -229,6 +232,7 @@ def test_downloads_hold_the_shown_matrix_and_charts_save_named_pngs(page, media,
     for chart in at.get("plotly_chart"):
         config = json.loads(chart.proto.config)
         what = "inside" if page == INSIDE else "article"
-        assert config["toImageButtonOptions"] == export.image_config("all-MiniLM-L6-v2", 3, 1, what)[
-            "toImageButtonOptions"
-        ]
+        assert (
+            config["toImageButtonOptions"]
+            == export.image_config("all-MiniLM-L6-v2", 3, 1, what)["toImageButtonOptions"]
+        )
