@@ -81,14 +81,16 @@ panels = [
     figures.difference_heatmap(ours - theirs, labels, t("article.fig_difference"), selection.fit_range),
 ]
 config = downloads.chart_config(info.name, layer, head, "article")
-for column, figure, key in zip(st.columns(3), panels, ("correct", "changed", "difference"), strict=True):
-    column.plotly_chart(figure, key=f"article_{key}", theme=None, config=config)
+# two maps a row, so that a lecture hall can read the token labels
+places = [*st.columns(2), *st.columns(2)]
+for place, figure, key in zip(places, panels, ("correct", "changed", "difference"), strict=False):
+    place.plotly_chart(figure, key=f"article_{key}", theme=None, config=config)
 
-numbers = st.columns(3)
-numbers[0].metric(t("article.entropy_correct"), f"{metrics.row_entropy(theirs).mean():.3f}")
-numbers[1].metric(t("article.entropy_changed"), f"{metrics.row_entropy(ours).mean():.3f}")
-numbers[2].metric(t("article.max_difference"), f"{metrics.max_abs_difference(ours, theirs):.3f}")
-st.caption(t("article.reading", uniform=f"{math.log2(len(labels)):.3f}"))
+numbers = places[3]
+numbers.metric(t("article.entropy_correct"), f"{metrics.row_entropy(theirs).mean():.3f}")
+numbers.metric(t("article.entropy_changed"), f"{metrics.row_entropy(ours).mean():.3f}")
+numbers.metric(t("article.max_difference"), f"{metrics.max_abs_difference(ours, theirs):.3f}")
+numbers.caption(t("article.reading", uniform=f"{math.log2(len(labels)):.3f}"))
 
 pretrained = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
 downloads.buttons(pretrained, ours, panels[1], layer, head, "article", labels)

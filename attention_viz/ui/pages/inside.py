@@ -39,8 +39,8 @@ st.header(t("inside.title", layer=layer, head=head, query=labels[query_index]))
 st.markdown(t("inside.intro", head_dim=info.head_dim, hidden=info.hidden_size))
 feedback.truncation(encoding)
 
-controls = st.columns([2, 2, 2, 3])
-query_index = controls[0].selectbox(
+left, right = st.columns(2)
+query_index = left.selectbox(
     t("inside.query"),
     range(n),
     index=query_index,
@@ -49,7 +49,7 @@ query_index = controls[0].selectbox(
     on_change=state.remember,
     args=("inside_query",),
 )
-scaling_kind = controls[1].radio(
+scaling_kind = left.radio(
     t("inside.scaling"),
     steps.SCALINGS,
     index=steps.SCALINGS.index(st.session_state["scaling"]),
@@ -58,7 +58,7 @@ scaling_kind = controls[1].radio(
     on_change=state.remember,
     args=("scaling",),
 )
-temperature = controls[2].slider(
+temperature = right.slider(
     t("inside.temperature"),
     0.1,
     5.0,
@@ -69,7 +69,7 @@ temperature = controls[2].slider(
     on_change=state.remember,
     args=("temperature",),
 )
-masked_keys = controls[3].multiselect(
+masked_keys = right.multiselect(
     t("inside.mask"),
     range(n),
     default=masked_keys,
