@@ -44,8 +44,15 @@ class Note:
     key: str
 
 
+def carried(default: object) -> bool:
+    """Whether a setting with this default goes into links: bool, int, float, str, or ``None``."""
+    return default is None or isinstance(default, bool | int | float | str)
+
+
 def encode_value(value: object) -> str:
-    """One setting as query-string text: booleans as ``1``/``0``, numbers with ``repr``."""
+    """One setting as query-string text: booleans as ``1``/``0``, ``None`` as empty, numbers with ``str``."""
+    if value is None:
+        return ""
     if isinstance(value, bool):
         return "1" if value else "0"
     return str(value)
@@ -54,9 +61,19 @@ def encode_value(value: object) -> str:
 def decode_value(text: str, default: object) -> object:
     """Parse ``text`` as the type of ``default``.
 
+    A ``None`` default (a setting that is often unset, such as a token in focus) takes ``""`` as
+    ``None``, then an integer if the text is one, else the text.
+
     Raises:
         ValueError: if ``text`` is not a value of that type (``"abc"`` for an int, ``"nan"`` for a float).
     """
+    if default is None:
+        if not text.strip():
+            return None
+        try:
+            return int(text.strip())
+        except ValueError:
+            return text
     if isinstance(default, bool):
         lowered = text.strip().lower()
         if lowered not in _TRUE | _FALSE:
@@ -73,7 +90,7 @@ def decode_value(text: str, default: object) -> object:
 
 
 def to_query(values: Mapping[str, object], rules: Rules) -> tuple[dict[str, str], list[Note]]:
-    """The query parameters of a view: every setting of ``rules.defaults``, in their order.
+    """The query parameters of a view: every setting of ``rules.defaults`` (see :func:`carried`), in order.
 
     Text longer than ``rules.max_text`` is cut to that length (note ``cut``).
 
@@ -86,6 +103,8 @@ def to_query(values: Mapping[str, object], rules: Rules) -> tuple[dict[str, str]
     """
     params, notes = {}, []
     for key, default in rules.defaults.items():
+        if not carried(default):
+            continue
         value = values.get(key, default)
         if isinstance(default, str) and isinstance(value, str) and len(value) > rules.max_text:
             value = value[: rules.max_text]
@@ -108,7 +127,7 @@ def from_query(params: Mapping[str, str], rules: Rules) -> tuple[dict[str, objec
     """
     values, notes = {}, []
     for key, text in params.items():
-        if key not in rules.defaults:
+        if key not in rules.defaults or not carried(rules.defaults[key]):
             notes.append(Note("unknown", key))
             continue
         default = rules.defaults[key]

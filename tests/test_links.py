@@ -69,3 +69,12 @@ def test_float_range_and_integer_text_for_a_float():
     assert links.from_query({"temperature": "2"}, RULES) == ({"temperature": 2.0}, [])
     assert links.from_query({"temperature": "0"}, RULES) == ({}, [links.Note("invalid", "temperature")])
     assert links.from_query({"fit_range": "TRUE"}, RULES) == ({"fit_range": True}, [])
+
+
+def test_settings_without_a_typed_default_round_trip_or_stay_out():
+    rules = links.Rules(defaults={"focus": None, "shape": (6, 12), "layer": 0})
+    params, _ = links.to_query({"focus": 7, "shape": (1, 2)}, rules)
+    assert params == {"focus": "7", "layer": "0"}  # a tuple is not carried
+    assert links.from_query(params, rules) == ({"focus": 7, "layer": 0}, [])
+    assert links.from_query({"focus": ""}, rules) == ({"focus": None}, [])
+    assert links.from_query({"shape": "(1, 2)"}, rules) == ({}, [links.Note("unknown", "shape")])
