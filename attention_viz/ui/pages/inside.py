@@ -75,6 +75,7 @@ masked_keys = right.multiselect(
     default=masked_keys,
     format_func=lambda i: f"{i}: {labels[i]}",
     help=t("inside.mask_help"),
+    placeholder=t("inside.mask_placeholder"),
     key=state.page_widget_key("masked"),
     on_change=_remember_mask,
 )
