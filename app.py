@@ -1,21 +1,38 @@
 """attention-viz: compare a pretrained BERT's attention heads with a from-scratch reproduction.
 
-Run with ``streamlit run app.py``. This file is the frame: page config, shared controls, navigation.
+Run with ``streamlit run app.py``. This file is the frame: page config, shared controls, navigation,
+and the view in the URL (read once by ``state.init``, written back by ``state.write_url``).
 """
 
 import streamlit as st
 
-from attention_viz.ui import controls
+from attention_viz.ui import controls, presets_ui, sharing, state
+from attention_viz.ui.i18n import t
 
 st.set_page_config(page_title="attention-viz", page_icon="🔍", layout="wide")
+state.init()  # before any word is drawn: the link may set the language
 
-pages = [
-    st.Page("attention_viz/ui/pages/compare.py", title="Compare", icon=":material/compare:", default=True),
-    st.Page("attention_viz/ui/pages/all_heads.py", title="All heads", icon=":material/grid_view:"),
-]
-navigation = st.navigation(pages)
-if controls.sidebar() is None:
-    st.title("attention-viz")
-    st.info("Choose a model that loads (the bundled all-MiniLM-L6-v2 always does). Your text is kept.")
+PAGES = {
+    "compare": st.Page(
+        "attention_viz/ui/pages/compare.py", title=t("app.page_compare"), icon=":material/compare:", default=True
+    ),
+    "all_heads": st.Page(
+        "attention_viz/ui/pages/all_heads.py", title=t("app.page_all_heads"), icon=":material/grid_view:"
+    ),
+    "inside": st.Page("attention_viz/ui/pages/inside.py", title=t("app.page_inside"), icon=":material/calculate:"),
+    "article": st.Page("attention_viz/ui/pages/article.py", title=t("app.page_article"), icon=":material/menu_book:"),
+}
+navigation = st.navigation(list(PAGES.values()))
+page = next(name for name, candidate in PAGES.items() if candidate.url_path == navigation.url_path)
+requested = state.requested_page(tuple(PAGES))
+if requested and requested != page:
+    st.switch_page(PAGES[requested])
+loaded = controls.sidebar()
+state.write_url(page)
+sharing.link_box(page)
+if loaded is None:
+    st.title(t("app.title"))
+    st.info(t("app.model_failed"))
     st.stop()
+presets_ui.look_for(loaded)
 navigation.run()

@@ -63,16 +63,8 @@ def _check_range(name: str, value: int | None, count: int) -> None:
         raise _UsageError(f"{name} {value} is out of range: this model has {name}s 0-{count - 1}")
 
 
-def _select(weights, layer: int | None, head: int | None):
-    """Index ``(layers, heads, query, key)`` by the given layer and/or head."""
-    if layer is not None:
-        weights = weights[layer]
-    if head is not None:
-        weights = weights[head] if layer is not None else weights[:, head]
-    return weights
-
-
 def _run(args: argparse.Namespace) -> str:
+    from attention_viz import export
     from attention_viz.extraction import extract
     from attention_viz.loading import load_model
 
@@ -82,30 +74,9 @@ def _run(args: argparse.Namespace) -> str:
     _check_range("head", args.head, loaded.info.num_heads)
     variant = args.variant or Variant.EXACT.value
     result = extract(loaded, args.text, args.pair, args.source, variant, args.seed or 0)
-    weights = _select(result.weights, args.layer, args.head)
-    encoding = result.encoding
     if args.format == "csv":
-        import pandas as pd
-
-        frame = pd.DataFrame(weights, index=list(encoding.labels), columns=list(encoding.labels))
-        return frame.rename_axis("query \\ key").to_csv(float_format="%.8g")
-    payload = {
-        "model": result.model_name,
-        "source": result.source,
-        "variant": result.variant,
-        "seed": result.seed,
-        "tokens": list(encoding.tokens),
-        "labels": list(encoding.labels),
-        "segments": encoding.segments.tolist(),
-        "num_layers": int(result.weights.shape[0]),
-        "num_heads": int(result.weights.shape[1]),
-        "layer": args.layer,
-        "head": args.head,
-        "num_input_tokens": encoding.num_input_tokens,
-        "truncated": encoding.truncated,
-        "attention": weights.tolist(),
-    }
-    return json.dumps(payload) + "\n"
+        return export.matrix_csv(result.weights[args.layer, args.head], result.encoding.labels)
+    return json.dumps(export.attention_payload(result, args.layer, args.head)) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attention_viz import extraction, loading, metrics
+from attention_viz import article_compare, extraction, loading, metrics, steps
 from attention_viz.extraction import AttentionResult
 from attention_viz.loading import LoadedModel, ModelLoadError
 
@@ -57,3 +57,31 @@ def _parity(_loaded: LoadedModel, model_name: str, text: str, pair: str | None) 
 def parity(loaded: LoadedModel, text: str, pair: str | None) -> float:
     """Max |exact from-scratch − pretrained| over every layer and head, computed once per input."""
     return _parity(loaded, loaded.info.name, text, pair)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _head_vectors(_loaded: LoadedModel, model_name: str, text: str, pair: str | None, layer: int, head: int):
+    encoding = extraction.encode(_loaded.tokenizer, text, pair, _loaded.info.max_positions)
+    hidden = steps.layer_input(_loaded.encoder, encoding, layer)
+    return encoding, steps.head_vectors(_loaded.encoder, hidden, layer, head)
+
+
+def head_vectors(loaded: LoadedModel, text: str, pair: str | None, layer: int, head: int):
+    """``(encoding, (queries, keys, values))`` of one head, each ``(t, head_dim)`` (see :mod:`steps`)."""
+    return _head_vectors(loaded, loaded.info.name, text, pair, layer, head)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _article_maps(
+    _loaded: LoadedModel, model_name: str, text: str, pair: str | None, layer: int, seed: int, differences: tuple
+):
+    encoding = extraction.encode(_loaded.tokenizer, text, pair, _loaded.info.max_positions)
+    hidden = steps.layer_input(_loaded.encoder, encoding, layer)
+    correct, article = article_compare.seeded_layers(_loaded.info.hidden_size, _loaded.info.num_heads, seed)
+    base = article_compare.variant_weights(hidden, correct, article)
+    return encoding, base, article_compare.variant_weights(hidden, correct, article, differences)
+
+
+def article_maps(loaded: LoadedModel, text: str, pair: str | None, layer: int, seed: int, differences: tuple):
+    """``(encoding, correct, with_differences)``: both ``(heads, query, key)`` on the layer's input."""
+    return _article_maps(loaded, loaded.info.name, text, pair, layer, seed, tuple(sorted(differences)))

@@ -1,12 +1,12 @@
-"""The sidebar controls every page shares: model, text, optional second sentence, layer, head."""
+"""The sidebar controls every page shares: language, examples, model, text, second sentence, layer, head."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from attention_viz.loading import BUNDLED_MODEL, LoadedModel, ModelLoadError
-from attention_viz.ui import cache, feedback, state
-from attention_viz.ui.i18n import t
+from attention_viz.ui import cache, feedback, presets_ui, state
+from attention_viz.ui.i18n import LANGUAGE_KEY, LANGUAGES, t
 
 
 def sidebar() -> LoadedModel | None:
@@ -17,35 +17,39 @@ def sidebar() -> LoadedModel | None:
     state.init()
     typed = st.session_state["model"]
     with st.sidebar:
+        st.radio(t("sidebar.language"), list(LANGUAGES), key=LANGUAGE_KEY, format_func=LANGUAGES.get, horizontal=True)
+        presets_ui.picker()
         st.selectbox(
-            "Model",
+            t("sidebar.model"),
             [BUNDLED_MODEL] + ([typed] if typed and typed != BUNDLED_MODEL else []),
             key="model",
             accept_new_options=True,
-            help="The bundled all-MiniLM-L6-v2 needs no network. Type a BERT hub name you have cached "
-            "(e.g. bert-base-uncased) or a local folder to use another.",
+            help=t("sidebar.model_help"),
         )
-        st.text_area("Sentence", key="text", height=100)
-        st.text_input(
-            "Second sentence (optional)",
-            key="pair",
-            help="Makes a sentence pair: [CLS] A [SEP] B [SEP], with segment ids 0 and 1.",
-        )
+        st.text_area(t("sidebar.text"), key="text", height=100)
+        st.text_input(t("sidebar.pair"), key="pair", help=t("sidebar.pair_help"))
         try:
             loaded = cache.model(state.selection().model)
         except ModelLoadError as exc:
             st.error(feedback.escape_markdown(str(exc)))
             loaded = None
         layers, heads = state.model_shape(None if loaded is None else loaded.info)
-        st.slider("Layer", 0, layers - 1, key="layer", disabled=loaded is None)
-        st.slider("Head", 0, heads - 1, key="head", disabled=loaded is None)
-        st.toggle("Fit colour range to values", key="fit_range", help="Off: a fixed 0-1 range.")
+        st.slider(t("sidebar.layer"), 0, layers - 1, key="layer", disabled=loaded is None)
+        st.slider(t("sidebar.head"), 0, heads - 1, key="head", disabled=loaded is None)
+        st.toggle(t("sidebar.fit_range"), key="fit_range", help=t("sidebar.fit_range_help"))
         if loaded is not None:
             info = loaded.info
             st.caption(
-                f"{feedback.escape_markdown(info.name)}: {info.num_layers} layers × {info.num_heads} heads, "
-                f"hidden {info.hidden_size}, head_dim {info.head_dim}, vocabulary {info.vocab_size:,}, "
-                f"up to {info.max_positions} tokens. Layers and heads count from 0."
+                t(
+                    "sidebar.model_info",
+                    name=feedback.escape_markdown(info.name),
+                    layers=info.num_layers,
+                    heads=info.num_heads,
+                    hidden=info.hidden_size,
+                    head_dim=info.head_dim,
+                    vocab=f"{info.vocab_size:,}",
+                    positions=info.max_positions,
+                )
             )
         st.toggle(t("sidebar.presentation"), key="presentation", help=t("sidebar.presentation_help"))
     return loaded

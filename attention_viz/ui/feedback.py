@@ -9,6 +9,7 @@ from typing import TypeVar
 import streamlit as st
 
 from attention_viz.extraction import AttentionError, Encoding, InputError
+from attention_viz.ui.i18n import t
 
 T = TypeVar("T")
 
@@ -23,7 +24,7 @@ def or_stop(compute: Callable[..., T], *args) -> T:
     try:
         return compute(*args)
     except InputError as exc:
-        st.info(f"{str(exc).capitalize()}. Your text is kept in the sidebar.")
+        st.info(t("app.input_kept", message=str(exc).capitalize()))
     except AttentionError as exc:
         st.error(str(exc).capitalize())
     st.stop()
@@ -32,7 +33,4 @@ def or_stop(compute: Callable[..., T], *args) -> T:
 def truncation(encoding: Encoding) -> None:
     """Say when the input was cut to the model's maximum length (case C03)."""
     if encoding.truncated:
-        st.warning(
-            f"{encoding.num_input_tokens} tokens, cut to {encoding.num_tokens} (the model's maximum): "
-            "the end of the input is not shown."
-        )
+        st.warning(t("app.truncated", tokens=encoding.num_input_tokens, kept=encoding.num_tokens))

@@ -6,7 +6,11 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from attention_viz import links
+from attention_viz.encoder import Variant
 from attention_viz.loading import BUNDLED_MODEL, ModelInfo
+from attention_viz.steps import SCALINGS
+from attention_viz.ui.i18n import DEFAULT_LANGUAGE, LANGUAGE_KEY, LANGUAGES
 
 # A sentence that shows something on one click: in all-MiniLM-L6-v2, layer 3 head 1 sends 0.68 of
 # "it"'s attention to "animal", its referent, and 0.05 to "street" (checked in tests/test_app.py).
@@ -28,7 +32,29 @@ DEFAULTS = {
     "focus": -1,  # the query token in focus (its bars, lines and outlined row), -1 for none
     "query_start": 0,  # the first query and key of the map's window when the tokens do not fit
     "key_start": 0,
+    LANGUAGE_KEY: DEFAULT_LANGUAGE,
+    # Inside a head: the query token (-1: the example's, else the first word), scaling, temperature
+    # and the masked keys as comma-separated token positions.
+    "inside_query": -1,
+    "scaling": "bert",
+    "temperature": 1.0,
+    "masked": "",
+    # The article's layer: the article's differences switched on (comma-separated) and the weights' seed.
+    "article_diffs": "shared,embed_scaling",
+    "article_seed": 0,
 }
+# What a link may carry beyond its default's type (see attention_viz.links.Rules); add a key's
+# allowed values or range here when its type alone is not enough.
+CHOICES: dict[str, tuple] = {"variant": tuple(v.value for v in Variant), LANGUAGE_KEY: tuple(LANGUAGES)}
+CHOICES["scaling"] = SCALINGS
+RANGES: dict[str, tuple] = {
+    "layer": (0, 1023),
+    "head": (0, 1023),
+    "inside_query": (-1, 4095),
+    "temperature": (0.1, 5.0),  # the Inside page slider's range
+}
+PAGE_KEY = "page"  # the current page's name in the link (not a widget: the router owns it)
+_URL_READ, _URL_NOTES, _URL_PAGE = "_url_read", "_url_notes", "_url_page"
 
 
 @dataclass(frozen=True)
@@ -44,9 +70,49 @@ class Selection:
 
 
 def init() -> None:
-    """Fill in defaults once per session."""
+    """Fill in defaults once per session, after the settings the page's link carries (read once)."""
+    if _URL_READ not in st.session_state:
+        st.session_state[_URL_READ] = True
+        values, notes = links.from_query(st.query_params.to_dict(), link_rules())
+        st.session_state[_URL_PAGE] = values.pop(PAGE_KEY, None)
+        st.session_state[_URL_NOTES] = [(note.kind, note.key) for note in notes]
+        for key, value in values.items():
+            st.session_state[key] = value
     for key, value in DEFAULTS.items():
         st.session_state.setdefault(key, value)
+
+
+def link_rules(pages: tuple[str, ...] = ()) -> links.Rules:
+    """What a link carries: every key of :data:`DEFAULTS` (whoever added it) and the page."""
+    choices = dict(CHOICES, **({PAGE_KEY: pages} if pages else {}))
+    return links.Rules({**DEFAULTS, PAGE_KEY: ""}, choices, RANGES)
+
+
+def requested_page(pages: tuple[str, ...]) -> str | None:
+    """The page the session's link asked for, once (then ``None``); an unknown name gets a note."""
+    requested = st.session_state.pop(_URL_PAGE, None)
+    if requested and requested not in pages:
+        st.session_state.setdefault(_URL_NOTES, []).append(("invalid", PAGE_KEY))
+        return None
+    return requested or None
+
+
+def link_notes() -> list[tuple[str, str]]:
+    """What was wrong with the session's link, as ``(kind, key)`` (see :class:`links.Note`), once."""
+    return st.session_state.pop(_URL_NOTES, [])
+
+
+def view_query(page: str) -> tuple[dict[str, str], list[links.Note]]:
+    """The current view as query parameters, and a note for each text cut to fit a link."""
+    values = {key: st.session_state.get(key, default) for key, default in DEFAULTS.items()}
+    return links.to_query({**values, PAGE_KEY: page}, link_rules())
+
+
+def write_url(page: str) -> None:
+    """Put the current view in the browser's address (only when it changed: no needless messages)."""
+    params, _ = view_query(page)
+    if st.query_params.to_dict() != params:
+        st.query_params.from_dict(params)
 
 
 def page_widget_key(key: str) -> str:

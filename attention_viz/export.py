@@ -1,0 +1,99 @@
+"""Downloads of what is shown: one head's matrix as CSV, all attention as JSON, a figure as HTML.
+
+Pure functions on results and figures (no Streamlit), shared by the app's download buttons and the
+command line, so a file from either has the same content.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from attention_viz.extraction import AttentionResult
+
+CSV_INDEX_NAME = "query \\ key"
+
+
+def matrix_frame(matrix: np.ndarray, labels: list[str] | tuple[str, ...]) -> pd.DataFrame:
+    """A ``(query, key)`` matrix as a labelled DataFrame: rows are queries, columns are keys."""
+    labels = list(labels)
+    return pd.DataFrame(np.asarray(matrix), index=labels, columns=labels).rename_axis(CSV_INDEX_NAME)
+
+
+def matrix_csv(matrix: np.ndarray, labels: list[str] | tuple[str, ...]) -> str:
+    """One head's ``(query, key)`` matrix as CSV with the token labels (8 significant digits).
+
+    Returns:
+        CSV text: a header row of key labels, then one row per query token with its label first.
+    """
+    return matrix_frame(matrix, labels).to_csv(float_format="%.8g")
+
+
+def select(weights: np.ndarray, layer: int | None, head: int | None) -> np.ndarray:
+    """Index ``(layers, heads, query, key)`` by the given layer and/or head."""
+    if layer is not None:
+        weights = weights[layer]
+    if head is not None:
+        weights = weights[head] if layer is not None else weights[:, head]
+    return weights
+
+
+def attention_payload(result: AttentionResult, layer: int | None = None, head: int | None = None) -> dict:
+    """All attention of a text with what it refers to: the command line's JSON fields.
+
+    Returns:
+        ``model, source, variant, seed, tokens, labels, segments, num_layers, num_heads, layer, head,
+        num_input_tokens, truncated, attention``; ``attention`` is ``(layers, heads, query, key)``,
+        narrowed by ``layer`` and ``head`` when given.
+    """
+    encoding = result.encoding
+    return {
+        "model": result.model_name,
+        "source": result.source,
+        "variant": result.variant,
+        "seed": result.seed,
+        "tokens": list(encoding.tokens),
+        "labels": list(encoding.labels),
+        "segments": encoding.segments.tolist(),
+        "num_layers": int(result.weights.shape[0]),
+        "num_heads": int(result.weights.shape[1]),
+        "layer": layer,
+        "head": head,
+        "num_input_tokens": encoding.num_input_tokens,
+        "truncated": encoding.truncated,
+        "attention": select(result.weights, layer, head).tolist(),
+    }
+
+
+def attention_json(result: AttentionResult, layer: int | None = None, head: int | None = None) -> str:
+    """:func:`attention_payload` as JSON text (UTF-8 labels kept readable)."""
+    return json.dumps(attention_payload(result, layer, head), ensure_ascii=False) + "\n"
+
+
+def figure_html(figure: go.Figure) -> str:
+    """A standalone HTML page of the figure, with plotly.js inside (opens offline, about 4.7 MB)."""
+    return figure.to_html(include_plotlyjs=True, full_html=True)
+
+
+def file_stem(model: str, *parts: str | int) -> str:
+    """A file name without extension, e.g. ``attention_all-MiniLM-L6-v2_layer3_head1``.
+
+    Characters that are not safe in file names (``/`` of a hub name or a folder) become ``-``.
+    """
+    name = re.sub(r"[^\w.-]+", "-", model.strip().rstrip("/").split("/")[-1] or "model").strip("-")
+    return "_".join(["attention", name or "model", *(str(p) for p in parts)])
+
+
+def image_config(model: str, layer: int, head: int, what: str = "") -> dict:
+    """plotly's chart config: the toolbar's camera button saves a PNG at 2× with a meaningful name.
+
+    Returns:
+        ``{"toImageButtonOptions": {"format": "png", "filename": ..., "scale": 2}}`` for
+        ``st.plotly_chart(config=...)``.
+    """
+    parts = [f"layer{layer}", f"head{head}"] + ([what] if what else [])
+    return {"toImageButtonOptions": {"format": "png", "filename": file_stem(model, *parts), "scale": 2}}

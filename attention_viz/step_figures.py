@@ -1,0 +1,110 @@
+"""Small plotly figures for the step-by-step views: vectors and matrices as heatmaps, per-key bars.
+
+Like :mod:`attention_viz.figures`, these take numpy arrays and strings and return
+``plotly.graph_objects.Figure``; they know nothing of models or Streamlit. Every title carries the
+array's shape, e.g. ``keys K (tokens, head_dim) = (16, 32)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from attention_viz.figures import unique_labels
+
+VECTOR_COLORSCALE = "RdBu_r"
+MASKED_COLOR = "#bbbbbb"
+
+
+def _layout(figure: go.Figure, title: str, height: int) -> go.Figure:
+    figure.update_layout(
+        template="plotly_white",
+        title={"text": title, "x": 0, "xanchor": "left", "font": {"size": 13}},
+        height=height,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    )
+    return figure
+
+
+def matrix_heatmap(matrix: np.ndarray, row_labels: Sequence[str], title: str, column_title: str = "") -> go.Figure:
+    """A ``(rows, columns)`` matrix (vectors as rows) on a diverging scale centred at 0.
+
+    Args:
+        matrix: ``(rows, columns)``, e.g. keys ``(tokens, head_dim)`` or a query ``(1, head_dim)``.
+        row_labels: one label per row (token labels).
+        title: the title, with the shape.
+        column_title: the x axis title (e.g. ``head_dim``).
+
+    Returns:
+        A figure with one heatmap; hover reads ``row, column: value``.
+    """
+    matrix = np.atleast_2d(np.asarray(matrix, dtype=np.float32))
+    if matrix.shape[0] != len(row_labels):
+        raise ValueError(f"expected {len(row_labels)} rows, got shape {matrix.shape}")
+    bound = float(np.abs(matrix).max()) or 1e-12
+    trace = go.Heatmap(
+        z=matrix,
+        y=unique_labels(row_labels),
+        colorscale=VECTOR_COLORSCALE,
+        zmin=-bound,
+        zmax=bound,
+        zmid=0.0,
+        hovertemplate="%{y}, %{x}: %{z:.4f}<extra></extra>",
+        colorbar={"thickness": 10},
+    )
+    figure = go.Figure(trace)
+    figure.update_yaxes(type="category", autorange="reversed", automargin=True, dtick=1)
+    figure.update_xaxes(title=column_title)
+    rows = matrix.shape[0]
+    return _layout(figure, title, int(np.clip(90 + 18 * rows, 140, 520)))
+
+
+def key_bars(
+    values: np.ndarray,
+    labels: Sequence[str],
+    title: str,
+    masked: Sequence[int] = (),
+    value_format: str = ".3f",
+    highlight: int | None = None,
+    masked_label: str = "masked",
+) -> go.Figure:
+    """One number per key as bars, one bar per token in order; masked keys are grey and labelled.
+
+    Args:
+        values: ``(tokens,)``; a masked key's value may be ``-inf`` (it is drawn as an empty bar).
+        labels: token labels.
+        title: the title, with the shape.
+        masked: masked key positions.
+        value_format: Python format spec of the numbers on the bars.
+        highlight: a position to outline (the query token).
+        masked_label: the word after a masked key's value (in the user's language).
+
+    Returns:
+        A bar figure; ``y`` holds the values (0 where masked), the bar texts the values as shown.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if values.shape != (len(labels),):
+        raise ValueError(f"expected {len(labels)} values, got shape {values.shape}")
+    shown = np.where(np.isfinite(values), values, 0.0)
+    masked_set = set(masked)
+    colors = [MASKED_COLOR if i in masked_set else "#1f77b4" for i in range(len(labels))]
+    text = ["−∞" if not np.isfinite(v) else format(v, value_format) for v in values]
+    text = [masked_label if i in masked_set else shown_text for i, shown_text in enumerate(text)]
+    outline = [2.5 if i == highlight else 0 for i in range(len(labels))]
+    trace = go.Bar(
+        x=unique_labels(labels),
+        y=shown,
+        marker={"color": colors, "line": {"width": outline, "color": "#d62728"}},
+        text=text,
+        textposition="outside",
+        textfont={"size": 10},
+        constraintext="none",
+        cliponaxis=False,
+        hovertemplate="%{x}: %{text}<extra></extra>",
+    )
+    figure = go.Figure(trace)
+    figure.update_xaxes(type="category", tickangle=-60, automargin=True)
+    figure.update_yaxes(zeroline=True)
+    return _layout(figure, title, 300)

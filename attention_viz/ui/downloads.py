@@ -1,0 +1,73 @@
+"""Download buttons for what a page shows: the matrix as CSV, all attention as JSON, the figure as HTML.
+
+One call per page: ``downloads.buttons(result, matrix, figure, layer, head, what)``. The contents come
+from :mod:`attention_viz.export`; JSON and HTML are built only when clicked (a 512-token JSON of every
+head is hundreds of MB, an HTML page carries plotly.js), the CSV at once. PNG comes from the chart's
+own toolbar (camera icon), configured by :func:`chart_config`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+from attention_viz import export
+from attention_viz.extraction import AttentionResult
+from attention_viz.ui.i18n import t
+
+
+def chart_config(model: str, layer: int, head: int, what: str = "") -> dict:
+    """``st.plotly_chart(config=...)``: the toolbar's PNG gets a meaningful name and 2× scale."""
+    return export.image_config(model, layer, head, what)
+
+
+def buttons(
+    result: AttentionResult,
+    matrix: np.ndarray,
+    figure: go.Figure,
+    layer: int,
+    head: int,
+    what: str,
+    labels: tuple[str, ...] | None = None,
+) -> None:
+    """Three download buttons in a row.
+
+    Args:
+        result: the text's attention (the JSON holds all of it: every layer and head).
+        matrix: the ``(query, key)`` matrix shown (CSV).
+        figure: the figure shown (HTML).
+        layer, head, what: name the files, e.g. ``attention_all-MiniLM-L6-v2_layer3_head1_inside.csv``.
+        labels: the matrix's token labels; default the result's.
+    """
+    labels = result.encoding.labels if labels is None else labels
+    stem = export.file_stem(result.model_name, f"layer{layer}", f"head{head}", what)
+    csv, json_file, html = st.columns(3)
+    csv.download_button(
+        t("links.download_csv"),
+        export.matrix_csv(matrix, labels),
+        file_name=f"{stem}.csv",
+        mime="text/csv",
+        icon=":material/table:",
+        on_click="ignore",
+        key=f"download_csv_{what}",
+    )
+    json_file.download_button(
+        t("links.download_json"),
+        lambda: export.attention_json(result),
+        file_name=f"{export.file_stem(result.model_name, 'all')}.json",
+        mime="application/json",
+        icon=":material/data_object:",
+        on_click="ignore",
+        key=f"download_json_{what}",
+    )
+    html.download_button(
+        t("links.download_html"),
+        lambda: export.figure_html(figure),
+        file_name=f"{stem}.html",
+        mime="text/html",
+        icon=":material/code:",
+        on_click="ignore",
+        key=f"download_html_{what}",
+    )
+    st.caption(t("links.png_hint"))

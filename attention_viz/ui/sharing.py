@@ -1,0 +1,48 @@
+"""The view as a link: the "link to this view" box and the notes about a link that was opened.
+
+The link is shown with ``st.code``, whose copy button (top right of the box) puts it on the clipboard:
+Streamlit has no clipboard API of its own, and browsers allow the clipboard only on ``localhost`` or
+``https``; elsewhere the text is still selectable.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import streamlit as st
+
+from attention_viz import links
+from attention_viz.ui import state
+from attention_viz.ui.i18n import t
+
+FALLBACK_ORIGIN = "http://localhost:8501"  # when the browser's address is unknown (tests)
+
+
+def app_root() -> str:
+    """The app's address without page path or query, e.g. ``http://host:8501`` (plus any base path)."""
+    parts = urlsplit(st.context.url or "")
+    origin = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else FALLBACK_ORIGIN
+    base = (st.get_option("server.baseUrlPath") or "").strip("/")
+    return f"{origin}/{base}" if base else origin
+
+
+def view_link(page: str) -> tuple[str, list[links.Note]]:
+    """The link to the current view, and a note for each text cut to fit in it."""
+    params, notes = state.view_query(page)
+    return f"{app_root()}/?{links.query_string(params)}", notes
+
+
+def link_box(page: str) -> None:
+    """Tell what was wrong with an opened link (once), and offer the link to this view in the sidebar."""
+    notes = state.link_notes()
+    dropped = sorted({key for kind, key in notes if kind != "cut"})
+    if dropped:
+        st.warning(t("links.opened_invalid", names=", ".join(dropped)))
+    if any(kind == "cut" for kind, _ in notes):
+        st.warning(t("links.opened_cut", limit=links.MAX_TEXT))
+    url, cut_notes = view_link(page)
+    with st.sidebar.expander(t("links.share"), icon=":material/link:"):
+        st.code(url, language=None, wrap_lines=True)
+        st.caption(t("links.copy_hint"))
+        if cut_notes:
+            st.warning(t("links.text_cut", limit=links.MAX_TEXT))

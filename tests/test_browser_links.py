@@ -1,0 +1,45 @@
+"""A shared link in a real browser: it opens the same page, head and language, and its own link box
+gives a link that does the same."""
+
+import re
+
+import pytest
+from browser import ARTIFACTS, CHROMIUM_ARGS, chromium_path, streamlit_server
+from playwright.sync_api import expect, sync_playwright
+
+from attention_viz import links
+
+
+@pytest.fixture(scope="module")
+def server():
+    with streamlit_server() as running:
+        yield running
+
+
+def _sees_inside_layer4_head7_in_chinese(page) -> None:
+    expect(page.get_by_role("heading", name=re.compile("^第 4 层第 7 个头的内部"))).to_be_visible(timeout=90_000)
+    # generous waits: on a loaded machine the sidebar's widgets can arrive after the page's heading
+    expect(page.get_by_role("slider", name="注意力头")).to_have_value("7", timeout=60_000)
+    expect(page.get_by_role("slider", name="层")).to_have_value("4", timeout=60_000)
+    expect(page.get_by_role("radio", name="中文", exact=True)).to_be_checked(timeout=60_000)
+    expect(page.get_by_label("句子", exact=True)).to_have_value("它太累了。", timeout=60_000)
+
+
+def test_a_shared_link_opens_the_same_head_and_language(server):
+    url, _, _ = server
+    shared = links.query_string({"page": "inside", "lang": "zh", "layer": "4", "head": "7", "text": "它太累了。"})
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(f"{url}/?{shared}")
+        _sees_inside_layer4_head7_in_chinese(page)
+        page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+        page.screenshot(path=ARTIFACTS / "shared_link.png")
+        page.get_by_text("本视图的链接").click()
+        copied = page.locator("[data-testid='stSidebar'] code").first.inner_text().replace("\n", "")
+        assert copied.startswith(url) and "head=7" in copied and "lang=zh" in copied
+        other = browser.new_page(viewport={"width": 800, "height": 600})  # a student opens it
+        other.goto(copied)
+        _sees_inside_layer4_head7_in_chinese(other)
+        browser.close()
