@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import string
 import tomllib
+from collections.abc import Callable
 from functools import cache
 from importlib.resources import files
 
@@ -50,3 +51,18 @@ def t(key: str, /, **values: object) -> str:
         KeyError: for an id that is in neither table (a typo in a page fails its AppTest).
     """
     return table(language())[key].format(**values)
+
+
+def option_labels(options, key: Callable[[object], str], /, **values: object) -> Callable[[object], str]:
+    """A widget's ``format_func``: each option's text in the user's language, fixed when the widget is drawn.
+
+    Streamlit (and AppTest) may call ``format_func`` outside the page's run, where the session's
+    language is not known; a table built now gives the same labels whenever it is called.
+
+    Args:
+        options: the widget's options.
+        key: the text id of one option.
+        values: fields for the texts.
+    """
+    labels = {option: t(key(option), **values) for option in options}
+    return labels.__getitem__

@@ -29,7 +29,7 @@ def picker() -> None:
         t("presets.label"),
         [p.id for p in presets.load()],
         key=_PICKER,
-        format_func=lambda preset_id: next(p for p in presets.load() if p.id == preset_id).title[language()],
+        format_func={p.id: p.title[language()] for p in presets.load()}.__getitem__,  # fixed at draw time
         on_change=_apply,
         help=t("presets.help"),
     )

@@ -8,7 +8,7 @@ import streamlit as st
 from attention_viz import figures, metrics
 from attention_viz.encoder import Variant
 from attention_viz.ui import cache, feedback, state
-from attention_viz.ui.i18n import t
+from attention_viz.ui.i18n import option_labels, t
 
 VIEWS = ("pretrained", "scratch", "difference")
 PARITY_BOUND = 1e-5
@@ -65,7 +65,7 @@ variant = top_right.selectbox(
     t("compare.variant"),
     variants,
     index=variants.index(st.session_state["variant"]),
-    format_func=lambda v: t(f"compare.variant_{v.replace('-', '_')}"),
+    format_func=option_labels(variants, lambda v: f"compare.variant_{v.replace('-', '_')}"),
     key=state.page_widget_key("variant"),
     on_change=state.remember,
     args=("variant",),
@@ -115,7 +115,7 @@ focus = st.session_state["focus"]
 view = top_left.radio(
     t("compare.view"),
     VIEWS,
-    format_func=lambda v: t(f"compare.view_{v}"),
+    format_func=option_labels(VIEWS, lambda v: f"compare.view_{v}"),
     horizontal=True,
     key=_page_widget("map_view"),
     on_change=state.remember,
@@ -179,10 +179,11 @@ st.caption(t("compare.reading", tokens=total))
 
 st.subheader(t("compare.focus_title"))
 options = [-1, *range(total)]
+no_focus = t("compare.focus_none")  # fixed at draw time: format_func may run outside the page
 st.selectbox(
     t("compare.focus"),
     options,
-    format_func=lambda i: t("compare.focus_none") if i < 0 else f"{i}: {figures.shorten_label(labels[i])}",
+    format_func=lambda i: no_focus if i < 0 else f"{i}: {figures.shorten_label(labels[i])}",
     key=_page_widget("focus"),
     on_change=_on_focus_box,
     args=(total, size),

@@ -4,7 +4,7 @@ import streamlit as st
 
 from attention_viz import figures, metrics, presets, step_figures, steps
 from attention_viz.ui import cache, downloads, feedback, presets_ui, state
-from attention_viz.ui.i18n import t
+from attention_viz.ui.i18n import option_labels, t
 
 PARITY_BOUND = 1e-5
 
@@ -53,7 +53,9 @@ scaling_kind = left.radio(
     t("inside.scaling"),
     steps.SCALINGS,
     index=steps.SCALINGS.index(st.session_state["scaling"]),
-    format_func=lambda kind: t(f"inside.scaling_{kind}", head_dim=info.head_dim, hidden=info.hidden_size),
+    format_func=option_labels(
+        steps.SCALINGS, lambda kind: f"inside.scaling_{kind}", head_dim=info.head_dim, hidden=info.hidden_size
+    ),
     key=state.page_widget_key("scaling"),
     on_change=state.remember,
     args=("scaling",),
