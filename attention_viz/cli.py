@@ -97,12 +97,14 @@ def _run(args: argparse.Namespace) -> str:
         "tokens": list(encoding.tokens),
         "labels": list(encoding.labels),
         "segments": encoding.segments.tolist(),
+        "is_pair": encoding.is_pair,
         "num_layers": int(result.weights.shape[0]),
         "num_heads": int(result.weights.shape[1]),
         "layer": args.layer,
         "head": args.head,
         "num_input_tokens": encoding.num_input_tokens,
         "truncated": encoding.truncated,
+        "cut": {"text": encoding.cut[0], "pair": encoding.cut[1]},
         "attention": weights.tolist(),
     }
     return json.dumps(payload) + "\n"
@@ -114,11 +116,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from attention_viz.extraction import AttentionError, InputError
     from attention_viz.loading import ModelLoadError
+    from attention_viz.settings import SettingsError
 
     hub_logging.set_verbosity_error()  # no download-retry chatter: stderr is one line on failure
     try:
         output = _run(build_parser().parse_args(argv))
-    except (_UsageError, InputError, AttentionError, ModelLoadError) as exc:
+    except (_UsageError, InputError, AttentionError, ModelLoadError, SettingsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
