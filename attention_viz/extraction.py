@@ -249,11 +249,17 @@ def validate_attentions(attentions, num_layers: int, num_heads: int, num_tokens:
     for layer, tensor in enumerate(attentions):
         if tuple(tensor.shape) != expected:
             raise AttentionError(f"layer {layer} attention has shape {tuple(tensor.shape)}, expected {expected}")
+    computed_in = str(attentions[0].dtype).removeprefix("torch.")
     weights = torch.cat(attentions).float().numpy()  # (L, h, t, t)
     if not np.isfinite(weights).all():
         raise AttentionError("attention weights contain NaN or infinity")
     worst = float(np.abs(weights.sum(-1) - 1).max())
     if worst > ROW_SUM_TOLERANCE:
+        if computed_in not in {"float32", "float64"}:  # the real cause, not a guess about dropout (C18)
+            raise AttentionError(
+                f"attention rows do not sum to 1 (off by {worst:.2g}): the model runs in {computed_in}; "
+                "load it in float32 (attention_viz.load_model does)"
+            )
         raise AttentionError(
             f"attention rows do not sum to 1 (off by {worst:.2g}): is the model in eval mode, without dropout?"
         )

@@ -212,3 +212,15 @@ def test_a_megabyte_is_refused_before_tokenising(bundled, monkeypatch):
     with pytest.raises(InputError) as caught:
         encode(bundled.tokenizer, "x" * 1_000_000)
     assert caught.value.code == "too_long" and caught.value.fields["chars"] == 1_000_000
+
+
+def test_c18_a_half_precision_model_is_named_as_the_cause(bundled):
+    half = AutoModel.from_pretrained(bundled_model_path(), attn_implementation="eager").half().eval()
+    encoding = encode(bundled.tokenizer, "The cat sat on the mat.")
+    try:
+        pretrained_attention(half, encoding)
+    except AttentionError as exc:  # rows off by ~4e-4 in float16: the message names the dtype
+        assert "runs in float16" in str(exc) and "eval mode" not in str(exc)
+    broken = tuple(t.half() * 1.01 for t in _valid())
+    with pytest.raises(AttentionError, match="runs in float16"):
+        validate_attentions(broken, 2, 3, 4)
