@@ -54,6 +54,8 @@ HEATMAP_FOR_LABELS = """labels => {
 WORDS = ["cat", "dog", "owl", "fox", "bee", "ant", "elk", "yak", "emu", "cow", "pig", "hen", "ram", "eel"]
 RSS_TOLERANCE = 0.10
 HEALTH_TIMEOUT_S = 20  # an answer later than this counts as a failure
+TIMEOUT_S = 180  # the most a page may take to show what it should (2 shared cores, 20 browsers)
+ARRIVING_AT_ONCE = 4
 MIN_ROUNDS = 5
 
 
@@ -152,8 +154,9 @@ async def _set_slider(page, label: str, value: int) -> None:
         await slider.press("ArrowRight" if delta > 0 else "ArrowLeft")
 
 
-async def _shown_map(page, labels: list[str], expected: np.ndarray, timeout_s: float = 90) -> None:
+async def _shown_map(page, labels: list[str], expected: np.ndarray, timeout_s: float = 0) -> None:
     """Wait until the session's page shows ``expected`` for its own labels; raise if it never does."""
+    timeout_s = timeout_s or TIMEOUT_S
     deadline = time.monotonic() + timeout_s
     shown = None
     while time.monotonic() < deadline:
@@ -182,16 +185,18 @@ class Session:
         self.page = None
         self.layer = 0
 
-    async def start(self, url: str) -> None:
-        self.page = await self.context.new_page()
-        await self.page.goto(url)
-        await self.page.wait_for_selector(".js-plotly-plot", timeout=120_000)
-        box = self.page.get_by_label(SENTENCE_BOX, exact=True)
-        await box.fill(self.sentence)
-        await box.press("Control+Enter")
-        self.layer = int(await self.page.get_by_role("slider", name=SLIDER_LAYER).input_value())
-        head = int(await self.page.get_by_role("slider", name=SLIDER_HEAD).input_value())
-        await _shown_map(self.page, self.labels, self.weights[self.layer, head])
+    async def start(self, url: str, arrivals: asyncio.Semaphore) -> None:
+        async with arrivals:  # users arrive a few at a time, not all in the same instant
+            self.context.set_default_timeout(TIMEOUT_S * 1000)
+            self.page = await self.context.new_page()
+            await self.page.goto(url, wait_until="commit")
+            await self.page.wait_for_selector(".js-plotly-plot")
+            box = self.page.get_by_label(SENTENCE_BOX, exact=True)
+            await box.fill(self.sentence)
+            await box.press("Control+Enter")
+            self.layer = int(await self.page.get_by_role("slider", name=SLIDER_LAYER).input_value())
+            head = int(await self.page.get_by_role("slider", name=SLIDER_HEAD).input_value())
+            await _shown_map(self.page, self.labels, self.weights[self.layer, head])
 
     async def switch_head(self, head: int, report: Report) -> None:
         started = time.monotonic()
@@ -217,7 +222,8 @@ async def _drive(url: str, pid: int, report: Report, bundled) -> None:
             except Exception as exc:  # a failed session is a finding, not a crash of the whole run
                 report.failures.append(f"session {session.number}: {type(exc).__name__}: {str(exc)[:200]}")
 
-        await asyncio.gather(*(guarded(s, s.start(url)) for s in sessions))
+        arrivals = asyncio.Semaphore(ARRIVING_AT_ONCE)
+        await asyncio.gather(*(guarded(s, s.start(url, arrivals)) for s in sessions))
         heads = bundled.info.num_heads
         ends = time.monotonic() + report.seconds
         while not report.failures and (time.monotonic() < ends or report.rounds < MIN_ROUNDS):
