@@ -59,3 +59,25 @@ def test_c24_choice_survives_a_model_switch_and_is_clamped_with_a_note(server, t
         page.wait_for_timeout(800)
         page.screenshot(path=ARTIFACTS / "model_failed_800.png", full_page=True)
         browser.close()
+
+
+def test_a_megabyte_paste_keeps_the_text_and_the_app_responsive(server):
+    url, _, _ = server
+    big = "word " * 200_000
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(url)
+        page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=90_000)
+        box = page.get_by_label("Sentence", exact=True)
+        box.fill(big)
+        box.press("Control+Enter")
+        expect(page.get_by_text("1,000,000 characters; the limit is 5,000")).to_be_visible(timeout=60_000)
+        assert len(box.input_value()) == len(big)  # nothing the user typed is lost
+        _set_slider(page, "Head", 4)  # still answers
+        expect(page.get_by_role("slider", name="Head")).to_have_value("4")
+        box.fill("The cat sat.")
+        box.press("Control+Enter")
+        page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=60_000)
+        page.screenshot(path=ARTIFACTS / "after_big_paste.png", full_page=True)
+        browser.close()
