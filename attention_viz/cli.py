@@ -85,11 +85,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from attention_viz.extraction import AttentionError, InputError
     from attention_viz.loading import ModelLoadError
+    from attention_viz.settings import SettingsError
 
     hub_logging.set_verbosity_error()  # no download-retry chatter: stderr is one line on failure
     try:
         output = _run(build_parser().parse_args(argv))
-    except (_UsageError, InputError, AttentionError, ModelLoadError) as exc:
+    except (_UsageError, InputError, AttentionError, ModelLoadError, SettingsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:

@@ -46,8 +46,8 @@ def attention_payload(result: AttentionResult, layer: int | None = None, head: i
     """All attention of a text with what it refers to: the command line's JSON fields.
 
     Returns:
-        ``model, source, variant, seed, tokens, labels, segments, num_layers, num_heads, layer, head,
-        num_input_tokens, truncated, attention``; ``attention`` is ``(layers, heads, query, key)``,
+        ``model, source, variant, seed, tokens, labels, segments, is_pair, num_layers, num_heads,
+        layer, head, num_input_tokens, truncated, cut, attention``; ``attention`` is ``(layers, heads, query, key)``,
         narrowed by ``layer`` and ``head`` when given.
     """
     encoding = result.encoding
@@ -59,12 +59,14 @@ def attention_payload(result: AttentionResult, layer: int | None = None, head: i
         "tokens": list(encoding.tokens),
         "labels": list(encoding.labels),
         "segments": encoding.segments.tolist(),
+        "is_pair": encoding.is_pair,
         "num_layers": int(result.weights.shape[0]),
         "num_heads": int(result.weights.shape[1]),
         "layer": layer,
         "head": head,
         "num_input_tokens": encoding.num_input_tokens,
         "truncated": encoding.truncated,
+        "cut": {"text": encoding.cut[0], "pair": encoding.cut[1]},
         "attention": select(result.weights, layer, head).tolist(),
     }
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from attention_viz import settings
 from attention_viz.encoder import BertEncoder, Variant
 from attention_viz.loading import LoadedModel
 
@@ -19,7 +20,19 @@ SOURCES = ("pretrained", "scratch")
 
 
 class InputError(ValueError):
-    """The user's input cannot be encoded (for example, empty text); the message says what to do."""
+    """The user's input cannot be encoded (for example, empty text); the message says what to do.
+
+    Attributes:
+        code: a stable id for the app's translated message: ``empty`` (nothing left after BERT's
+            normaliser), ``too_long`` (more characters than the limit; fields ``which``, ``chars``,
+            ``limit``), ``unknown_source``, ``unknown_variant``.
+        fields: what the translated message needs.
+    """
+
+    def __init__(self, message: str, code: str = "invalid", **fields: object) -> None:
+        super().__init__(message)
+        self.code = code
+        self.fields = fields
 
 
 class AttentionError(RuntimeError):
@@ -45,6 +58,8 @@ class Encoding:
         special: ``(t,)`` bool, True for tokens the tokenizer added ([CLS], [SEP]).
         num_input_tokens: tokens the input had before truncation.
         truncated: whether the input was cut to the model's maximum length.
+        cut: tokens cut from sentence A and from sentence B (``longest_first``: the longer one loses
+            tokens first); ``(0, 0)`` when nothing was cut.
     """
 
     input_ids: np.ndarray
@@ -56,6 +71,7 @@ class Encoding:
     special: np.ndarray
     num_input_tokens: int
     truncated: bool
+    cut: tuple[int, int] = (0, 0)
 
     @property
     def num_tokens(self) -> int:
@@ -96,8 +112,20 @@ class AttentionResult:
         return self.weights[layer, head]
 
 
-def encode(tokenizer, text: str, pair: str | None = None, max_length: int = 512) -> Encoding:
+def _pieces(tokenizer, text: str) -> int:
+    """WordPiece tokens of ``text`` alone, without [CLS]/[SEP]: 0 when BERT's normaliser leaves nothing."""
+    return len(tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
+
+
+def encode(
+    tokenizer, text: str, pair: str | None = None, max_length: int = 512, limits: settings.Limits | None = None
+) -> Encoding:
     """Tokenise a text or a sentence pair, cut to ``max_length`` tokens.
+
+    Text that BERT's normaliser turns into nothing (zero-width spaces, byte-order marks, soft hyphens,
+    control characters) is empty; such a second sentence means no pair, so the model is given exactly
+    what is reported (case C20). Segment ids are asked for explicitly: tokenizers whose
+    ``model_input_names`` leave them out would return none (case C19).
 
     Args:
         tokenizer: a fast (Rust-backed) transformers tokenizer: offsets and ``sequence_ids()`` are
@@ -105,20 +133,46 @@ def encode(tokenizer, text: str, pair: str | None = None, max_length: int = 512)
         text: sentence A.
         pair: sentence B, or ``None``/blank for a single text.
         max_length: the model's maximum positions; longer inputs are cut (``longest_first``).
+        limits: characters and tokens accepted (default: :func:`attention_viz.settings.load`); the
+            token limit is the smaller of ``limits.max_tokens`` and ``max_length``.
 
     Returns:
         :class:`Encoding`.
 
     Raises:
-        InputError: if ``text`` is empty or blank.
+        InputError: if ``text`` is empty once normalised (code ``empty``), or a sentence has more
+            characters than ``limits.max_chars`` (code ``too_long``).
     """
-    if not text or not text.strip():
-        raise InputError("the text is empty: type a sentence")
-    pair = pair if pair and pair.strip() else None
-    num_input_tokens = len(tokenizer(text, pair, truncation=False, verbose=False)["input_ids"])
-    enc = tokenizer(text, pair, truncation=True, max_length=max_length, return_offsets_mapping=True)
+    limits = settings.load().limits if limits is None else limits
+    for which, value in (("text", text), ("pair", pair)):
+        if value and len(value) > limits.max_chars:
+            raise InputError(
+                f"the {'second sentence' if which == 'pair' else 'text'} has {len(value):,} characters; "
+                f"the limit is {limits.max_chars:,}: shorten it",
+                "too_long",
+                which=which,
+                chars=len(value),
+                limit=limits.max_chars,
+            )
+    a_tokens = _pieces(tokenizer, text) if text and text.strip() else 0
+    if not a_tokens:
+        raise InputError("the text is empty: type a sentence", "empty")
+    b_tokens = _pieces(tokenizer, pair) if pair and pair.strip() else 0
+    pair = pair if b_tokens else None
+    max_length = limits.tokens_for(max_length)
+    num_input_tokens = a_tokens + b_tokens + tokenizer.num_special_tokens_to_add(pair=pair is not None)
+    enc = tokenizer(
+        text,
+        pair,
+        truncation=True,
+        max_length=max_length,
+        return_offsets_mapping=True,
+        return_token_type_ids=True,
+        verbose=False,
+    )
     sequence_ids = enc.sequence_ids()
     special = np.array([s is None for s in sequence_ids])
+    kept = (sequence_ids.count(0), sequence_ids.count(1))
     return Encoding(
         input_ids=np.asarray(enc["input_ids"], dtype=np.int64),
         token_type_ids=np.asarray(enc["token_type_ids"], dtype=np.int64),
@@ -129,6 +183,7 @@ def encode(tokenizer, text: str, pair: str | None = None, max_length: int = 512)
         special=special,
         num_input_tokens=num_input_tokens,
         truncated=num_input_tokens > len(enc["input_ids"]),
+        cut=(a_tokens - kept[0], b_tokens - kept[1]),
     )
 
 
@@ -194,11 +249,17 @@ def validate_attentions(attentions, num_layers: int, num_heads: int, num_tokens:
     for layer, tensor in enumerate(attentions):
         if tuple(tensor.shape) != expected:
             raise AttentionError(f"layer {layer} attention has shape {tuple(tensor.shape)}, expected {expected}")
+    computed_in = str(attentions[0].dtype).removeprefix("torch.")
     weights = torch.cat(attentions).float().numpy()  # (L, h, t, t)
     if not np.isfinite(weights).all():
         raise AttentionError("attention weights contain NaN or infinity")
     worst = float(np.abs(weights.sum(-1) - 1).max())
     if worst > ROW_SUM_TOLERANCE:
+        if computed_in not in {"float32", "float64"}:  # the real cause, not a guess about dropout (C18)
+            raise AttentionError(
+                f"attention rows do not sum to 1 (off by {worst:.2g}): the model runs in {computed_in}; "
+                "load it in float32 (attention_viz.load_model does)"
+            )
         raise AttentionError(
             f"attention rows do not sum to 1 (off by {worst:.2g}): is the model in eval mode, without dropout?"
         )
@@ -243,6 +304,7 @@ def extract(
     source: str = "pretrained",
     variant: str | Variant = Variant.EXACT,
     seed: int = 0,
+    limits: settings.Limits | None = None,
 ) -> AttentionResult:
     """Attention of every layer and head for a text or a sentence pair.
 
@@ -253,6 +315,8 @@ def extract(
         source: ``"pretrained"`` (transformers' model) or ``"scratch"`` (our encoder).
         variant: for ``"scratch"``: a :class:`Variant` or its value.
         seed: for the ``random`` variant.
+        limits: characters and tokens accepted (default: from the environment, see
+            :mod:`attention_viz.settings`).
 
     Returns:
         :class:`AttentionResult`.
@@ -262,15 +326,16 @@ def extract(
         AttentionError: the model gave no or invalid attention weights.
     """
     if source not in SOURCES:
-        raise InputError(f"unknown source {source!r}: choose one of {', '.join(SOURCES)}")
-    encoding = encode(loaded.tokenizer, text, pair, loaded.info.max_positions)
+        raise InputError(f"unknown source {source!r}: choose one of {', '.join(SOURCES)}", "unknown_source")
+    encoding = encode(loaded.tokenizer, text, pair, loaded.info.max_positions, limits)
     if source == "pretrained":
         weights = pretrained_attention(loaded.model, encoding)
         return AttentionResult(weights, encoding, loaded.info.name, source)
     try:
         variant = Variant(variant)
     except ValueError:
-        raise InputError(f"unknown variant {variant!r}: choose one of {', '.join(v.value for v in Variant)}") from None
+        choices = ", ".join(v.value for v in Variant)
+        raise InputError(f"unknown variant {variant!r}: choose one of {choices}", "unknown_variant") from None
     encoder = BertEncoder.random(loaded.encoder.config, seed) if variant is Variant.RANDOM else loaded.encoder
     weights = scratch_attention(encoder, encoding, variant.scaling(loaded.info.hidden_size))
     return AttentionResult(

@@ -1,17 +1,24 @@
 """Loading a pretrained BERT (the bundled all-MiniLM-L6-v2 by default) with attention weights available.
 
 Uses transformers' ``AutoTokenizer`` / ``AutoModel`` with ``attn_implementation="eager"``: with the
-default SDPA kernels transformers 5 returns no attention weights (case C01).
+default SDPA kernels transformers 5 returns no attention weights (case C01). Weights are always read
+as float32 whatever dtype the checkpoint was saved in (case C18), from safetensors only and with no
+remote code. An operator's :class:`attention_viz.settings.ModelPolicy` is checked before transformers
+is called.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import struct
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from attention_viz import settings
 from attention_viz.encoder import BertEncoder, WeightMismatchError
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
@@ -19,7 +26,20 @@ _BUNDLED_ALIASES = {BUNDLED_MODEL, f"sentence-transformers/{BUNDLED_MODEL}", "bu
 
 
 class ModelLoadError(RuntimeError):
-    """A model could not be loaded; the message names what was tried and what to do."""
+    """A model could not be loaded; the message (English, for the CLI and the log) names what was tried.
+
+    Attributes:
+        code: a stable id of the kind of failure, for the app's translated message: ``not_allowed``,
+            ``outside_root``, ``no_config``, ``not_found``, ``unreadable``, ``not_bert``, ``dtype``,
+            ``mismatch``.
+        fields: what the translated message needs (always ``name``; ``detail`` for the library's
+            first line, and per code ``model_type``, ``dtype``, ``root``).
+    """
+
+    def __init__(self, message: str, code: str = "unreadable", **fields: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.fields = fields
 
 
 @dataclass(frozen=True)
@@ -31,6 +51,8 @@ class ModelInfo:
         path: the local folder or hub name it was loaded from.
         num_layers, num_heads, hidden_size, head_dim, vocab_size: sizes from its config.
         max_positions: the most tokens one input can have (``max_position_embeddings``).
+        checkpoint_dtype: the dtype the weights were saved in (``float16``, ``bfloat16``, ...); they are
+            always loaded as float32 (case C18).
     """
 
     name: str
@@ -41,6 +63,7 @@ class ModelInfo:
     head_dim: int
     vocab_size: int
     max_positions: int
+    checkpoint_dtype: str = "float32"
 
 
 @dataclass(frozen=True)
@@ -94,17 +117,88 @@ def hub_unreachable_reason() -> str | None:
     return None
 
 
+def check_policy(name: str, policy: settings.ModelPolicy) -> str:
+    """The path or hub name to load for ``name`` under an operator's policy, checked before any loading.
+
+    Args:
+        name: what the user typed (already stripped; not one of the bundled model's names).
+        policy: the allow-list and folder root.
+
+    Returns:
+        The path or hub name to hand to transformers.
+
+    Raises:
+        ModelLoadError: ``not_allowed`` for a name outside the allow-list and the root, ``outside_root``
+            for a folder whose real path leaves the root (``..``, links).
+    """
+    if not policy.restricted:
+        return os.path.expanduser(name)
+    if name in policy.allowed:
+        return os.path.expanduser(name)
+    if policy.root is None:
+        raise ModelLoadError(
+            f"model {name!r} is not on this server's list of models: ask whoever runs it to add it",
+            "not_allowed",
+            name=name,
+        )
+    folder = os.path.realpath(os.path.join(policy.root, os.path.expanduser(name)))
+    if os.path.commonpath([folder, policy.root]) != policy.root:
+        raise ModelLoadError(
+            f"model {name!r} is outside this server's model folder {policy.root!r}",
+            "outside_root",
+            name=name,
+            root=policy.root,
+        )
+    if not os.path.isdir(folder):
+        raise ModelLoadError(
+            f"model {name!r} is not on this server's list of models and not a folder in {policy.root!r}",
+            "not_allowed",
+            name=name,
+        )
+    return folder
+
+
+_SAFETENSORS_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "F8_E4M3": "float8"}
+
+
+def checkpoint_dtype(folder: str, config) -> str:
+    """The dtype most of a checkpoint's floating weights were saved in.
+
+    Reads only the safetensors headers of a local folder (no tensor is loaded); for a hub name, the
+    ``dtype`` its config records (``float32`` when it records none, as older configs do).
+    """
+    counts: Counter[str] = Counter()
+    for path in sorted(Path(folder).glob("*.safetensors")) if os.path.isdir(folder) else []:
+        with path.open("rb") as handle:
+            (size,) = struct.unpack("<Q", handle.read(8))  # safetensors: u64 header length, then JSON
+            header = json.loads(handle.read(size))
+        for key, entry in header.items():
+            if key != "__metadata__":
+                counts[_SAFETENSORS_DTYPES.get(entry["dtype"], entry["dtype"].lower())] += 1
+    floats = [(n, d) for d, n in counts.items() if d.startswith(("float", "bfloat"))]
+    if floats:
+        return max(floats)[1]
+    if counts:
+        return counts.most_common(1)[0][0]
+    recorded = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
+    return str(recorded).removeprefix("torch.") if recorded else "float32"
+
+
 def _read_checkpoint(source: str, local_only: bool):
+    import torch
     from transformers import AutoModel, AutoTokenizer
 
+    # trust_remote_code off and safetensors only, always: a checkpoint is data, never code (pickle runs code)
     options = {"trust_remote_code": False, "local_files_only": local_only}
     tokenizer = AutoTokenizer.from_pretrained(source, **options)
-    model = AutoModel.from_pretrained(source, attn_implementation="eager", use_safetensors=True, **options)
+    model = AutoModel.from_pretrained(
+        source, attn_implementation="eager", use_safetensors=True, dtype=torch.float32, **options
+    )
     return tokenizer, model
 
 
-def load_model(name: str | None = None) -> LoadedModel:
-    """Load a BERT checkpoint for attention extraction.
+def load_model(name: str | None = None, policy: settings.ModelPolicy | None = None) -> LoadedModel:
+    """Load a BERT checkpoint for attention extraction, in float32 whatever dtype it was saved in.
 
     A hub name is looked up in the local Hugging Face cache first; the hub itself is asked only when
     the model is not cached and the hub can be reached.
@@ -112,26 +206,34 @@ def load_model(name: str | None = None) -> LoadedModel:
     Args:
         name: ``None`` or ``"all-MiniLM-L6-v2"`` for the bundled model; otherwise a local folder or a
             hub name (``bert-base-uncased``) that is cached or can be downloaded.
+        policy: which models may load (default: from the environment, see :mod:`attention_viz.settings`);
+            checked before transformers is called. The bundled model always may.
 
     Returns:
-        :class:`LoadedModel` in eval mode, with eager attention, safetensors weights only and no remote
-        code.
+        :class:`LoadedModel` in eval mode, float32, with eager attention, safetensors weights only and
+        no remote code.
 
     Raises:
-        ModelLoadError: if the model cannot be found or read, is not a BERT, has no safetensors
-            weights, or does not fit the from-scratch encoder.
+        ModelLoadError: if the policy refuses the name, or the model cannot be found or read, is not a
+            BERT, has no safetensors weights, or does not fit the from-scratch encoder
+            (:attr:`ModelLoadError.code` says which).
     """
     from transformers.utils import logging as hf_logging
 
-    shown = (name or BUNDLED_MODEL).strip()
-    source = resolve_model(name)
+    shown = (name or BUNDLED_MODEL).strip() or BUNDLED_MODEL
+    if shown in _BUNDLED_ALIASES:
+        source = str(bundled_model_path())
+    else:
+        source = check_policy(shown, settings.load().models if policy is None else policy)
     local = os.path.isdir(source)
     if local and not os.path.isfile(os.path.join(source, "config.json")):
-        raise ModelLoadError(f"could not load model {shown!r}: folder {source!r} has no config.json")
+        raise ModelLoadError(
+            f"could not load model {shown!r}: folder {source!r} has no config.json", "no_config", name=shown
+        )
     hf_logging.disable_progress_bar()
     try:
         tokenizer, model = _read_checkpoint(source, local_only=True)
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
         reason = None if local else hub_unreachable_reason()
         if local or reason:
             where = (
@@ -139,20 +241,49 @@ def load_model(name: str | None = None) -> LoadedModel:
                 if local
                 else f"no folder {source!r}, not in the cache, hub not asked: {reason}"
             )
-            raise ModelLoadError(f"could not load model {shown!r} ({where}). {_first_line(exc)}") from exc
+            code = "unreadable" if local else "not_found"
+            raise ModelLoadError(
+                f"could not load model {shown!r} ({where}). {_first_line(exc)}",
+                code,
+                name=shown,
+                detail=_first_line(exc),
+            ) from exc
         try:
             tokenizer, model = _read_checkpoint(source, local_only=False)
-        except (OSError, ValueError, KeyError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
             where = f"no folder {source!r}, not in the cache, and not found on the hub"
-            raise ModelLoadError(f"could not load model {shown!r} ({where}). {_first_line(exc)}") from exc
-    if model.config.model_type != "bert":
-        raise ModelLoadError(f"model {shown!r} is a {model.config.model_type!r} model; only BERT models are supported")
+            raise ModelLoadError(
+                f"could not load model {shown!r} ({where}). {_first_line(exc)}",
+                "not_found",
+                name=shown,
+                detail=_first_line(exc),
+            ) from exc
+    config = model.config
+    if config.model_type != "bert":
+        raise ModelLoadError(
+            f"model {shown!r} is a {config.model_type!r} model; only BERT models are supported",
+            "not_bert",
+            name=shown,
+            model_type=str(config.model_type),
+        )
+    saved_dtype = checkpoint_dtype(source, config)
+    import torch
+
+    if any(not p.is_floating_point() or p.dtype != torch.float32 for p in model.parameters()):
+        raise ModelLoadError(
+            f"model {shown!r} has {saved_dtype} weights that cannot be read as float32 (quantised checkpoints "
+            "are not supported): save it in float32, float16 or bfloat16",
+            "dtype",
+            name=shown,
+            dtype=saved_dtype,
+        )
     model.eval()
     try:
         encoder = BertEncoder.from_bert(model)
     except WeightMismatchError as exc:
-        raise ModelLoadError(f"model {shown!r} does not fit the from-scratch encoder: {exc}") from exc
-    config = model.config
+        raise ModelLoadError(
+            f"model {shown!r} does not fit the from-scratch encoder: {exc}", "mismatch", name=shown, detail=str(exc)
+        ) from exc
     info = ModelInfo(
         name=BUNDLED_MODEL if source == str(bundled_model_path()) else shown,
         path=source,
@@ -162,5 +293,6 @@ def load_model(name: str | None = None) -> LoadedModel:
         head_dim=config.hidden_size // config.num_attention_heads,
         vocab_size=config.vocab_size,
         max_positions=config.max_position_embeddings,
+        checkpoint_dtype=saved_dtype,
     )
     return LoadedModel(info=info, tokenizer=tokenizer, model=model, encoder=encoder)

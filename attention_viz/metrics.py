@@ -2,7 +2,8 @@
 
 Every function takes attention as numpy arrays whose last two axes are ``(query, key)`` with rows that
 sum to 1, and leaves leading axes (layers, heads) alone unless it says otherwise. Entropies and
-divergences are in bits (log base 2).
+divergences are in bits (log base 2). Results are clamped to their documented range, where round-off
+can cross a bound (case C23): ``0 <= entropy <= log2(keys)``, ``0 <= JS <= 1``, never ``-0.0``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ def row_entropy(weights: np.ndarray) -> np.ndarray:
     Returns:
         ``(..., query)``: 0 when a query attends to one key; ``log2(keys)`` when it attends uniformly.
     """
-    return -_plogp(np.asarray(weights, dtype=np.float64)).sum(-1)
+    weights = np.asarray(weights, dtype=np.float64)
+    entropy = -_plogp(weights).sum(-1)
+    return np.clip(entropy, 0.0, np.log2(max(weights.shape[-1], 1))) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
 def js_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -45,7 +48,8 @@ def js_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     if p.shape != q.shape:
         raise ValueError(f"shapes differ: {p.shape} and {q.shape}")
     m = (p + q) / 2
-    return (_plogp(p, m).sum(-1) + _plogp(q, m).sum(-1)) / 2
+    divergence = (_plogp(p, m).sum(-1) + _plogp(q, m).sum(-1)) / 2
+    return np.clip(divergence, 0.0, 1.0) + 0.0  # round-off gives -8e-17 for equal-in-theory rows (C23)
 
 
 def max_abs_difference(a: np.ndarray, b: np.ndarray) -> float:

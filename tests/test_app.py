@@ -138,22 +138,88 @@ def test_empty_text_gets_a_message_not_a_traceback():
     assert "empty" in at.info[0].value
 
 
-def test_unknown_model_gets_a_message_and_keeps_every_control():
+def test_unknown_model_gets_a_message_and_keeps_every_control(bundled):
     at = _app(model="no-such-model-xyz", text="Keep this sentence.", layer=4, head=9, fit_range=True)
     _no_errors(at)
-    assert "could not load model 'no\\-such\\-model\\-xyz'" in at.error[0].value  # shown literally
+    assert len(at.error) == 1 and not at.sidebar.error  # one message, in the main area
+    message = at.error[0].value
+    assert "`no-such-model-xyz`" in message and "`all-MiniLM-L6-v2`" in message and "\\" not in message
     assert at.text_area(key="text").value == "Keep this sentence."
     assert (at.slider(key="layer").value, at.slider(key="head").value) == (4, 9)
-    assert at.slider(key="layer").disabled and at.toggle(key="fit_range").value
+    assert not at.slider(key="layer").disabled and at.toggle(key="fit_range").value
+    assert at.selectbox(key="model").value == "no-such-model-xyz"  # what was typed stays in the box
+    expected = extract(bundled, "Keep this sentence.").weights[4, 9]
+    assert np.array_equal(_z(_figures(at)[0]), expected)  # the app still works, on the previous model
     at.run()
     assert (at.slider(key="layer").value, at.toggle(key="fit_range").value) == (4, True)
 
 
+def test_a_failed_model_leaves_the_previous_one_not_the_bundled_one(tiny_model_dir):
+    # the session had shown the tiny model (AppTest cannot type a new option, so it is set beforehand)
+    at = _app(model="/no/such/folder", _active_model=tiny_model_dir)
+    _no_errors(at)
+    assert at.header[0].value == "Layer 1, head 1"  # example head 3, 1 clamped to 2 layers
+    assert f"`{tiny_model_dir}`" in at.error[0].value
+    assert _z(_figures(at)[0]).shape[0] == len(extract(cache.model(tiny_model_dir), state.EXAMPLE_TEXT).encoding.tokens)
+    assert "2 layers × 4 heads" in at.sidebar.caption[-1].value
+
+
 def test_model_name_is_not_rendered_as_markdown():
-    at = _app(model="**x** [link](http://a.b) $x^2$")
+    at = _app(model="**x** [link](http://a.b) $x^2$ `tick`")
     _no_errors(at)
     message = at.error[0].value
-    assert r"\*\*x\*\* \[link\]\(http://a\.b\) \$x^2\$" in message
+    assert "`` **x** [link](http://a.b) $x^2$ `tick` ``" in message  # a code span: literal, no backslashes
+
+
+def test_half_precision_folder_shows_its_dtype(tmp_path, bundled):
+    import torch
+    from transformers import AutoModel
+
+    AutoModel.from_pretrained(loading.bundled_model_path()).to(torch.float16).save_pretrained(tmp_path)
+    bundled.tokenizer.save_pretrained(tmp_path)
+    at = _app(model=str(tmp_path))
+    _no_errors(at)
+    assert not at.error and "saved as float16, shown in float32" in at.sidebar.caption[-1].value
+    assert "Matches transformers" in at.success[0].value
+    np.testing.assert_allclose(_z(_figures(at)[0]).sum(-1), 1, atol=1e-6)
+
+
+@pytest.mark.parametrize("text", ["\u200b", "\ufeff \u00ad"])
+def test_c20_invisible_text_gets_the_empty_hint(text):
+    at = _app(text=text)
+    _no_errors(at)
+    assert not _figures(at) and "empty" in at.info[0].value and "kept" in at.info[0].value
+
+
+def test_c20_invisible_pair_is_a_single_sentence(bundled):
+    at = _app(text="The cat sat.", pair="\u200b")
+    _no_errors(at)
+    assert np.array_equal(
+        _z(_figures(at)[0]), extract(bundled, "The cat sat.").weights[state.EXAMPLE_LAYER, state.EXAMPLE_HEAD]
+    )
+
+
+def test_a_megabyte_paste_gets_a_message_and_is_kept():
+    big = "word " * 200_000
+    at = _app(text=big)
+    _no_errors(at)
+    assert "1,000,000 characters; the limit is 5,000" in at.info[0].value and not _figures(at)
+    assert at.text_area(key="text").value == big
+
+
+def test_pair_cut_names_both_sentences():
+    at = _app(text="hello " * 400, pair="world " * 300)
+    _no_errors(at)
+    warning = at.warning[0].value
+    assert "703 tokens, cut to 512" in warning and "second sentence lost" in warning
+
+
+def test_allow_list_from_the_environment(monkeypatch, tiny_model_dir):
+    monkeypatch.setenv("ATTENTION_VIZ_ALLOWED_MODELS", "some/listed-model")
+    at = _app(model=tiny_model_dir)
+    _no_errors(at)
+    assert "only loads the models its operator listed" in at.error[0].value
+    assert "all-MiniLM-L6-v2" in at.sidebar.caption[-1].value
 
 
 def test_fit_range_is_shared_by_the_two_attention_maps():
@@ -173,9 +239,9 @@ def counted(monkeypatch):
     cache.attention.clear()
     calls = {"load": 0, "extract": 0}
 
-    def load(name):
+    def load(name, policy=None):
         calls["load"] += 1
-        return real_load(name)
+        return real_load(name, policy)
 
     def run(*args, **kwargs):
         calls["extract"] += 1
@@ -212,3 +278,17 @@ def test_c16_switching_models_switches_the_attention(counted, tiny_model_dir, bu
     assert np.array_equal(shown, expected)
     assert not np.array_equal(shown, bundled_map)
     assert "Matches transformers" in at.success[0].value
+
+
+def test_allow_list_from_secrets(tiny_model_dir):
+    from apptools import APP
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.secrets["attention_viz"] = {"allowed_models": ["some/listed-model"], "max_chars": 50}
+    at.session_state["model"] = tiny_model_dir
+    at.session_state["text"] = "x" * 60
+    at.run()
+    _no_errors(at)
+    assert "only loads the models its operator listed" in at.error[0].value
+    assert "60 characters; the limit is 50" in at.info[0].value

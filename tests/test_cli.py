@@ -132,3 +132,58 @@ def test_module_entry_point():
     )
     assert bad.returncode == 2
     assert bad.stderr.splitlines() == ["error: head 12 is out of range: this model has heads 0-11"]
+
+
+@pytest.mark.parametrize("text", ["\u200b", "\ufeff\u00ad"])
+def test_c20_invisible_text_exits_2_like_empty_text(capsys, text):
+    status, out, err = _run(capsys, "attention", text)
+    assert status == 2 and out == "" and err == "error: the text is empty: type a sentence\n"
+
+
+def test_c20_invisible_pair_is_reported_as_no_pair(capsys):
+    status, out, _ = _run(capsys, "attention", "The cat sat.", "--pair", "\u200b")
+    payload = json.loads(out)
+    assert status == 0 and not payload["is_pair"] and payload["segments"] == [0] * 6
+    _, out, _ = _run(capsys, "attention", "The cat sat.", "--pair", "It slept.")
+    payload = json.loads(out)
+    assert payload["is_pair"] and payload["segments"] == [0] * 6 + [1] * 4
+
+
+def test_pair_cut_is_reported(capsys):
+    _, out, _ = _run(capsys, "attention", "hello " * 400, "--pair", "world " * 300, "--layer", "0", "--head", "0")
+    payload = json.loads(out)
+    assert payload["truncated"] and sum(payload["cut"].values()) == 703 - 512 and payload["cut"]["pair"] > 0
+
+
+def test_half_precision_and_no_token_types_folder(capsys, tmp_path, bundled):
+    import torch
+    from transformers import AutoModel
+
+    from attention_viz.loading import bundled_model_path
+
+    AutoModel.from_pretrained(bundled_model_path()).half().save_pretrained(tmp_path)
+    bundled.tokenizer.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    config["model_input_names"] = ["input_ids", "attention_mask"]
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config))
+    status, out, err = _run(capsys, "attention", "The cat sat.", "--pair", "It slept.", "--model", str(tmp_path))
+    assert status == 0 and err == "", err
+    payload = json.loads(out)
+    assert payload["segments"] == [0, 0, 0, 0, 0, 0, 1, 1, 1, 1]
+    np.testing.assert_allclose(np.array(payload["attention"]).sum(-1), 1, atol=1e-6)
+    assert torch.get_default_dtype() == torch.float32
+
+
+def test_character_limit_and_bad_setting_exit_2(capsys, monkeypatch):
+    monkeypatch.setenv("ATTENTION_VIZ_MAX_CHARS", "5")
+    status, _, err = _run(capsys, "attention", "0123456789")
+    assert status == 2 and err == "error: the text has 10 characters; the limit is 5: shorten it\n"
+    monkeypatch.setenv("ATTENTION_VIZ_MAX_CHARS", "lots")
+    status, _, err = _run(capsys, "attention", "hi")
+    assert status == 2 and "max_chars must be a whole number" in err and err.count("\n") == 1
+
+
+def test_model_outside_the_allow_list_exits_2(capsys, monkeypatch):
+    monkeypatch.setenv("ATTENTION_VIZ_ALLOWED_MODELS", "prajjwal1/bert-tiny")
+    status, _, err = _run(capsys, "attention", "hi", "--model", "bert-base-uncased")
+    assert status == 2 and "not on this server's list of models" in err

@@ -135,3 +135,92 @@ def test_results_pickle_for_the_cache(bundled):
     result = extract(bundled, "The cat sat.")
     again = pickle.loads(pickle.dumps(result))
     assert np.array_equal(again.weights, result.weights) and again.encoding.labels == result.encoding.labels
+
+
+@pytest.fixture(scope="module")
+def no_token_types_dir(tmp_path_factory, tiny_model_dir):
+    """A tiny BERT whose tokenizer_config leaves token_type_ids out of model_input_names (case C19)."""
+    import json
+    import shutil
+
+    folder = tmp_path_factory.mktemp("no-token-types") / "model"
+    shutil.copytree(tiny_model_dir, folder)
+    config_path = folder / "tokenizer_config.json"
+    config = json.loads(config_path.read_text())
+    config["model_input_names"] = ["input_ids", "attention_mask"]
+    config_path.write_text(json.dumps(config))
+    return str(folder)
+
+
+def test_c19_tokenizer_without_token_type_ids(no_token_types_dir):
+    from attention_viz.loading import load_model
+
+    loaded = load_model(no_token_types_dir)
+    assert "token_type_ids" not in loaded.tokenizer("The cat sat.")  # the fault this guards against
+    single = extract(loaded, "The cat sat.")
+    assert single.encoding.token_type_ids.tolist() == [0] * 6
+    pair = extract(loaded, "The cat sat.", "It slept.")
+    assert pair.encoding.token_type_ids.tolist() == [0, 0, 0, 0, 0, 0, 1, 1, 1, 1]
+    assert pair.encoding.segments.tolist() == pair.encoding.token_type_ids.tolist()
+    np.testing.assert_allclose(pair.weights.sum(-1), 1, atol=1e-5)
+
+
+@pytest.mark.parametrize("invisible", ["\u200b", "\ufeff", "\u00ad", "\u0301", "\x00\x07", "\u200b \u200c\t\ufeff"])
+def test_c20_text_that_normalises_to_nothing_is_empty(bundled, invisible):
+    with pytest.raises(InputError, match="empty") as caught:
+        extract(bundled, invisible)
+    assert caught.value.code == "empty"
+
+
+def test_c20_invisible_second_sentence_is_no_pair(bundled):
+    encoding = encode(bundled.tokenizer, "The cat sat.", "\u200b")
+    assert not encoding.is_pair and encoding.segments.tolist() == [0] * 6
+    assert encoding.token_type_ids.tolist() == encoding.segments.tolist()  # given == reported
+    assert encoding.tokens == encode(bundled.tokenizer, "The cat sat.").tokens
+    assert not encoding.truncated and encoding.num_input_tokens == 6
+
+
+def test_pair_cut_says_which_sentence_lost_how_many(bundled):
+    encoding = encode(bundled.tokenizer, "hello " * 400, "world " * 100, max_length=512)
+    assert encoding.num_input_tokens == 503 and not encoding.truncated and encoding.cut == (0, 0)
+    # longest_first: one token at a time from the longer sentence until 400 + 300 + 3 fits in 512
+    long = encode(bundled.tokenizer, "hello " * 400, "world " * 300, max_length=512)
+    kept_a, kept_b = long.segments[~long.special].tolist().count(0), long.segments[~long.special].tolist().count(1)
+    assert long.num_input_tokens == 703 and long.num_tokens == 512
+    assert long.cut == (400 - kept_a, 300 - kept_b) and sum(long.cut) == 703 - 512
+    assert long.cut[0] > long.cut[1]  # the longer sentence is cut first
+
+
+def test_character_and_token_limits(bundled):
+    from attention_viz.settings import Limits
+
+    with pytest.raises(InputError, match="10 characters; the limit is 5") as caught:
+        encode(bundled.tokenizer, "0123456789", limits=Limits(max_chars=5))
+    assert caught.value.code == "too_long" and caught.value.fields == {"which": "text", "chars": 10, "limit": 5}
+    with pytest.raises(InputError, match="second sentence") as caught:
+        encode(bundled.tokenizer, "hi", "a long one", limits=Limits(max_chars=5))
+    assert caught.value.fields["which"] == "pair"
+    short = extract(bundled, "one two three four five six", limits=Limits(max_tokens=5))
+    assert short.encoding.num_tokens == 5 and short.encoding.cut == (3, 0) and short.weights.shape[-1] == 5
+
+
+def test_a_megabyte_is_refused_before_tokenising(bundled, monkeypatch):
+    def no_tokenizer(*args, **kwargs):
+        raise AssertionError("tokenised a text over the limit")
+
+    monkeypatch.setattr(bundled.tokenizer.__class__, "__call__", no_tokenizer)
+    with pytest.raises(InputError) as caught:
+        encode(bundled.tokenizer, "x" * 1_000_000)
+    assert caught.value.code == "too_long" and caught.value.fields["chars"] == 1_000_000
+
+
+def test_c18_a_half_precision_model_is_named_as_the_cause(bundled):
+    half = AutoModel.from_pretrained(bundled_model_path(), attn_implementation="eager").half().eval()
+    encoding = encode(bundled.tokenizer, "The cat sat on the mat.")
+    try:
+        pretrained_attention(half, encoding)
+    except AttentionError as exc:  # rows off by ~4e-4 in float16: the message names the dtype
+        assert "runs in float16" in str(exc) and "eval mode" not in str(exc)
+    broken = tuple(t.half() * 1.01 for t in _valid())
+    with pytest.raises(AttentionError, match="runs in float16"):
+        validate_attentions(broken, 2, 3, 4)

@@ -1,5 +1,7 @@
 """Loading: the bundled model offline, any BERT folder, clear errors."""
 
+import contextlib
+import json
 import os
 import shutil
 import socket
@@ -7,6 +9,7 @@ import socket
 import pytest
 from transformers import AutoTokenizer, RobertaConfig, RobertaModel
 
+from attention_viz import settings
 from attention_viz.loading import (
     BUNDLED_MODEL,
     ModelLoadError,
@@ -85,3 +88,120 @@ def test_non_bert_model_is_refused(tmp_path):
     AutoTokenizer.from_pretrained(bundled_model_path()).save_pretrained(tmp_path)
     with pytest.raises(ModelLoadError, match="only BERT"):
         load_model(str(tmp_path))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_c18_half_precision_checkpoint_loads_as_float32(tmp_path, bundled, dtype):
+    import numpy as np
+    import torch
+    from transformers import AutoModel
+
+    from attention_viz.extraction import extract
+
+    AutoModel.from_pretrained(bundled_model_path()).to(getattr(torch, dtype)).save_pretrained(tmp_path)
+    bundled.tokenizer.save_pretrained(tmp_path)
+    loaded = load_model(str(tmp_path))
+    assert loaded.info.checkpoint_dtype == dtype and bundled.info.checkpoint_dtype == "float32"
+    assert {p.dtype for p in loaded.model.parameters()} == {torch.float32}
+    text = "The cat sat on the mat."
+    result = extract(loaded, text)
+    np.testing.assert_allclose(result.weights.sum(-1), 1, atol=1e-6)
+    assert np.array_equal(extract(loaded, text, source="scratch").weights, result.weights)  # exact parity
+    # the weights were rounded when saved: close to the float32 model's, not equal
+    difference = np.abs(result.weights - extract(bundled, text).weights).max()
+    assert 1e-5 < difference < (2e-3 if dtype == "float16" else 2e-2)
+
+
+def test_quantised_weights_get_a_message_naming_the_dtype(tmp_path, tiny_model_dir, monkeypatch):
+    import torch
+
+    from attention_viz import loading
+
+    real = loading._read_checkpoint
+
+    def int8_model(source, local_only):
+        tokenizer, model = real(source, local_only)
+        model.embeddings.word_embeddings.weight = torch.nn.Parameter(
+            torch.zeros_like(model.embeddings.word_embeddings.weight, dtype=torch.int8), requires_grad=False
+        )
+        return tokenizer, model
+
+    monkeypatch.setattr(loading, "_read_checkpoint", int8_model)
+    with pytest.raises(ModelLoadError, match="cannot be read as float32") as caught:
+        load_model(tiny_model_dir)
+    assert caught.value.code == "dtype"
+
+
+def test_remote_code_is_never_trusted(tmp_path, tiny_model_dir):
+    folder = tmp_path / "remote"
+    shutil.copytree(tiny_model_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["auto_map"] = {"AutoModel": "evil.EvilModel"}
+    (folder / "config.json").write_text(json.dumps(config))
+    marker = tmp_path / "ran"
+    (folder / "evil.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    with contextlib.suppress(ModelLoadError):  # refusing is fine; running the file is not
+        load_model(str(folder))
+    assert not marker.exists()
+
+
+def test_pickle_weights_are_refused_even_beside_safetensors_names(tmp_path, tiny_model_dir):
+    folder = tmp_path / "pickled"
+    shutil.copytree(tiny_model_dir, folder)
+    (folder / "model.safetensors").rename(folder / "pytorch_model.bin")
+    with pytest.raises(ModelLoadError) as caught:
+        load_model(str(folder))
+    assert caught.value.code == "unreadable" and caught.value.fields["name"] == str(folder)
+
+
+@pytest.fixture
+def no_transformers(monkeypatch):
+    """Fail the test if transformers is asked to read anything."""
+    from attention_viz import loading
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("transformers was called for a refused name")
+
+    monkeypatch.setattr(loading, "_read_checkpoint", refuse)
+
+
+@pytest.mark.parametrize("name", ["bert-base-uncased", "/etc", "../outside", "inside/../../outside", "~"])
+def test_allow_list_and_root_refuse_before_transformers(tmp_path, no_transformers, name):
+    root = tmp_path / "models"
+    root.mkdir()
+    (tmp_path / "outside").mkdir()
+    policy = settings.ModelPolicy(allowed=("prajjwal1/bert-tiny",), root=str(root))
+    with pytest.raises(ModelLoadError) as caught:
+        load_model(name, policy)
+    assert caught.value.code in {"not_allowed", "outside_root"}
+
+
+def test_a_link_out_of_the_root_is_refused(tmp_path, tiny_model_dir, no_transformers):
+    root = tmp_path / "models"
+    root.mkdir()
+    (root / "tiny").symlink_to(tiny_model_dir)
+    with pytest.raises(ModelLoadError, match="outside this server's model folder") as caught:
+        load_model("tiny", settings.ModelPolicy(root=str(root)))
+    assert caught.value.code == "outside_root"
+
+
+def test_folders_inside_the_root_and_listed_names_load(tmp_path, tiny_model_dir):
+    root = tmp_path / "models"
+    shutil.copytree(tiny_model_dir, root / "tiny")
+    policy = settings.ModelPolicy(allowed=(tiny_model_dir,), root=str(root))
+    assert load_model("tiny", policy).info.path == str(root / "tiny")
+    assert load_model(tiny_model_dir, policy).info.num_heads == 4
+    assert load_model(None, policy).info.name == BUNDLED_MODEL  # the bundled model always loads
+
+
+def test_policy_from_the_environment(tmp_path, monkeypatch, no_transformers):
+    monkeypatch.setenv("ATTENTION_VIZ_ALLOWED_MODELS", " a/b , c ")
+    monkeypatch.setenv("ATTENTION_VIZ_MODEL_ROOT", str(tmp_path))
+    loaded = settings.load()
+    assert loaded.models.allowed == ("a/b", "c") and loaded.models.root == str(tmp_path)
+    with pytest.raises(ModelLoadError, match="not on this server's list"):
+        load_model("bert-base-uncased")
+
+
+def test_unrestricted_by_default():
+    assert not settings.load(env={}).models.restricted

@@ -75,3 +75,27 @@ def test_c12_rollout_rows_sum_to_one_on_unnormalised_input():
     weights /= weights.sum(-1, keepdims=True)
     weights[:, :, 0] += 0.3
     assert_allclose(attention_rollout(weights).sum(-1), 1, atol=1e-12)
+
+
+def test_c23_js_divergence_never_below_zero():
+    x = np.nextafter(0.5, 0)
+    p, q = np.array([[x, 1 - x]]), np.array([[1 - x, x]])
+    js = js_divergence(p, q)
+    assert js[0] >= 0 and not np.signbit(js[0])
+    assert f"{js[0]:.3f}" == "0.000"
+
+
+def test_c23_bounds_hold_on_many_random_rows():
+    rng = np.random.default_rng(1)
+    p = rng.dirichlet(np.full(7, 0.05), size=(200, 7))  # (200, 7, 7), nearly one-hot rows
+    q = np.where(rng.random((200, 7, 1)) < 0.5, p, rng.dirichlet(np.full(7, 0.05), size=(200, 7)))
+    js = js_divergence(p, q)
+    entropy = row_entropy(p)
+    assert (js >= 0).all() and (js <= 1).all() and not np.signbit(js).any()
+    assert (entropy >= 0).all() and (entropy <= np.log2(7)).all() and not np.signbit(entropy).any()
+
+
+def test_c23_entropy_of_one_hot_is_plus_zero():
+    entropy = row_entropy(np.array([[1.0, 0.0, 0.0]]))
+    assert not np.signbit(entropy[0]) and f"{entropy[0]:.3f}" == "0.000"
+    assert row_entropy(np.full((1, 4), 0.25))[0] == 2.0

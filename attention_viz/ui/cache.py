@@ -7,25 +7,43 @@ in the key (case C16), so changing only the layer or head never runs the model a
 
 from __future__ import annotations
 
+import logging
+
 import streamlit as st
 
-from attention_viz import article_compare, extraction, loading, metrics, steps
+from attention_viz import article_compare, extraction, loading, metrics, settings, steps
 from attention_viz.extraction import AttentionResult
 from attention_viz.loading import LoadedModel, ModelLoadError
 
+SECRETS_SECTION = "attention_viz"  # [attention_viz] in .streamlit/secrets.toml: allowed_models, model_root, ...
+
+
+def app_settings() -> settings.Settings:
+    """The operator's settings: ``ATTENTION_VIZ_*`` environment variables, then ``[attention_viz]`` in
+    ``.streamlit/secrets.toml``; the defaults (with the reason in the log) if a value is invalid."""
+    try:
+        secrets = dict(st.secrets[SECRETS_SECTION]) if st.secrets.load_if_toml_exists() else {}
+    except KeyError:
+        secrets = {}
+    try:
+        return settings.load(overrides=secrets)
+    except settings.SettingsError as exc:
+        logging.getLogger("attention_viz").error("invalid setting, using the defaults: %s", exc)
+        return settings.Settings()
+
 
 @st.cache_resource(max_entries=4, show_spinner="Loading the model…")
-def _load(name: str) -> LoadedModel | ModelLoadError:
+def _load(name: str, policy: settings.ModelPolicy) -> LoadedModel | ModelLoadError:
     # A failure is cached too: a missing hub model can take a minute of retries to fail.
     try:
-        return loading.load_model(name)
+        return loading.load_model(name, policy)
     except ModelLoadError as exc:
         return exc
 
 
 def model(name: str) -> LoadedModel:
     """The loaded model for ``name``; raises :class:`ModelLoadError` (cached) if it cannot load."""
-    loaded = _load(name)
+    loaded = _load(name, app_settings().models)
     if isinstance(loaded, ModelLoadError):
         raise loaded
     return loaded
@@ -33,19 +51,37 @@ def model(name: str) -> LoadedModel:
 
 @st.cache_data(max_entries=32, show_spinner="Running the model…")
 def attention(
-    _loaded: LoadedModel, model_name: str, text: str, pair: str | None, source: str, variant: str, seed: int
+    _loaded: LoadedModel,
+    model_name: str,
+    text: str,
+    pair: str | None,
+    source: str,
+    variant: str,
+    seed: int,
+    limits: settings.Limits | None = None,
 ) -> AttentionResult:
     """Cached :func:`attention_viz.extraction.extract`; ``_loaded`` is not hashed, ``model_name`` is."""
-    return extraction.extract(_loaded, text, pair, source, variant, seed)
+    return extraction.extract(_loaded, text, pair, source, variant, seed, limits)
+
+
+def _limits(loaded: LoadedModel, text: str, pair: str | None) -> settings.Limits:
+    """The operator's limits; text over the character limit is refused here, before it is hashed for
+    the cache key, so a 1 MB paste costs only the message."""
+    limits = app_settings().limits
+    if max(len(text or ""), len(pair or "")) > limits.max_chars:
+        extraction.encode(loaded.tokenizer, text, pair, loaded.info.max_positions, limits)  # raises InputError
+    return limits
 
 
 def pretrained(loaded: LoadedModel, text: str, pair: str | None) -> AttentionResult:
-    return attention(loaded, loaded.info.name, text, pair, "pretrained", "exact", 0)
+    limits = _limits(loaded, text, pair)
+    return attention(loaded, loaded.info.name, text, pair, "pretrained", "exact", 0, limits)
 
 
 def scratch(loaded: LoadedModel, text: str, pair: str | None, variant: str, seed: int) -> AttentionResult:
     seed = seed if variant == "random" else 0  # the seed only matters to the random variant
-    return attention(loaded, loaded.info.name, text, pair, "scratch", variant, seed)
+    limits = _limits(loaded, text, pair)
+    return attention(loaded, loaded.info.name, text, pair, "scratch", variant, seed, limits)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

@@ -9,10 +9,45 @@ from attention_viz.ui import cache, feedback, presets_ui, state
 from attention_viz.ui.i18n import LANGUAGE_KEY, LANGUAGES, t
 
 
-def sidebar() -> LoadedModel | None:
-    """Draw the shared controls; return the loaded model, or ``None`` after showing why it failed.
+def kept_slider(label: str, key: str, count: int, **options) -> int:
+    """A slider over ``0 .. count - 1`` whose choice survives a change of ``count`` (case C24).
 
-    Every control is drawn even when the model fails, so none of them loses its value.
+    A choice still in range is kept; one out of range is clamped, with a note under the slider. Any
+    page can use it for a control whose range follows the model.
+    """
+    moved = state.keep_choice(key, range(count))
+    value = st.slider(label, 0, count - 1, key=key, **options)
+    if moved is not None:
+        st.caption(t("sidebar.model_clamped", control=label, old=moved[0], last=count - 1, new=moved[1]))
+    return value
+
+
+def _model() -> LoadedModel | None:
+    """The typed model; if it fails, the previous one (the bundled one before any) and a message."""
+    wanted = state.typed_model()
+    try:
+        loaded = cache.model(wanted)
+    except ModelLoadError as exc:
+        previous = state.active_model()
+        if previous == wanted:
+            previous = BUNDLED_MODEL
+        try:
+            loaded = cache.model(previous)
+        except ModelLoadError:
+            loaded = None
+        feedback.model_failed(exc, previous)  # in the main area, above the page
+        if loaded is None:
+            return None
+        wanted = previous
+    state.set_active_model(wanted)
+    return loaded
+
+
+def sidebar() -> LoadedModel | None:
+    """Draw the shared controls; return the model to show, or ``None`` if not even the fallback loads.
+
+    A model that fails to load leaves the previous one in place with one message in the main area;
+    every control keeps its value.
     """
     state.init()
     typed = st.session_state["model"]
@@ -28,27 +63,25 @@ def sidebar() -> LoadedModel | None:
         )
         st.text_area(t("sidebar.text"), key="text", height=100)
         st.text_input(t("sidebar.pair"), key="pair", help=t("sidebar.pair_help"))
-        try:
-            loaded = cache.model(state.selection().model)
-        except ModelLoadError as exc:
-            st.error(feedback.escape_markdown(str(exc)))
-            loaded = None
+    loaded = _model()
+    with st.sidebar:
         layers, heads = state.model_shape(None if loaded is None else loaded.info)
-        st.slider(t("sidebar.layer"), 0, layers - 1, key="layer", disabled=loaded is None)
-        st.slider(t("sidebar.head"), 0, heads - 1, key="head", disabled=loaded is None)
+        kept_slider(t("sidebar.layer"), "layer", layers, disabled=loaded is None)
+        kept_slider(t("sidebar.head"), "head", heads, disabled=loaded is None)
         st.toggle(t("sidebar.fit_range"), key="fit_range", help=t("sidebar.fit_range_help"))
         if loaded is not None:
             info = loaded.info
             st.caption(
                 t(
                     "sidebar.model_info",
-                    name=feedback.escape_markdown(info.name),
+                    name=feedback.literal(info.name),
                     layers=info.num_layers,
                     heads=info.num_heads,
                     hidden=info.hidden_size,
                     head_dim=info.head_dim,
                     vocab=f"{info.vocab_size:,}",
-                    positions=info.max_positions,
+                    max_tokens=cache.app_settings().limits.tokens_for(info.max_positions),
+                    dtype=info.checkpoint_dtype,
                 )
             )
         st.toggle(t("sidebar.presentation"), key="presentation", help=t("sidebar.presentation_help"))

@@ -1,7 +1,13 @@
-"""Messages for the user instead of tracebacks: bad input, failed extraction, truncation."""
+"""Messages for the user instead of tracebacks: bad input, failed extraction, a model that did not load, truncation.
+
+The user sees one translated sentence (``messages.*`` in the locale tables); the server log keeps the
+library's details. Anything the user typed is shown literally, as inline code, so it is never read as
+Markdown (a link, a formula) and shows no backslashes.
+"""
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from typing import TypeVar
@@ -9,14 +15,51 @@ from typing import TypeVar
 import streamlit as st
 
 from attention_viz.extraction import AttentionError, Encoding, InputError
+from attention_viz.loading import ModelLoadError
 from attention_viz.ui.i18n import t
 
 T = TypeVar("T")
+log = logging.getLogger("attention_viz")
 
 
-def escape_markdown(text: str) -> str:
-    """Show ``text`` literally in Streamlit's Markdown (a typed model name is not a link or a formula)."""
-    return re.sub(r"([\\`*_{}\[\]()<>#+\-.!|~$])", r"\\\1", text)
+def literal(text: str) -> str:
+    """``text`` as a Markdown code span: shown exactly as typed, with no escapes visible.
+
+    The fence is one backtick longer than the longest run of backticks in ``text`` (CommonMark code
+    spans); line breaks become spaces so the span stays on one line.
+    """
+    text = " ".join(str(text).split("\n"))
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def input_message(exc: InputError) -> str:
+    """The translated sentence for a refused input."""
+    if exc.code == "empty":
+        return t("messages.input_empty")
+    if exc.code == "too_long":
+        which = t(f"messages.input_which_{exc.fields['which']}")
+        return t(
+            "messages.input_too_long", which=which, chars=f"{exc.fields['chars']:,}", limit=f"{exc.fields['limit']:,}"
+        )
+    return t("messages.input_invalid")
+
+
+def model_message(exc: ModelLoadError, previous: str) -> str:
+    """The translated sentence for a model that did not load, naming the one still shown."""
+    reason = t(f"messages.model_{exc.code}", **{k: literal(v) for k, v in exc.fields.items() if k != "name"})
+    reason = f"{reason} {t('messages.model_detail')}"
+    return t(
+        "messages.model_failed", name=literal(exc.fields.get("name", "")), reason=reason, previous=literal(previous)
+    )
+
+
+def model_failed(exc: ModelLoadError, previous: str) -> None:
+    """Say in the main area that a model did not load and which one is still shown; log the details."""
+    log.warning("model %r did not load (%s): %s", exc.fields.get("name"), exc.code, exc)
+    st.error(model_message(exc, previous), icon=":material/error:")
 
 
 def or_stop(compute: Callable[..., T], *args) -> T:
@@ -24,13 +67,26 @@ def or_stop(compute: Callable[..., T], *args) -> T:
     try:
         return compute(*args)
     except InputError as exc:
-        st.info(t("app.input_kept", message=str(exc).capitalize()))
+        st.info(input_message(exc))
     except AttentionError as exc:
-        st.error(str(exc).capitalize())
+        log.error("invalid attention: %s", exc)
+        st.error(t("messages.attention_invalid"))
     st.stop()
+
+
+def truncation_message(encoding: Encoding) -> str | None:
+    """Which sentence was cut and by how many tokens (``longest_first``); ``None`` if nothing was."""
+    if not encoding.truncated:
+        return None
+    total = t("messages.truncated", total=encoding.num_input_tokens, kept=encoding.num_tokens)
+    cut_text, cut_pair = encoding.cut
+    if cut_pair:
+        return f"{total} {t('messages.truncated_pair', cut_text=cut_text, cut_pair=cut_pair)}"
+    return f"{total} {t('messages.truncated_text', cut=cut_text)}"
 
 
 def truncation(encoding: Encoding) -> None:
     """Say when the input was cut to the model's maximum length (case C03)."""
-    if encoding.truncated:
-        st.warning(t("app.truncated", tokens=encoding.num_input_tokens, kept=encoding.num_tokens))
+    message = truncation_message(encoding)
+    if message:
+        st.warning(message)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import streamlit as st
@@ -59,7 +60,10 @@ _URL_READ, _URL_NOTES, _URL_PAGE = "_url_read", "_url_notes", "_url_page"
 
 @dataclass(frozen=True)
 class Selection:
-    """What the shared controls say: model, input and the head in focus (layers and heads from 0)."""
+    """What the shared controls say: model, input and the head in focus (layers and heads from 0).
+
+    ``model`` is the model shown, which is the typed one unless that failed to load.
+    """
 
     model: str
     text: str
@@ -129,22 +133,67 @@ def remember(key: str) -> None:
     st.session_state[key] = st.session_state[page_widget_key(key)]
 
 
-def model_shape(info: ModelInfo | None) -> tuple[int, int]:
-    """Layers and heads for the sliders: the loaded model's, else the last one that loaded.
+def keep_choice(key: str, choices: range | Sequence, widget_key: str | None = None) -> tuple[object, object] | None:
+    """Before drawing a widget whose choices can change: keep the user's choice, clamp it only if it must.
 
-    Clamps the layer and head into range after a switch to a smaller model. Slider state is written
-    only when it must change: writing it on every run would override key presses still in flight.
+    Streamlit makes a new widget when a slider's range (or its options) changes and resets it to its
+    default, losing the user's choice (case C24). Called just before the widget is drawn, this writes
+    the choice back into the widget's state whenever the choices changed since the last run, so a
+    choice that is still valid survives; one that is not becomes the nearest valid value (a range) or
+    the default (options).
+
+    Args:
+        key: the permanent session-state key of the choice (in :data:`DEFAULTS`).
+        choices: the widget's valid values now: a ``range`` for a slider, a sequence for a selectbox.
+        widget_key: the widget's own key when it differs from ``key`` (see :func:`page_widget_key`).
+
+    Returns:
+        ``(old, new)`` when the choice had to change, for a note to the user; otherwise ``None``.
     """
+    widget_key = widget_key or key
+    s = st.session_state
+    signature = (choices.start, choices.stop) if isinstance(choices, range) else tuple(choices)
+    changed = s.get(f"_choices_{widget_key}") != signature
+    s[f"_choices_{widget_key}"] = signature
+    current = s.get(widget_key, s.get(key, DEFAULTS.get(key)))
+    valid = current in choices
+    if valid and not changed:
+        return None  # nothing to write: writing on every run would override key presses still in flight
+    if valid:
+        new = current
+    elif isinstance(choices, range):
+        new = min(max(int(current), choices.start), choices.stop - 1)
+    else:
+        new = DEFAULTS.get(key) if DEFAULTS.get(key) in choices else choices[0]
+    s[key] = new
+    if widget_key != key:
+        s[widget_key] = new
+    return None if valid else (current, new)
+
+
+def model_shape(info: ModelInfo | None) -> tuple[int, int]:
+    """Layers and heads for the sliders: the loaded model's, else the last one that loaded."""
     if info is not None:
         st.session_state["_shape"] = (info.num_layers, info.num_heads)
-    layers, heads = st.session_state.get("_shape", BUNDLED_SHAPE)
-    for key, count in (("layer", layers), ("head", heads)):
-        if not 0 <= st.session_state[key] < count:
-            st.session_state[key] = min(max(int(st.session_state[key]), 0), count - 1)
-    return layers, heads
+    return st.session_state.get("_shape", BUNDLED_SHAPE)
+
+
+def typed_model() -> str:
+    """The model the user asked for in the Model box (the bundled one when the box is cleared)."""
+    return (st.session_state["model"] or "").strip() or BUNDLED_MODEL
+
+
+def set_active_model(name: str) -> None:
+    """Record the model actually shown (the typed one, or the previous one when it failed to load)."""
+    st.session_state["_active_model"] = name
+
+
+def active_model() -> str:
+    """The model shown now: the last one that loaded in this session (the bundled one before any)."""
+    return st.session_state.get("_active_model", BUNDLED_MODEL)
 
 
 def selection() -> Selection:
     s = st.session_state
-    model = (s["model"] or "").strip() or BUNDLED_MODEL  # one cache entry whether cleared or named
-    return Selection(model, s["text"], s["pair"] or None, s["layer"], s["head"], s["fit_range"])
+    # the model actually shown: a typed model that failed to load leaves the previous one in place
+    return Selection(active_model(), s["text"], s["pair"] or None, s["layer"], s["head"], s["fit_range"])

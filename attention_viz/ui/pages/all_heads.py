@@ -36,7 +36,7 @@ st.markdown(t("all_heads.intro"))
 feedback.truncation(encoding)
 pooled = encoding.num_tokens > figures.THUMBNAIL_SIZE
 st.caption(
-    t("all_heads.caption", model=feedback.escape_markdown(info.name), tokens=encoding.num_tokens)
+    t("all_heads.caption", model=feedback.literal(info.name), tokens=encoding.num_tokens)
     + " "
     + (t("all_heads.pooled", size=figures.THUMBNAIL_SIZE) if pooled else "")
 )

@@ -1,0 +1,272 @@
+"""Many users at once: one ``streamlit run`` on 127.0.0.1 and N headless Chromium sessions.
+
+Each session (a Playwright browser context) types its own sentence, then, round after round, switches
+to another head and waits until the map shows that head of ITS sentence, checked against the core's
+own :func:`attention_viz.extraction.extract` (so cross-talk through the caches would be caught). A
+thread asks the health endpoint every second throughout. The run passes when no session fails, every
+check matches, the health endpoint always answered, and the server's resident memory after round 5
+(and after the last round) is within 10% of after round 1.
+
+Full form (about two minutes with start-up)::
+
+    .venv/bin/python tests/load.py --sessions 20 --seconds 60
+
+The short form (3 sessions, 10 s) runs in the test suite (tests/test_load.py). Figures go to stdout
+and ``test-artifacts/load.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # browser.py beside this file
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the package, when run as a script
+
+from browser import ARTIFACTS, CHROMIUM_ARGS, chromium_path, streamlit_server
+
+# Every selector the load test depends on, in one place (the pages' layout may change around them).
+SENTENCE_BOX = "Sentence"  # the text area's label
+SLIDER_LAYER, SLIDER_HEAD = "Layer", "Head"
+# The first plotly chart whose first trace is a heatmap with exactly these (query) labels; plotly.js
+# keeps each chart's decoded data on its div (_fullData); label suffixes that keep duplicates apart
+# are invisible characters, stripped here.
+HEATMAP_FOR_LABELS = """labels => {
+  for (const el of document.querySelectorAll('.js-plotly-plot')) {
+    const trace = el._fullData && el._fullData[0];
+    if (!trace || trace.type !== 'heatmap' || !trace.y) continue;
+    const y = Array.from(trace.y, s => String(s).replace(/[\\u200b\\u200c]+$/, ''));
+    if (y.length === labels.length && y.every((s, i) => s === labels[i]))
+      return Array.from(trace.z, row => Array.from(row));
+  }
+  return null;
+}"""
+WORDS = ["cat", "dog", "owl", "fox", "bee", "ant", "elk", "yak", "emu", "cow", "pig", "hen", "ram", "eel"]
+RSS_TOLERANCE = 0.10
+HEALTH_TIMEOUT_S = 20  # an answer later than this counts as a failure
+TIMEOUT_S = 180  # the most a page may take to show what it should (2 shared cores, 20 browsers)
+ARRIVING_AT_ONCE = 4
+MIN_ROUNDS = 5
+
+
+def sentence_for(session: int) -> str:
+    """A sentence of its own for each session (different words and lengths)."""
+    a, b = WORDS[session % len(WORDS)], WORDS[(3 * session + 5) % len(WORDS)]
+    return f"Session {session}: the {a} watched the {b}" + " closely" * (session % 4) + "."
+
+
+@dataclass
+class Report:
+    sessions: int
+    seconds: float
+    rounds: int = 0
+    checks: int = 0
+    failures: list[str] = field(default_factory=list)
+    health_ok: int = 0
+    health_failed: int = 0
+    health_max_s: float = 0.0
+    rss_mb: list[float] = field(default_factory=list)
+    head_switch_s: list[float] = field(default_factory=list)
+
+    @property
+    def rss_growth(self) -> float:
+        """Largest relative change of RSS after round 5 (and later) against after round 1."""
+        if len(self.rss_mb) < MIN_ROUNDS:
+            return float("inf")
+        first = self.rss_mb[0]
+        return max(abs(r - first) / first for r in self.rss_mb[MIN_ROUNDS - 1 :])
+
+    @property
+    def passed(self) -> bool:
+        return (
+            not self.failures
+            and self.health_failed == 0
+            and self.rounds >= MIN_ROUNDS
+            and self.rss_growth <= RSS_TOLERANCE
+        )
+
+    def summary(self) -> dict:
+        switches = sorted(self.head_switch_s)
+        return {
+            **{k: v for k, v in asdict(self).items() if k not in {"head_switch_s", "rss_mb"}},
+            "rss_mb": [round(r, 1) for r in self.rss_mb],
+            "rss_growth_after_round_5": round(self.rss_growth, 4),
+            "head_switch_median_s": round(switches[len(switches) // 2], 2) if switches else None,
+            "head_switch_max_s": round(switches[-1], 2) if switches else None,
+            "passed": self.passed,
+        }
+
+
+def _server_pid(port: int) -> int:
+    """The pid of our own child ``streamlit run`` listening on ``port``."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == os.getpid() and b"streamlit" in b" ".join(cmdline) and str(port).encode() in cmdline:
+            return int(entry)
+    raise RuntimeError(f"no streamlit server of ours on port {port}")
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def _watch_health(url: str, report: Report, stop: threading.Event) -> None:
+    while not stop.is_set():
+        started = time.monotonic()
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=HEALTH_TIMEOUT_S) as response:
+                ok = response.status == 200
+        except OSError:
+            ok = False
+        report.health_max_s = max(report.health_max_s, time.monotonic() - started)
+        if ok:
+            report.health_ok += 1
+        else:
+            report.health_failed += 1
+        stop.wait(1.0)
+
+
+async def _set_slider(page, label: str, value: int) -> None:
+    """Move a slider from where it is with arrow keys, as a person does."""
+    slider = page.get_by_role("slider", name=label)
+    await slider.focus()
+    delta = value - int(await slider.input_value())
+    for _ in range(abs(delta)):
+        await slider.press("ArrowRight" if delta > 0 else "ArrowLeft")
+
+
+async def _shown_map(page, labels: list[str], expected: np.ndarray, timeout_s: float = 0) -> None:
+    """Wait until the session's page shows ``expected`` for its own labels; raise if it never does."""
+    timeout_s = timeout_s or TIMEOUT_S
+    deadline = time.monotonic() + timeout_s
+    shown = None
+    while time.monotonic() < deadline:
+        shown = await page.evaluate(HEATMAP_FOR_LABELS, labels)
+        if shown is not None and np.shape(shown) == expected.shape and np.allclose(shown, expected, atol=1e-6):
+            return
+        await asyncio.sleep(0.2)
+    what = "no map with this sentence's labels" if shown is None else "a map with other values"
+    raise AssertionError(f"{what} after {timeout_s:.0f} s")
+
+
+def _head(session: int, round_number: int, heads: int) -> int:
+    """Heads go up and down one or two at a time, differently per session (0 .. heads - 1)."""
+    cycle = list(range(heads)) + list(range(heads - 2, 0, -1))
+    return cycle[(session * 3 + round_number * (1 + session % 2)) % len(cycle)]
+
+
+class Session:
+    def __init__(self, number: int, context, bundled):
+        from attention_viz.extraction import extract
+
+        self.number, self.context = number, context
+        self.sentence = sentence_for(number)
+        result = extract(bundled, self.sentence)  # what the core says this session must see
+        self.weights, self.labels = result.weights, list(result.encoding.labels)
+        self.page = None
+        self.layer = 0
+
+    async def start(self, url: str, arrivals: asyncio.Semaphore) -> None:
+        async with arrivals:  # users arrive a few at a time, not all in the same instant
+            self.context.set_default_timeout(TIMEOUT_S * 1000)
+            self.page = await self.context.new_page()
+            await self.page.goto(url, wait_until="commit")
+            await self.page.wait_for_selector(".js-plotly-plot")
+            box = self.page.get_by_label(SENTENCE_BOX, exact=True)
+            await box.fill(self.sentence)
+            await box.press("Control+Enter")
+            self.layer = int(await self.page.get_by_role("slider", name=SLIDER_LAYER).input_value())
+            head = int(await self.page.get_by_role("slider", name=SLIDER_HEAD).input_value())
+            await _shown_map(self.page, self.labels, self.weights[self.layer, head])
+
+    async def switch_head(self, head: int, report: Report) -> None:
+        started = time.monotonic()
+        await _set_slider(self.page, SLIDER_HEAD, head)
+        await _shown_map(self.page, self.labels, self.weights[self.layer, head])
+        report.head_switch_s.append(time.monotonic() - started)
+        report.checks += 1
+
+
+async def _drive(url: str, pid: int, report: Report, bundled) -> None:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        sessions = [
+            Session(n, await browser.new_context(viewport={"width": 1280, "height": 720}), bundled)
+            for n in range(report.sessions)
+        ]
+
+        async def guarded(session: Session, step) -> None:
+            try:
+                await step
+            except Exception as exc:  # a failed session is a finding, not a crash of the whole run
+                report.failures.append(f"session {session.number}: {type(exc).__name__}: {str(exc)[:200]}")
+
+        arrivals = asyncio.Semaphore(ARRIVING_AT_ONCE)
+        await asyncio.gather(*(guarded(s, s.start(url, arrivals)) for s in sessions))
+        heads = bundled.info.num_heads
+        ends = time.monotonic() + report.seconds
+        while not report.failures and (time.monotonic() < ends or report.rounds < MIN_ROUNDS):
+            round_number = report.rounds + 1
+            await asyncio.gather(
+                *(guarded(s, s.switch_head(_head(s.number, round_number, heads), report)) for s in sessions)
+            )
+            report.rounds = round_number
+            report.rss_mb.append(_rss_mb(pid))
+        await browser.close()
+
+
+def run(sessions: int = 3, seconds: float = 10) -> Report:
+    """Run the load test and return its figures (see :class:`Report`)."""
+    from attention_viz.loading import load_model
+
+    bundled = load_model()
+    report = Report(sessions=sessions, seconds=seconds)
+    with streamlit_server() as (url, _log, _started):
+        pid = _server_pid(int(url.rsplit(":", 1)[1]))
+        stop = threading.Event()
+        watcher = threading.Thread(target=_watch_health, args=(url, report, stop), daemon=True)
+        watcher.start()
+        try:
+            asyncio.run(_drive(url, pid, report, bundled))
+        finally:
+            stop.set()
+            watcher.join(timeout=15)
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "load.json").write_text(json.dumps(report.summary(), indent=2))
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=60)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    report = run(args.sessions, args.seconds)
+    print(json.dumps(report.summary(), indent=2))
+    return 0 if report.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

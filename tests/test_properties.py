@@ -1,0 +1,98 @@
+"""Property-based: generated texts of every script through extraction and the figure functions.
+
+For any text (and pair): no exception but the documented "empty" refusal, every attention row sums to
+1, one label per token, and the labels are what was typed, in order, skipping only whitespace and
+characters BERT's normaliser deletes.
+"""
+
+import numpy as np
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from attention_viz.extraction import InputError, encode, extract
+from attention_viz.figures import attention_heatmap, difference_heatmap, head_grid
+
+# Samples of many scripts, so short generated texts mix them more often than uniform code points would.
+SCRIPTS = [
+    "The cat sat.",
+    "Größe café naïve",
+    "Съешь же ещё",
+    "Καλημέρα κόσμε",
+    "مرحبا بالعالم",
+    "שלום עולם",
+    "नमस्ते दुनिया",
+    "你好，世界",
+    "こんにちは世界",
+    "안녕하세요",
+    "สวัสดีชาวโลก",
+    "👍🏽 🇯🇵 👨‍👩‍👧",
+    "e\u0301\u0301 \u200b\ufeff\u00ad",
+    "x" * 120,
+    "\t\n\r\x00\x7f",
+]
+characters = st.characters(codec="utf-8", exclude_categories=("Cs",))
+texts = st.lists(st.sampled_from(SCRIPTS) | st.text(characters, max_size=12), min_size=1, max_size=4).map(" ".join)
+
+
+def _deleted(tokenizer, char: str) -> bool:
+    return char.isspace() or not tokenizer(char, add_special_tokens=False)["input_ids"]
+
+
+def _check_labels(tokenizer, encoding, texts_in_order) -> None:
+    """Labels of each sentence appear in it in order; what lies between is whitespace or deleted."""
+    for segment, text in enumerate(texts_in_order):
+        cursor = previous = 0
+        for label, special, seg in zip(encoding.labels, encoding.special, encoding.segments, strict=True):
+            if special or seg != segment:
+                continue
+            typed = label.removeprefix("##").removesuffix(" [UNK]")
+            found = text.find(typed, cursor)
+            if label.startswith("##") and text.find(typed, previous) < cursor:
+                # a piece of a character that NFD splits (Hangul, accents) shares that character
+                found = text.find(typed, previous)
+            assert found >= 0, (label, text, cursor)
+            assert all(_deleted(tokenizer, c) for c in text[cursor:found]), (text[cursor:found], label)
+            previous, cursor = found, max(cursor, found + len(typed))
+        if not encoding.truncated:
+            assert all(_deleted(tokenizer, c) for c in text[cursor:]), text[cursor:]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=texts, pair=st.none() | texts)
+@example(text="\u200b", pair=None)
+@example(text="The cat sat.", pair="\u200b")
+@example(text="I have a new GPU! 你好", pair="a\u0301 b")
+def test_any_text_through_extraction_and_figures(bundled, text, pair):
+    try:
+        result = extract(bundled, text, pair)
+    except InputError as exc:
+        assert exc.code == "empty"
+        assert not bundled.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return
+    encoding = result.encoding
+    n = encoding.num_tokens
+    assert result.weights.shape == (6, 12, n, n)
+    np.testing.assert_allclose(result.weights.sum(-1), 1, atol=1e-5)
+    assert len(encoding.labels) == len(encoding.tokens) == n
+    assert encoding.token_type_ids.tolist() == encoding.segments.tolist()  # given == reported
+    has_pair = pair is not None and bool(bundled.tokenizer(pair, add_special_tokens=False)["input_ids"])
+    assert encoding.is_pair == has_pair
+    _check_labels(bundled.tokenizer, encoding, [text, pair] if has_pair else [text])
+
+    head = result.weights[3, 1]
+    figure = attention_heatmap(head, encoding.labels, "layer 3, head 1")
+    assert len(figure.data[0].y) == len(figure.data[0].x) == n
+    np.testing.assert_allclose(np.asarray(figure.data[0].z).sum(-1), 1, atol=1e-5)
+    assert len(difference_heatmap(head - head, encoding.labels).data[0].y) == n
+    assert len(head_grid(result.weights).data) == 72
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=texts)
+def test_encoding_alone_is_consistent(bundled, text):
+    try:
+        encoding = encode(bundled.tokenizer, text)
+    except InputError:
+        return
+    assert encoding.tokens[0] == "[CLS]" and encoding.tokens[-1] == "[SEP]"
+    assert encoding.special.sum() == 2 and not encoding.is_pair
