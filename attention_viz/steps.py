@@ -152,7 +152,7 @@ def head_steps(
     if any(not 0 <= k < t for k in masked):
         raise InputError(f"masked keys must be tokens 0-{t - 1}")
     if len(masked) == t:
-        raise InputError("every key is masked: leave at least one key unmasked")
+        raise InputError("every key is masked: leave at least one key unmasked", code="all_masked")
     mask = np.zeros(t, dtype=np.float32)  # additive, over keys
     mask[list(masked)] = -np.inf
     dots_all = queries @ keys.T  # (t, s)

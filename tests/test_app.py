@@ -17,6 +17,10 @@ from attention_viz.extraction import extract
 from attention_viz.ui import cache, state
 
 
+def _captions(block) -> str:
+    return "\n".join(caption.value for caption in block.caption)
+
+
 def test_compare_opens_on_a_real_example(bundled):
     at = _app()
     _no_errors(at)
@@ -161,7 +165,7 @@ def test_a_failed_model_leaves_the_previous_one_not_the_bundled_one(tiny_model_d
     assert at.header[0].value == "Layer 1, head 1"  # example head 3, 1 clamped to 2 layers
     assert f"`{tiny_model_dir}`" in at.error[0].value
     assert _z(_figures(at)[0]).shape[0] == len(extract(cache.model(tiny_model_dir), state.EXAMPLE_TEXT).encoding.tokens)
-    assert "2 layers × 4 heads" in at.sidebar.caption[-1].value
+    assert "2 layers × 4 heads" in _captions(at.sidebar)
 
 
 def test_model_name_is_not_rendered_as_markdown():
@@ -179,7 +183,7 @@ def test_half_precision_folder_shows_its_dtype(tmp_path, bundled):
     bundled.tokenizer.save_pretrained(tmp_path)
     at = _app(model=str(tmp_path))
     _no_errors(at)
-    assert not at.error and "saved as float16, shown in float32" in at.sidebar.caption[-1].value
+    assert not at.error and "saved as float16, shown in float32" in _captions(at.sidebar)
     assert "Matches transformers" in at.success[0].value
     np.testing.assert_allclose(_z(_figures(at)[0]).sum(-1), 1, atol=1e-6)
 
@@ -219,7 +223,7 @@ def test_allow_list_from_the_environment(monkeypatch, tiny_model_dir):
     at = _app(model=tiny_model_dir)
     _no_errors(at)
     assert "only loads the models its operator listed" in at.error[0].value
-    assert "all-MiniLM-L6-v2" in at.sidebar.caption[-1].value
+    assert "all-MiniLM-L6-v2" in _captions(at.sidebar)
 
 
 def test_fit_range_is_shared_by_the_two_attention_maps():

@@ -24,8 +24,8 @@ def test_json_has_the_cli_fields_and_all_attention(bundled):
     result = extract(bundled, "动物累了", "It slept")
     payload = json.loads(export.attention_json(result))
     assert list(payload) == [
-        "model", "source", "variant", "seed", "tokens", "labels", "segments", "num_layers", "num_heads",
-        "layer", "head", "num_input_tokens", "truncated", "attention",
+        "model", "source", "variant", "seed", "tokens", "labels", "segments", "is_pair", "num_layers",
+        "num_heads", "layer", "head", "num_input_tokens", "truncated", "cut", "attention",
     ]  # fmt: skip
     assert np.array_equal(np.array(payload["attention"], dtype=np.float32), result.weights)
     assert payload["labels"] == list(result.encoding.labels) and payload["segments"][-1] == 1

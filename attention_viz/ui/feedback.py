@@ -16,7 +16,7 @@ import streamlit as st
 
 from attention_viz.extraction import AttentionError, Encoding, InputError
 from attention_viz.loading import ModelLoadError
-from attention_viz.ui.i18n import t
+from attention_viz.ui.i18n import DEFAULT_LANGUAGE, t, table
 
 T = TypeVar("T")
 log = logging.getLogger("attention_viz")
@@ -44,6 +44,8 @@ def input_message(exc: InputError) -> str:
         return t(
             "messages.input_too_long", which=which, chars=f"{exc.fields['chars']:,}", limit=f"{exc.fields['limit']:,}"
         )
+    if f"messages.input_{exc.code}" in table(DEFAULT_LANGUAGE):  # any other refusal with its own sentence
+        return t(f"messages.input_{exc.code}", **exc.fields)
     return t("messages.input_invalid")
 
 
