@@ -9,7 +9,14 @@
   attention (Kobayashi et al. 2020).
 """
 
-from attention_viz.analysis.corpus import CancelledError, CorpusResult, batch_attention, corpus_statistics, parse_corpus
+from attention_viz.analysis.corpus import (
+    CancelledError,
+    CorpusResult,
+    batch_attention,
+    bundled_corpus,
+    corpus_statistics,
+    parse_corpus,
+)
 from attention_viz.analysis.flow import LayerFlow, layer_flow, norm_based_attention, transformed_values
 from attention_viz.analysis.importance import head_importance, importance_sums
 from attention_viz.analysis.similarity import head_divergence, head_divergence_sums, mds_layout
@@ -37,6 +44,7 @@ __all__ = [
     "ViewOptions",
     "apply_view",
     "batch_attention",
+    "bundled_corpus",
     "corpus_statistics",
     "head_divergence",
     "head_divergence_sums",

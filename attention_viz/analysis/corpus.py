@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,7 @@ from attention_viz.analysis import similarity, stats
 from attention_viz.extraction import ROW_SUM_TOLERANCE, AttentionError, InputError, validate_attentions
 from attention_viz.loading import LoadedModel
 
+BUNDLED_CORPUS = Path(__file__).resolve().parents[2] / "assets" / "corpus" / "sentences.txt"
 Progress = Callable[[int, int], None]  # (texts done, texts in all)
 Texts = Sequence[tuple[str, str | None]]
 
@@ -48,6 +50,11 @@ class CorpusResult:
     num_skipped: int
     num_tokens: int
     num_truncated: int
+
+
+def bundled_corpus() -> str:
+    """The text of the bundled corpus (``assets/corpus/sentences.txt``: English and Chinese, some pairs)."""
+    return BUNDLED_CORPUS.read_text(encoding="utf-8")
 
 
 def parse_corpus(text: str) -> list[tuple[str, str | None]]:
