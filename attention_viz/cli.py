@@ -180,9 +180,8 @@ def _run_stats(args: argparse.Namespace) -> str:
     texts = _read_corpus_file(args.file)
     loaded = load_model(args.model)
     with tqdm(total=len(texts), unit="text", file=sys.stderr, leave=False, desc="stats") as bar:
-        result = corpus_statistics(
-            loaded, texts, args.batch_size, progress=lambda done, _: bar.update(done - bar.n), importance=args.importance
-        )
+        advance = lambda done, _total: bar.update(done - bar.n)  # noqa: E731
+        result = corpus_statistics(loaded, texts, args.batch_size, progress=advance, importance=args.importance)
     frame = result.statistics
     if args.format == "csv":
         return frame.to_csv(index=False, float_format="%.8g")
