@@ -77,13 +77,16 @@ def word_groups(encoding) -> tuple[np.ndarray, tuple[str, ...], np.ndarray, np.n
     return np.asarray(groups), tuple(labels), np.asarray(special), np.asarray(segments)
 
 
-def apply_view(weights: np.ndarray, encoding, options: ViewOptions) -> ViewMatrix:
+def apply_view(weights: np.ndarray, encoding, options: ViewOptions, renormalise: bool = True) -> ViewMatrix:
     """Apply the view toggles to attention over an encoding's tokens.
 
     Args:
         weights: ``(..., t, t)`` attention (one head, or leading layer/head axes); rows sum to 1.
         encoding: the encoding the ``t`` tokens come from.
         options: the toggles; a block other than "all" on a single text is treated as "all".
+        renormalise: with ``hide_special``, renormalise the kept rows to sum to 1 (for attention
+            weights); False only drops the hidden tokens (for values that are not distributions, such
+            as norm-based attention).
 
     Returns:
         :class:`ViewMatrix`.
@@ -101,7 +104,9 @@ def apply_view(weights: np.ndarray, encoding, options: ViewOptions) -> ViewMatri
         groups, labels, special, segments = word_groups(encoding)
         matrix = metrics.merge_word_pieces(matrix, groups)  # (..., w, w)
     if options.hide_special:
-        matrix = metrics.drop_tokens(matrix, ~special)  # (..., k, k), rows renormalised
+        keep = ~special
+        # (..., k, k); attention rows are renormalised to sum to 1 (case C11), other values only cut
+        matrix = metrics.drop_tokens(matrix, keep) if renormalise else matrix[..., keep, :][..., keep]
         labels = tuple(label for label, s in zip(labels, special, strict=True) if not s)
         segments = segments[~special]
     query_segment, key_segment = BLOCKS[options.block] if encoding.is_pair else (None, None)
@@ -112,5 +117,5 @@ def apply_view(weights: np.ndarray, encoding, options: ViewOptions) -> ViewMatri
         matrix,
         tuple(label for label, r in zip(labels, rows, strict=True) if r),
         tuple(label for label, c in zip(labels, columns, strict=True) if c),
-        options.hide_special,
+        options.hide_special and renormalise,
     )

@@ -23,6 +23,10 @@ DEFAULTS = {
     "fit_range": False,
     "variant": "exact",
     "seed": 0,
+    # View toggles of the heatmap views (attention_viz/ui/view_options.py; issue 8).
+    "word_level": False,
+    "hide_special": False,
+    "block": "all",
 }
 
 
