@@ -26,6 +26,14 @@ def _mark_sizes(importance: np.ndarray | None, count: int) -> np.ndarray:
     return MARK_SIZE[0] + (MARK_SIZE[1] - MARK_SIZE[0]) * np.sqrt(np.clip(values, 0, None) / top)  # area ∝ value
 
 
+_SHORT_TAGS = {"previous-token": "prev", "next-token": "next", "[CLS]": "CLS", "[SEP]": "SEP", "punctuation": "punct"}
+
+
+def _short_tags(tags: str) -> str:
+    """Tags shortened for the text under a mark (the hover and the table have them in full)."""
+    return "+".join(_SHORT_TAGS.get(tag, tag) for tag in tags.split(", ") if tag)
+
+
 def head_overview(
     grid: np.ndarray,
     tags: Sequence[str],
@@ -60,8 +68,7 @@ def head_overview(
         (float(finite.min()), float(max(finite.max(), finite.min() + 1e-12))) if finite.size else (0, 1)
     )
     sizes = _mark_sizes(importance, layers * heads)
-    imp = np.full(layers * heads, np.nan) if importance is None else np.asarray(importance, np.float64).reshape(-1)
-    short = [tag.replace("previous-token", "prev").replace("next-token", "next") for tag in tags]
+    short = [_short_tags(tag) for tag in tags]
     figure = go.Figure(
         go.Scatter(
             x=head_of,
@@ -69,11 +76,11 @@ def head_overview(
             mode="markers+text",
             text=short,
             textposition="bottom center",
-            textfont={"size": 9, "color": "#444"},
-            customdata=np.stack([layer_of, head_of, imp], axis=1),
+            textfont={"size": 8, "color": "#444"},
+            customdata=[[int(lay), int(hd), tag] for lay, hd, tag in zip(layer_of, head_of, tags, strict=True)],
             hovertemplate=(
                 f"{axis_titles[1]} %{{customdata[0]}}, {axis_titles[0]} %{{customdata[1]}}<br>"
-                f"{colorbar_title}: %{{marker.color:.4f}}<br>%{{text}}<extra></extra>"
+                f"{colorbar_title}: %{{marker.color:.4f}}<br>%{{customdata[2]}}<extra></extra>"
             ),
             marker={
                 "symbol": "square",
@@ -217,9 +224,6 @@ def matrix_heatmap(
             "type": "category",
             "automargin": True,
             "autorange": "reversed",
-            "scaleanchor": "x",
-            "constrain": "domain",
-            "constraintoward": "top",
             **ticks,
         },
     )

@@ -42,7 +42,7 @@ else:
     st.caption(t("stats.corpus_caption", texts=result.num_texts, skipped=result.num_skipped, tokens=result.num_tokens))
 
 columns = [c for c in analysis.STATISTICS if frame[c].notna().any()] + (["importance"] if "importance" in frame else [])
-statistic = st.selectbox(
+statistic = st.columns([2, 3])[0].selectbox(
     t("stats.statistic"), columns, format_func=lambda c: t(f"stats.col_{c}"), key="_stats_statistic"
 )
 importance_grid = analysis.statistic_grid(frame, "importance") if "importance" in frame else None
@@ -64,8 +64,9 @@ left.plotly_chart(
     selection_mode="points",
 )
 left.caption(t("stats.overview_caption") + (" " + t("stats.size_caption") if importance_grid is not None else ""))
+first = ["layer", "head", statistic, "tags"] + (["importance"] if "importance" in frame else [])
 right.dataframe(
-    frame,
+    frame[list(dict.fromkeys(first + list(frame.columns)))],  # the chosen statistic next to the head
     hide_index=True,
     height=min(38 + 35 * len(frame), 560),
     column_config={c: st.column_config.NumberColumn(t(f"stats.col_{c}"), format="%.3f") for c in columns},
