@@ -55,24 +55,24 @@ figure = analysis_figures.head_overview(
     importance=importance_grid,
     selected=(selection.layer, selection.head),
 )
-left, right = st.columns([3, 2])
-left.plotly_chart(
+# The table sits below the overview: side by side, 12 heads per row crowd at laptop widths (checked at 800 × 600).
+st.plotly_chart(
     figure,
     key=CHART_KEY,
     theme=None,
     on_select=lambda: head_links.on_select(CHART_KEY, info.num_heads),
     selection_mode="points",
 )
-left.caption(t("stats.overview_caption") + (" " + t("stats.size_caption") if importance_grid is not None else ""))
+st.caption(t("stats.overview_caption") + (" " + t("stats.size_caption") if importance_grid is not None else ""))
 first = ["layer", "head", statistic, "tags"] + (["importance"] if "importance" in frame else [])
-right.dataframe(
+st.dataframe(
     frame[list(dict.fromkeys(first + list(frame.columns)))],  # the chosen statistic next to the head
     hide_index=True,
-    height=min(38 + 35 * len(frame), 560),
+    height=min(38 + 35 * len(frame), 420),
     column_config={c: st.column_config.NumberColumn(t(f"stats.col_{c}"), format="%.3f") for c in columns},
     key="_stats_table",
 )
-right.download_button(
+st.download_button(
     t("stats.download"),
     frame.to_csv(index=False, float_format="%.8g"),
     file_name=f"head-statistics-{scope}.csv",
