@@ -19,6 +19,13 @@ PAGES = {
     "all_heads": st.Page(
         "attention_viz/ui/pages/all_heads.py", title=t("app.page_all_heads"), icon=":material/grid_view:"
     ),
+    "head_stats": st.Page(
+        "attention_viz/ui/pages/head_stats.py", title=t("app.page_head_stats"), icon=":material/analytics:"
+    ),
+    "head_similarity": st.Page(
+        "attention_viz/ui/pages/head_similarity.py", title=t("app.page_head_similarity"), icon=":material/scatter_plot:"
+    ),
+    "flow": st.Page("attention_viz/ui/pages/flow.py", title=t("app.page_flow"), icon=":material/account_tree:"),
     "inside": st.Page("attention_viz/ui/pages/inside.py", title=t("app.page_inside"), icon=":material/calculate:"),
     "article": st.Page("attention_viz/ui/pages/article.py", title=t("app.page_article"), icon=":material/menu_book:"),
 }

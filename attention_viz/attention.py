@@ -130,6 +130,7 @@ class MultiHeadSelfAttention(nn.Module):
         x: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         scaling: float | None = None,
+        head_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Attend from every position of ``x`` to every position.
 
@@ -138,6 +139,10 @@ class MultiHeadSelfAttention(nn.Module):
             attention_mask: ``(b, t)`` padding mask, 1 for real tokens, 0 for padding; ``None`` if no
                 padding.
             scaling: override of the score scaling (teaching variants); ``None`` is ``head_dim ** -0.5``.
+            head_mask: ``(h,)`` or ``(b, h)`` factors on each head's context before the heads are
+                merged: 0 switches a head's output off (Michel et al. 2019, "Are Sixteen Heads Really
+                Better than One?"); the weights returned are unchanged. ``None``: no mask, no extra
+                arithmetic (exact parity with transformers).
 
         Returns:
             ``(output, weights)``: output ``(b, t, output_size)`` (before any residual); weights
@@ -147,6 +152,9 @@ class MultiHeadSelfAttention(nn.Module):
         mask = None if attention_mask is None else key_padding_mask(attention_mask, q.dtype)
         p = self.dropout if self.training else 0.0
         context, weights = scaled_dot_product_attention(q, k, v, mask, scaling, p)  # (b, h, t, d)
+        if head_mask is not None:
+            factors = head_mask.to(context.dtype).reshape(-1, self.num_heads, 1, 1)  # (1 or b, h, 1, 1)
+            context = context * factors
         b, h, t, d = context.shape
         merged = context.transpose(1, 2).reshape(b, t, h * d)  # (b, t, h*d)
         return self.output(merged), weights

@@ -1,4 +1,5 @@
-"""Command line: ``python -m attention_viz attention TEXT [options]`` prints attention as JSON or CSV.
+"""Command line: ``python -m attention_viz attention TEXT [options]`` prints attention as JSON or CSV;
+``python -m attention_viz stats FILE [options]`` prints per-head statistics over a corpus.
 
 Exit status 0 on success; 2 with one ``error: ...`` line on stderr for bad input or a model that
 cannot be loaded.
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     attention.add_argument("--layer", type=int, help="only this layer (from 0)")
     attention.add_argument("--head", type=int, help="only this head (from 0)")
     attention.add_argument("--format", choices=("json", "csv"), default="json")
+    _add_stats_parser(commands)
     return parser
 
 
@@ -67,6 +69,9 @@ def _run(args: argparse.Namespace) -> str:
     from attention_viz import export
     from attention_viz.extraction import extract
     from attention_viz.loading import load_model
+
+    if args.command == "stats":
+        return _run_stats(args)
 
     _check_options(args)
     loaded = load_model(args.model)
@@ -101,3 +106,62 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
         return 1
     return 0
+
+
+# --- stats: per-head statistics over a corpus file (issue 8) -------------------------------------------
+
+
+def _add_stats_parser(commands) -> None:
+    stats = commands.add_parser(
+        "stats",
+        help="per-head statistics (Clark et al. 2019) over a text file, one text per line",
+        description="One row per (layer, head): attention entropy, shares on [CLS]/[SEP]/punctuation/"
+        "self/previous/next, mean distance, A→B/B→A shares for tab-separated pairs, and tags.",
+    )
+    stats.add_argument("file", help="UTF-8 text file, one text per line; a tab splits a sentence pair")
+    stats.add_argument("--model", default=None, help="hub name or local folder (default: the bundled model)")
+    stats.add_argument("--batch-size", type=int, default=16, help="texts per forward pass (default 16)")
+    stats.add_argument("--importance", action="store_true", help="also head importance by ablation (slower)")
+    stats.add_argument("--format", choices=("csv", "json"), default="csv")
+
+
+def _read_corpus_file(path: str) -> list[tuple[str, str | None]]:
+    from attention_viz.analysis import parse_corpus
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return parse_corpus(handle.read())
+    except FileNotFoundError:
+        raise _UsageError(f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise _UsageError(f"{path} is a folder: give a text file, one text per line") from None
+    except UnicodeDecodeError:
+        raise _UsageError(f"{path} is not UTF-8 text: save it as UTF-8, one text per line") from None
+    except OSError as exc:
+        raise _UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _run_stats(args: argparse.Namespace) -> str:
+    from tqdm import tqdm
+
+    from attention_viz.analysis import corpus_statistics
+    from attention_viz.loading import load_model
+
+    if args.batch_size < 1:
+        raise _UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
+    texts = _read_corpus_file(args.file)
+    loaded = load_model(args.model)
+    with tqdm(total=len(texts), unit="text", file=sys.stderr, leave=False, desc="stats") as bar:
+        advance = lambda done, _total: bar.update(done - bar.n)  # noqa: E731
+        result = corpus_statistics(loaded, texts, args.batch_size, progress=advance, importance=args.importance)
+    frame = result.statistics
+    if args.format == "csv":
+        return frame.to_csv(index=False, float_format="%.8g")
+    payload = {
+        "model": loaded.info.name,
+        "num_texts": result.num_texts,
+        "num_skipped": result.num_skipped,
+        "num_tokens": result.num_tokens,
+        "heads": json.loads(frame.to_json(orient="records", double_precision=10)),  # NaN becomes null
+    }
+    return json.dumps(payload, ensure_ascii=False) + "\n"

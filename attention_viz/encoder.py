@@ -150,9 +150,13 @@ class EncoderLayer(nn.Module):
         self.activation = _ACTIVATIONS[config.hidden_act]
 
     def forward(
-        self, x: torch.Tensor, attention_mask: torch.Tensor | None, scaling: float | None
+        self,
+        x: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        scaling: float | None,
+        head_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        attended, weights = self.attention(x, attention_mask, scaling)  # (b, t, hidden), (b, h, t, t)
+        attended, weights = self.attention(x, attention_mask, scaling, head_mask)  # (b, t, hidden), (b, h, t, t)
         x = self.attention_norm(x + self.dropout(attended))
         ffn = self.output(self.activation(self.intermediate(x)))  # (b, t, hidden)
         return self.output_norm(x + self.dropout(ffn)), weights
@@ -206,6 +210,7 @@ class BertEncoder(nn.Module):
         token_type_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
         scaling: float | None = None,
+        head_mask: torch.Tensor | None = None,
     ) -> EncoderOutput:
         """Encode a batch of token ids.
 
@@ -214,6 +219,9 @@ class BertEncoder(nn.Module):
             token_type_ids: ``(b, t)`` segment ids (0 for sentence A, 1 for B); default all 0.
             attention_mask: ``(b, t)`` 1 for real tokens, 0 for padding; default no padding.
             scaling: score scaling for every layer (see :class:`Variant`); ``None`` is ``head_dim**-0.5``.
+            head_mask: ``(L, h)`` or ``(b, L, h)``: 1 keeps a head, 0 zeroes its output before the
+                output projection (Michel et al. 2019); ``None`` (default) keeps every head and
+                reproduces transformers exactly.
 
         Returns:
             :class:`EncoderOutput` with every layer's hidden states and attention weights.
@@ -222,8 +230,9 @@ class BertEncoder(nn.Module):
             token_type_ids = torch.zeros_like(input_ids)
         x = self.embeddings(input_ids, token_type_ids)  # (b, t, hidden)
         hidden_states, attentions = [x], []
-        for layer in self.layers:
-            x, weights = layer(x, attention_mask, scaling)  # (b, t, hidden), (b, h, t, t)
+        for index, layer in enumerate(self.layers):
+            layer_mask = None if head_mask is None else head_mask[..., index, :]  # (h,) or (b, h)
+            x, weights = layer(x, attention_mask, scaling, layer_mask)  # (b, t, hidden), (b, h, t, t)
             hidden_states.append(x)
             attentions.append(weights)
         return EncoderOutput(x, tuple(hidden_states), tuple(attentions))

@@ -61,20 +61,36 @@ def merge_word_pieces(weights: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """Attention between words instead of WordPiece pieces (Clark et al. 2019, "What does BERT look at?").
 
     Attention *to* a word is the sum over its pieces; attention *from* a word is the mean over its
-    pieces, so rows still sum to 1 (case C10).
+    pieces, so rows still sum to 1 (case C10). Every token must belong to a group: [CLS] and [SEP]
+    get groups of their own (see :func:`attention_viz.analysis.views.word_groups`), never dropped
+    (case C22).
 
     Args:
         weights: ``(..., t, t)``.
-        groups: ``(t,)`` int, the word (0 to ``w - 1``, in order) each piece belongs to.
+        groups: ``(t,)`` int, the group (0 to ``w - 1``) each token belongs to; every group from 0 to
+            ``w - 1`` has at least one token.
 
     Returns:
         ``(..., w, w)``.
+
+    Raises:
+        ValueError: if ``groups`` does not cover every token with a group from 0 to ``w - 1`` (for
+            example ``-1`` for special tokens, as ``Encoding.word_ids`` has), leaves a group empty,
+            or does not match the number of tokens.
     """
     groups = np.asarray(groups)
-    onehot = (groups[:, None] == np.arange(groups.max() + 1)[None, :]).astype(np.float64)  # (t, w)
-    to_words = np.asarray(weights, dtype=np.float64) @ onehot  # (..., t, w)
+    weights = np.asarray(weights, dtype=np.float64)
+    if groups.ndim != 1 or groups.shape[0] != weights.shape[-1]:
+        raise ValueError(f"groups must be one group per token ({weights.shape[-1]}), got shape {groups.shape}")
+    if groups.size == 0 or groups.min() < 0:
+        raise ValueError("every token needs a group: give special tokens ([CLS], [SEP]) a group of their own")
+    counts = np.bincount(groups)
+    if (counts == 0).any():
+        raise ValueError(f"groups must be numbered 0 to w - 1 without gaps; group {int(np.argmin(counts))} is empty")
+    onehot = (groups[:, None] == np.arange(counts.size)[None, :]).astype(np.float64)  # (t, w)
+    to_words = weights @ onehot  # (..., t, w)
     summed = np.swapaxes(onehot, 0, 1) @ to_words  # (..., w, w)
-    return summed / onehot.sum(0)[:, None]
+    return summed / counts[:, None]
 
 
 def drop_tokens(weights: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -96,23 +112,31 @@ def drop_tokens(weights: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return np.divide(kept, totals, out=np.zeros_like(kept), where=totals > 0)
 
 
-def attention_rollout(weights: np.ndarray) -> np.ndarray:
+def attention_rollout(weights: np.ndarray, up_to_layer: int | None = None) -> np.ndarray:
     """Attention rollout (Abnar & Zuidema 2020, "Quantifying Attention Flow in Transformers").
 
     Heads are averaged; each layer's map gets the residual connection, ``(A + I) / 2``, rows are
     renormalised, and layers are multiplied with later layers on the left:
-    ``R = Â_L ··· Â_2 Â_1`` (case C12).
+    ``R = Â_l ··· Â_1 Â_0`` (case C12).
 
     Args:
         weights: ``(layers, heads, t, t)`` or head-averaged ``(layers, t, t)``.
+        up_to_layer: the last layer (from 0) to include; ``None`` for all layers.
 
     Returns:
-        ``(t, t)``: row ``i`` is how much of the last layer's token ``i`` flows from each input token;
-        rows sum to 1.
+        ``(t, t)``: row ``i`` is how much of token ``i`` at the output of layer ``up_to_layer``
+        flows from each input token; rows sum to 1.
+
+    Raises:
+        ValueError: if ``up_to_layer`` is out of range.
     """
     weights = np.asarray(weights, dtype=np.float64)
     if weights.ndim == 4:
         weights = weights.mean(1)  # (L, t, t)
+    if up_to_layer is not None:
+        if not 0 <= up_to_layer < weights.shape[0]:
+            raise ValueError(f"up_to_layer {up_to_layer} is out of range: layers 0-{weights.shape[0] - 1}")
+        weights = weights[: up_to_layer + 1]  # (l + 1, t, t)
     identity = np.eye(weights.shape[-1])
     rollout = identity
     for layer in weights:

@@ -7,11 +7,16 @@ in the key (case C16), so changing only the layer or head never runs the model a
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import threading
+from collections import OrderedDict
 
+import numpy as np
+import pandas as pd
 import streamlit as st
 
-from attention_viz import article_compare, extraction, loading, metrics, settings, steps
+from attention_viz import analysis, article_compare, extraction, loading, metrics, settings, steps
 from attention_viz.extraction import AttentionResult
 from attention_viz.loading import LoadedModel, ModelLoadError
 
@@ -121,3 +126,80 @@ def _article_maps(
 def article_maps(loaded: LoadedModel, text: str, pair: str | None, layer: int, seed: int, differences: tuple):
     """``(encoding, correct, with_differences)``: both ``(heads, query, key)`` on the layer's input."""
     return _article_maps(loaded, loaded.info.name, text, pair, layer, seed, tuple(sorted(differences)))
+
+
+# --- Exploring heads (issue 8): statistics, importance, similarity, flow ------------------------------
+
+CORPUS_RESULTS_KEPT = 8
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _text_statistics(_loaded: LoadedModel, model_name: str, text: str, pair: str | None) -> pd.DataFrame:
+    result = pretrained(_loaded, text, pair)
+    frame = analysis.head_statistics(result.weights, analysis.TokenKinds.from_encoding(result.encoding))
+    frame["importance"] = analysis.head_importance(_loaded.encoder, result.encoding).reshape(-1)  # layer-major
+    return frame
+
+
+def text_statistics(loaded: LoadedModel, text: str, pair: str | None) -> pd.DataFrame:
+    """Per-head statistics, tags and importance of the current text (one row per layer and head)."""
+    return _text_statistics(loaded, loaded.info.name, text, pair).copy()
+
+
+@st.cache_resource(show_spinner=False)
+def _corpus_store() -> tuple[OrderedDict, threading.Lock]:
+    # Corpus runs report progress to the page, which st.cache_data cannot replay: results are kept here.
+    return OrderedDict(), threading.Lock()
+
+
+def corpus_statistics(
+    loaded: LoadedModel, corpus: str, batch_size: int, importance: bool, progress=None
+) -> analysis.CorpusResult:
+    """Statistics (and head divergence; importance if asked) over a corpus text, computed once per model,
+    corpus and options; ``progress(done, total)`` is called while it runs. Streamlit stops the run when
+    the user changes the input (the next progress update raises), and nothing is stored then.
+
+    Raises:
+        InputError: an empty corpus.
+    """
+    digest = hashlib.sha256(corpus.encode("utf-8")).hexdigest()
+    key = (loaded.info.name, digest, batch_size, importance)
+    store, lock = _corpus_store()
+    with lock:
+        if key in store:
+            store.move_to_end(key)
+            return store[key]
+    texts = analysis.parse_corpus(corpus)
+    result = analysis.corpus_statistics(loaded, texts, batch_size, progress, importance=importance, divergence=True)
+    with lock:
+        store[key] = result
+        while len(store) > CORPUS_RESULTS_KEPT:
+            store.popitem(last=False)
+    return result
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _text_divergence(_loaded: LoadedModel, model_name: str, text: str, pair: str | None) -> np.ndarray:
+    return analysis.head_divergence(pretrained(_loaded, text, pair).weights)
+
+
+def text_divergence(loaded: LoadedModel, text: str, pair: str | None) -> np.ndarray:
+    """``(n, n)`` JS divergence between every pair of heads on the current text (bits)."""
+    return _text_divergence(loaded, loaded.info.name, text, pair)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def mds_layout(divergence: np.ndarray) -> np.ndarray:
+    """Cached :func:`attention_viz.analysis.mds_layout` (keyed by the divergence matrix itself)."""
+    return analysis.mds_layout(divergence)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _layer_flow(_loaded: LoadedModel, model_name: str, text: str, pair: str | None, layer: int) -> analysis.LayerFlow:
+    encoding = pretrained(_loaded, text, pair).encoding
+    return analysis.layer_flow(_loaded.encoder, encoding, layer)
+
+
+def layer_flow(loaded: LoadedModel, text: str, pair: str | None, layer: int) -> analysis.LayerFlow:
+    """Raw head average, rollout up to ``layer`` and norm-based attention for the current text."""
+    return _layer_flow(loaded, loaded.info.name, text, pair, layer)

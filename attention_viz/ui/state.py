@@ -43,6 +43,10 @@ DEFAULTS = {
     # The article's layer: the article's differences switched on (comma-separated) and the weights' seed.
     "article_diffs": "shared,embed_scaling",
     "article_seed": 0,
+    # View toggles of the heatmap views (attention_viz/ui/view_options.py; issue 8).
+    "word_level": False,
+    "hide_special": False,
+    "block": "all",
 }
 # What a link may carry beyond its default's type (see attention_viz.links.Rules); add a key's
 # allowed values or range here when its type alone is not enough.

@@ -1,0 +1,198 @@
+"""Statistics, head similarity and head importance over a corpus, in padded batches.
+
+A corpus is plain text, one text per line; a tab splits a line into a sentence pair. Texts run in
+batches padded to the longest; each text's attention is cut back to its own tokens before anything
+is computed, and padded keys get weight 0 from the model's mask, so a text's numbers are the same
+alone or in any batch. Progress is reported through a callback and the run stops between batches
+when ``cancel()`` says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from attention_viz.analysis import importance as importance_module
+from attention_viz.analysis import similarity, stats
+from attention_viz.extraction import ROW_SUM_TOLERANCE, AttentionError, InputError, validate_attentions
+from attention_viz.loading import LoadedModel
+
+BUNDLED_CORPUS = Path(__file__).resolve().parents[2] / "assets" / "corpus" / "sentences.txt"
+Progress = Callable[[int, int], None]  # (texts done, texts in all)
+Texts = Sequence[tuple[str, str | None]]
+
+
+class CancelledError(RuntimeError):
+    """The run was cancelled (``cancel()`` returned True) before it finished."""
+
+
+@dataclass(frozen=True)
+class CorpusResult:
+    """Per-head results over a corpus.
+
+    Attributes:
+        statistics: one row per head (``layer``, ``head``, the statistics of
+            :data:`attention_viz.analysis.stats.STATISTICS`, ``tags``, and ``importance`` when asked for).
+        divergence: ``(n, n)`` mean JS divergence between heads (bits), ``n = layers * heads``; None
+            unless asked for.
+        num_texts: texts used; num_skipped: lines with no token left after normalisation (case C20).
+        num_tokens: tokens in all; num_truncated: texts at the model's maximum length (cut).
+    """
+
+    statistics: pd.DataFrame
+    divergence: np.ndarray | None
+    num_texts: int
+    num_skipped: int
+    num_tokens: int
+    num_truncated: int
+
+
+def bundled_corpus() -> str:
+    """The text of the bundled corpus (``assets/corpus/sentences.txt``: English and Chinese, some pairs)."""
+    return BUNDLED_CORPUS.read_text(encoding="utf-8")
+
+
+def parse_corpus(text: str) -> list[tuple[str, str | None]]:
+    """Texts of a corpus file: one per non-blank line; ``A<TAB>B`` is a sentence pair.
+
+    Raises:
+        InputError: if there is no text at all.
+    """
+    texts = []
+    for line in text.splitlines():
+        first, _, second = line.partition("\t")
+        if first.strip():
+            texts.append((first.strip(), second.strip() or None))
+    if not texts:
+        raise InputError("the corpus is empty: give one text per line")
+    return texts
+
+
+def _batch_inputs(tokenizer, chunk: Texts, max_length: int):
+    """``(inputs, rows)``: padded ``(b, t)`` tensors, and per text its ids, special flags and segments."""
+    encoded = [tokenizer(a, b, truncation=True, max_length=max_length, return_token_type_ids=True) for a, b in chunk]
+    inputs = tokenizer.pad(
+        [{k: e[k] for k in ("input_ids", "token_type_ids", "attention_mask")} for e in encoded],
+        padding=True,
+        return_tensors="pt",
+    )
+    rows = []
+    for e in encoded:
+        segments, current = [], 0
+        for s in e.sequence_ids():  # a special token takes the segment before it, as in Encoding
+            current = current if s is None else s
+            segments.append(current)
+        rows.append((e["input_ids"], [s is None for s in e.sequence_ids()], segments))
+    return dict(inputs), rows
+
+
+def batch_attention(
+    loaded: LoadedModel, texts: Texts, batch_size: int = 16
+) -> Iterator[tuple[dict[str, torch.Tensor], list[tuple[np.ndarray, stats.TokenKinds]]]]:
+    """The pretrained model's attention for each text, computed in padded batches.
+
+    Token type ids are asked for explicitly (``return_token_type_ids=True``): some tokenizers leave
+    them out by default (case C19).
+
+    Yields:
+        ``(inputs, items)`` per batch: ``inputs`` the padded ``(b, t)`` tensors given to the model;
+        ``items`` per text ``(weights, kinds)``, ``weights`` float32 ``(layers, heads, n, n)`` cut to
+        the text's ``n`` real tokens.
+
+    Raises:
+        AttentionError: if the model returns no or invalid attention.
+        InputError: if ``batch_size`` is below 1.
+    """
+    if batch_size < 1:
+        raise InputError(f"the batch size must be at least 1, got {batch_size}")
+    tokenizer, model, info = loaded.tokenizer, loaded.model, loaded.info
+    for start in range(0, len(texts), batch_size):
+        inputs, rows = _batch_inputs(tokenizer, texts[start : start + batch_size], info.max_positions)
+        with torch.inference_mode():
+            outputs = model(**inputs, output_attentions=True)
+        attentions = getattr(outputs, "attentions", None)
+        if not attentions:
+            validate_attentions(attentions, info.num_layers, info.num_heads, 0)  # raises the clear message
+        stacked = torch.stack(attentions, 1).float().numpy()  # (b, L, h, t, t)
+        items = []
+        for row, (ids, special, segments) in enumerate(rows):
+            n = len(ids)
+            weights = stacked[row, :, :, :n, :n]  # (L, h, n, n): padding cut off
+            worst = float(np.abs(weights.sum(-1) - 1).max())
+            if worst > ROW_SUM_TOLERANCE:
+                raise AttentionError(f"attention rows do not sum to 1 (off by {worst:.2g}) in text {start + row}")
+            tokens = tokenizer.convert_ids_to_tokens(ids)
+            kinds = stats.TokenKinds.from_tokens(tokens, special, segments, tokenizer.cls_token, tokenizer.sep_token)
+            items.append((weights, kinds))
+        yield inputs, items
+
+
+def corpus_statistics(
+    loaded: LoadedModel,
+    texts: Texts,
+    batch_size: int = 16,
+    progress: Progress | None = None,
+    cancel: Callable[[], bool] | None = None,
+    importance: bool = False,
+    divergence: bool = False,
+) -> CorpusResult:
+    """Per-head statistics (Clark et al. 2019) over a corpus, optionally head importance and similarity.
+
+    Args:
+        loaded: the model.
+        texts: ``(sentence A, sentence B or None)`` pairs, e.g. from :func:`parse_corpus`.
+        batch_size: texts per forward pass (padded to the longest in the batch).
+        progress: called with ``(texts done, texts in all)`` after each batch.
+        cancel: called before each batch; True stops the run with :class:`CancelledError`.
+        importance: also compute head importance (Michel et al. 2019): per layer one extra pass of
+            the layers from it upward for every head, so several times slower.
+        divergence: also compute the JS divergence between every pair of heads.
+
+    Returns:
+        :class:`CorpusResult`; importance is averaged over texts, the statistics over query tokens.
+
+    Raises:
+        InputError: no texts, or a batch size below 1.
+        AttentionError: the model returns no or invalid attention.
+        CancelledError: when ``cancel()`` returned True.
+    """
+    if not texts:
+        raise InputError("the corpus is empty: give one text per line")
+    sums, divergence_sums, importance_total = None, None, None
+    done = used = skipped = tokens = truncated = queries = 0
+    for inputs, items in batch_attention(loaded, texts, batch_size):
+        if cancel is not None and cancel():
+            raise CancelledError(f"cancelled after {done} of {len(texts)} texts")
+        real = [bool((~(kinds.cls | kinds.sep)).any()) for _, kinds in items]
+        for (weights, kinds), has_words in zip(items, real, strict=True):
+            if not has_words:  # only [CLS] [SEP]: the line normalised to nothing (case C20)
+                skipped += 1
+                continue
+            n = weights.shape[-1]
+            used, tokens, truncated = used + 1, tokens + n, truncated + (n >= loaded.info.max_positions)
+            text_sums = stats.statistic_sums(weights, kinds)
+            sums = text_sums if sums is None else sums + text_sums
+            if divergence:
+                d, q = similarity.head_divergence_sums(weights)
+                divergence_sums = d if divergence_sums is None else divergence_sums + d
+                queries += q
+        if importance and any(real):
+            keep = torch.tensor(real)
+            batch = [inputs[k][keep] for k in ("input_ids", "token_type_ids", "attention_mask")]
+            part = importance_module.importance_sums(loaded.encoder, *batch)
+            importance_total = part if importance_total is None else importance_total + part
+        done += len(items)
+        if progress is not None:
+            progress(done, len(texts))
+    if sums is None:
+        raise InputError("no line of the corpus has any tokens: give one text per line")
+    frame = stats.statistics_frame(sums)
+    if importance_total is not None:
+        frame["importance"] = (importance_total / used).reshape(-1)  # (L * h,), layer-major
+    mean_divergence = None if divergence_sums is None else divergence_sums / queries
+    return CorpusResult(frame, mean_divergence, used, skipped, tokens, truncated)

@@ -1,0 +1,111 @@
+"""Beyond raw weights for one layer: attention rollout up to it and norm-based attention.
+
+Rollout (Abnar & Zuidema 2020) is :func:`attention_viz.metrics.attention_rollout` with
+``up_to_layer``. Norm-based attention (Kobayashi et al. 2020, "Attention is Not Only a Weight:
+Analyzing Transformers with Vector Norms") weighs each attention weight by the size of what the key
+actually sends: ``‖α_ij f(x_j)‖`` with ``f(x) = (x W_V + b_V) W_O`` per head, read from our
+from-scratch encoder's value and output projections.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attention_viz import metrics
+from attention_viz.encoder import BertEncoder
+
+
+@dataclass(frozen=True)
+class LayerFlow:
+    """Three views of one layer, each ``(t, t)`` with rows = queries, columns = keys.
+
+    Attributes:
+        layer: the layer (from 0).
+        raw: the layer's attention averaged over heads; rows sum to 1.
+        rollout: attention rollout through layers 0 to ``layer``; rows sum to 1.
+        norm: norm-based attention of the whole layer, ``‖Σ_h α^h_ij f_h(x_j)‖`` (Kobayashi et al.
+            2020, eq. 7), in the units of the hidden vectors; rows do not sum to 1.
+        norm_per_head: ``(h, t, t)`` ``α^h_ij ‖f_h(x_j)‖`` for each head.
+    """
+
+    layer: int
+    raw: np.ndarray
+    rollout: np.ndarray
+    norm: np.ndarray
+    norm_per_head: np.ndarray
+
+
+def transformed_values(encoder: BertEncoder, layer: int, layer_input: torch.Tensor) -> np.ndarray:
+    """``f_h(x_j) = (x_j W_V + b_V)_h W_O,h`` for every head and token of one layer (Kobayashi et al. 2020).
+
+    The output bias ``b_O`` is left out: it is added once, whatever the attention.
+
+    Args:
+        encoder: the from-scratch encoder (its weights).
+        layer: the layer (from 0).
+        layer_input: ``(t, hidden)`` the layer's input (``EncoderOutput.hidden_states[layer]``).
+
+    Returns:
+        ``(h, t, hidden)`` float64.
+    """
+    attention = encoder.layers[layer].attention
+    h, d = attention.num_heads, attention.head_dim
+    with torch.inference_mode():
+        values = attention.value(layer_input.to(torch.float32))  # (t, h*d)
+        t = values.shape[0]
+        values = values.view(t, h, d).transpose(0, 1)  # (h, t, d)
+        w_out = attention.output.weight.view(-1, h, d).permute(1, 2, 0)  # (h, d, hidden)
+        transformed = torch.matmul(values, w_out)  # (h, t, hidden)
+    return transformed.double().numpy()
+
+
+def norm_based_attention(weights: np.ndarray, transformed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Norm-based attention of one layer (Kobayashi et al. 2020).
+
+    Args:
+        weights: ``(h, t, t)`` the layer's attention.
+        transformed: ``(h, t, hidden)`` from :func:`transformed_values`.
+
+    Returns:
+        ``(per_head, layer)``: ``per_head[h, i, j] = α^h_ij ‖f_h(x_j)‖``, ``(h, t, t)``;
+        ``layer[i, j] = ‖Σ_h α^h_ij f_h(x_j)‖``, ``(t, t)``.
+    """
+    weights, transformed = np.asarray(weights, np.float64), np.asarray(transformed, np.float64)
+    per_head = weights * np.linalg.norm(transformed, axis=-1)[:, None, :]  # (h, t, t)
+    t = weights.shape[-1]
+    layer = np.empty((t, t))
+    for start in range(0, t, 64):  # (h, 64, t, hidden) at a time: t × t × hidden at once is too big at 512
+        rows = slice(start, start + 64)
+        summed = np.einsum("hij,hjd->ijd", weights[:, rows], transformed)  # (rows, t, hidden)
+        layer[rows] = np.linalg.norm(summed, axis=-1)
+    return per_head, layer
+
+
+def layer_flow(encoder: BertEncoder, encoding, layer: int) -> LayerFlow:
+    """Raw head average, rollout up to ``layer`` and norm-based attention for one encoded input.
+
+    Args:
+        encoder: the from-scratch encoder with the model's weights (exact variant).
+        encoding: an :class:`~attention_viz.extraction.Encoding`.
+        layer: the layer (from 0).
+
+    Returns:
+        :class:`LayerFlow`.
+
+    Raises:
+        ValueError: if ``layer`` is out of range.
+    """
+    layers = encoder.config.num_hidden_layers
+    if not 0 <= layer < layers:
+        raise ValueError(f"layer {layer} is out of range: layers 0-{layers - 1}")
+    input_ids = torch.from_numpy(encoding.input_ids)[None]  # (1, t)
+    token_type_ids = torch.from_numpy(encoding.token_type_ids)[None]  # (1, t)
+    with torch.inference_mode():
+        output = encoder(input_ids, token_type_ids)
+    weights = torch.cat(output.attentions).double().numpy()  # (L, h, t, t)
+    transformed = transformed_values(encoder, layer, output.hidden_states[layer][0])
+    per_head, norm = norm_based_attention(weights[layer], transformed)
+    return LayerFlow(layer, weights[layer].mean(0), metrics.attention_rollout(weights, layer), norm, per_head)

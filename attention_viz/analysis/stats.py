@@ -1,0 +1,209 @@
+"""Per-head statistics of attention maps, after Clark et al. 2019, "What Does BERT Look At?".
+
+Every statistic is a mean over query tokens of something read off one row of a head's attention:
+the row's entropy, the share of its attention on a kind of key, or the expected distance to the key.
+Over a corpus the sums and the numbers of queries are added text by text, so each query token counts
+once (Clark et al. average over all tokens of their corpus the same way). All values are computed in
+float64; entropies are in bits, distances in tokens.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from attention_viz import metrics
+
+# Column name -> what it measures; the order of the table's columns.
+STATISTICS = {
+    "entropy": "mean attention entropy of a query's row (bits)",
+    "uniform_entropy": "entropy of uniform attention over the same keys, log2(keys) (bits)",
+    "cls": "share of attention on [CLS]",
+    "sep": "share of attention on [SEP]",
+    "punctuation": "share of attention on punctuation pieces",
+    "self": "share of attention on the query token itself",
+    "previous": "share of attention on the previous token (queries that have one)",
+    "next": "share of attention on the next token (queries that have one)",
+    "distance": "mean attention distance |query − key| (tokens)",
+    "a_to_b": "share of sentence A's attention on sentence B (pairs only)",
+    "b_to_a": "share of sentence B's attention on sentence A (pairs only)",
+}
+# A head gets a tag when its share is above this (Clark et al. call such heads "attending broadly" or
+# to a position when most of the attention goes there); "broad" when its entropy is at least
+# BROAD_FRACTION of uniform attention's.
+TAG_SHARE = 0.5
+BROAD_FRACTION = 0.8
+TAG_RULES = {
+    "previous-token": "previous",
+    "next-token": "next",
+    "self": "self",
+    "[CLS]": "cls",
+    "[SEP]": "sep",
+    "punctuation": "punctuation",
+}
+# No A→B / B→A tag: [CLS] and the first [SEP] belong to sentence A, so most heads send more than half
+# of B's attention "to A" (65 of 72 heads over the bundled corpus) through those two tokens alone.
+
+
+def is_punctuation(token: str) -> bool:
+    """Whether a WordPiece token is punctuation: every character in a Unicode ``P*`` category."""
+    token = token.removeprefix("##")
+    return bool(token) and all(unicodedata.category(c).startswith("P") for c in token)
+
+
+@dataclass(frozen=True)
+class TokenKinds:
+    """What each of ``t`` tokens is, for the statistics.
+
+    Attributes:
+        cls: ``(t,)`` bool, the [CLS] token.
+        sep: ``(t,)`` bool, [SEP] tokens.
+        punctuation: ``(t,)`` bool, punctuation pieces (see :func:`is_punctuation`).
+        segments: ``(t,)`` int, 0 for sentence A and 1 for B (specials as in ``Encoding.segments``).
+    """
+
+    cls: np.ndarray
+    sep: np.ndarray
+    punctuation: np.ndarray
+    segments: np.ndarray
+
+    @classmethod
+    def from_tokens(cls, tokens, special, segments, cls_token: str = "[CLS]", sep_token: str = "[SEP]") -> TokenKinds:
+        """Kinds from WordPiece tokens, the special-token flags and the segment ids."""
+        tokens = list(tokens)
+        special = np.asarray(special, dtype=bool)
+        return cls(
+            cls=special & np.array([tok == cls_token for tok in tokens], dtype=bool),
+            sep=special & np.array([tok == sep_token for tok in tokens], dtype=bool),
+            punctuation=~special & np.array([is_punctuation(tok) for tok in tokens], dtype=bool),
+            segments=np.asarray(segments, dtype=np.int64),
+        )
+
+    @classmethod
+    def from_encoding(cls, encoding, cls_token: str = "[CLS]", sep_token: str = "[SEP]") -> TokenKinds:
+        """Kinds of an :class:`attention_viz.extraction.Encoding`."""
+        return cls.from_tokens(encoding.tokens, encoding.special, encoding.segments, cls_token, sep_token)
+
+
+@dataclass
+class StatisticSums:
+    """Sums over query tokens of each statistic, and how many queries each sum has, per head.
+
+    Attributes:
+        sums: ``{statistic: (layers, heads) float64}``.
+        counts: ``{statistic: int}``: queries that went into each sum (the same for every head).
+    """
+
+    sums: dict[str, np.ndarray]
+    counts: dict[str, int]
+
+    def __add__(self, other: StatisticSums) -> StatisticSums:
+        return StatisticSums(
+            {k: self.sums[k] + other.sums[k] for k in self.sums},
+            {k: self.counts[k] + other.counts[k] for k in self.counts},
+        )
+
+    def means(self) -> dict[str, np.ndarray]:
+        """``{statistic: (layers, heads)}``, NaN where no query counted (e.g. ``a_to_b`` without a pair)."""
+        return {
+            k: self.sums[k] / self.counts[k] if self.counts[k] else np.full_like(v, np.nan)
+            for k, v in self.sums.items()
+        }
+
+
+def statistic_sums(weights: np.ndarray, kinds: TokenKinds) -> StatisticSums:
+    """Per-head sums over query tokens of every statistic in :data:`STATISTICS` for one text.
+
+    Args:
+        weights: ``(layers, heads, t, t)`` attention of one text (no padding); rows sum to 1.
+        kinds: what each of the ``t`` tokens is.
+
+    Returns:
+        :class:`StatisticSums`; add those of several texts with ``+`` for a corpus.
+
+    Raises:
+        ValueError: if ``weights`` is not ``(layers, heads, t, t)`` with ``t`` matching ``kinds``.
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2] or weights.shape[-1] != kinds.cls.shape[0]:
+        raise ValueError(f"weights must be (layers, heads, t, t) with t = {kinds.cls.shape[0]}, got {weights.shape}")
+    t = weights.shape[-1]
+    positions = np.arange(t)
+    diagonal = np.diagonal(weights, axis1=-2, axis2=-1)  # (L, h, t)
+    in_a, in_b = kinds.segments == 0, kinds.segments == 1
+    sums = {
+        "entropy": metrics.row_entropy(weights).sum(-1),  # (L, h)
+        "uniform_entropy": np.full(weights.shape[:2], t * np.log2(t)),
+        "cls": weights[..., kinds.cls].sum((-1, -2)),
+        "sep": weights[..., kinds.sep].sum((-1, -2)),
+        "punctuation": weights[..., kinds.punctuation].sum((-1, -2)),
+        "self": diagonal.sum(-1),
+        "previous": np.diagonal(weights, offset=-1, axis1=-2, axis2=-1).sum(-1),  # entries (i, i - 1)
+        "next": np.diagonal(weights, offset=1, axis1=-2, axis2=-1).sum(-1),  # entries (i, i + 1)
+        "distance": (weights * np.abs(positions[:, None] - positions[None, :])).sum((-1, -2)),
+        "a_to_b": weights[..., in_a, :][..., in_b].sum((-1, -2)) if in_b.any() else np.zeros(weights.shape[:2]),
+        "b_to_a": weights[..., in_b, :][..., in_a].sum((-1, -2)) if in_b.any() else np.zeros(weights.shape[:2]),
+    }
+    pair = bool(in_b.any())
+    counts = dict.fromkeys(sums, t)
+    counts.update(previous=t - 1, next=t - 1, a_to_b=int(in_a.sum()) if pair else 0, b_to_a=int(in_b.sum()))
+    return StatisticSums(sums, counts)
+
+
+def statistics_frame(sums: StatisticSums) -> pd.DataFrame:
+    """One row per head: ``layer``, ``head``, every statistic's mean and the ``tags``.
+
+    Args:
+        sums: from :func:`statistic_sums` (summed over a corpus with ``+``).
+
+    Returns:
+        DataFrame with ``layers × heads`` rows, ordered by layer then head (both from 0).
+    """
+    means = sums.means()
+    layers, heads = next(iter(means.values())).shape
+    frame = pd.DataFrame(
+        {"layer": np.repeat(np.arange(layers), heads), "head": np.tile(np.arange(heads), layers)}
+        | {name: means[name].reshape(-1) for name in STATISTICS}  # (L * h,), layer-major
+    )
+    frame["tags"] = tag_heads(frame)
+    return frame
+
+
+def head_statistics(weights: np.ndarray, kinds: TokenKinds) -> pd.DataFrame:
+    """Per-head statistics of one text: :func:`statistic_sums` then :func:`statistics_frame`."""
+    return statistics_frame(statistic_sums(weights, kinds))
+
+
+def tag_heads(frame: pd.DataFrame) -> pd.Series:
+    """Tags for each head of a statistics table, by simple rules (after Clark et al. 2019, section 3).
+
+    A head is tagged "previous-token", "next-token", "self", "[CLS]", "[SEP]" or "punctuation" when
+    more than :data:`TAG_SHARE` of its attention goes there, and "broad" when its mean
+    entropy is at least :data:`BROAD_FRACTION` of uniform attention's. A head may get several tags or
+    none.
+
+    Args:
+        frame: a table with the columns of :data:`STATISTICS`.
+
+    Returns:
+        A string Series, tags joined by ", " ("" for none).
+    """
+    tags = [[] for _ in range(len(frame))]
+    for tag, column in TAG_RULES.items():
+        for i in np.flatnonzero(frame[column].fillna(0).to_numpy() > TAG_SHARE):
+            tags[i].append(tag)
+    broad = frame["entropy"].to_numpy() >= BROAD_FRACTION * frame["uniform_entropy"].to_numpy()
+    for i in np.flatnonzero(broad):
+        tags[i].append("broad")
+    return pd.Series([", ".join(t) for t in tags], index=frame.index, dtype=str)
+
+
+def statistic_grid(frame: pd.DataFrame, column: str) -> np.ndarray:
+    """One column of a statistics table as a ``(layers, heads)`` array (for a heatmap)."""
+    layers, heads = int(frame["layer"].max()) + 1, int(frame["head"].max()) + 1
+    grid = np.full((layers, heads), np.nan)
+    grid[frame["layer"].to_numpy(), frame["head"].to_numpy()] = frame[column].to_numpy(dtype=np.float64)
+    return grid

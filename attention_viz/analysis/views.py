@@ -1,0 +1,121 @@
+"""View options every heatmap shares: words instead of pieces, [CLS]/[SEP] hidden, one block of a pair.
+
+:func:`apply_view` turns a ``(..., t, t)`` attention array and its
+:class:`~attention_viz.extraction.Encoding` into the matrix a view draws, with its query (row) and key
+(column) labels. The order is fixed: merge pieces into words (Clark et al. 2019, case C10), hide
+[CLS]/[SEP] and renormalise the rows (case C11), then cut out the block. A block of a pair is a slice
+of the attention, not renormalised: its rows sum to the share that goes to that sentence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from attention_viz import metrics
+
+# Block id -> (query segment, key segment); None means both sentences.
+BLOCKS = {"all": (None, None), "AA": (0, 0), "AB": (0, 1), "BA": (1, 0), "BB": (1, 1)}
+
+
+@dataclass(frozen=True)
+class ViewOptions:
+    """The three view toggles.
+
+    Attributes:
+        word_level: merge WordPiece pieces into words.
+        hide_special: drop [CLS]/[SEP] and renormalise each row.
+        block: one of :data:`BLOCKS` ("all", "AA", "AB", "BA", "BB"); only pairs have blocks other than "all".
+    """
+
+    word_level: bool = False
+    hide_special: bool = False
+    block: str = "all"
+
+
+@dataclass(frozen=True)
+class ViewMatrix:
+    """What a view draws.
+
+    Attributes:
+        matrix: ``(..., q, k)`` float64; ``q != k`` for the A→B and B→A blocks.
+        query_labels: ``q`` row labels (words as typed at word level).
+        key_labels: ``k`` column labels.
+        renormalised: whether rows were renormalised after hiding tokens (the view must say so).
+    """
+
+    matrix: np.ndarray
+    query_labels: tuple[str, ...]
+    key_labels: tuple[str, ...]
+    renormalised: bool
+
+
+def word_groups(encoding) -> tuple[np.ndarray, tuple[str, ...], np.ndarray, np.ndarray]:
+    """Group the tokens of an encoding into words; each special token is a group of its own (case C22).
+
+    Args:
+        encoding: an :class:`~attention_viz.extraction.Encoding`.
+
+    Returns:
+        ``(groups, labels, special, segments)``: ``groups`` ``(t,)`` the group (0 to ``w - 1``, in
+        token order) of each token; ``labels`` the ``w`` words as typed (pieces joined, ``##``
+        dropped); ``special`` and ``segments`` ``(w,)`` of each group.
+    """
+    groups, labels, special, segments = [], [], [], []
+    previous = None
+    for i, (word, label) in enumerate(zip(encoding.word_ids, encoding.labels, strict=True)):
+        key = ("special", i) if word < 0 else ("word", int(word))
+        if key != previous:
+            labels.append(label)
+            special.append(bool(encoding.special[i]))
+            segments.append(int(encoding.segments[i]))
+        else:
+            labels[-1] += label.removeprefix("##")
+        groups.append(len(labels) - 1)
+        previous = key
+    return np.asarray(groups), tuple(labels), np.asarray(special), np.asarray(segments)
+
+
+def apply_view(weights: np.ndarray, encoding, options: ViewOptions, renormalise: bool = True) -> ViewMatrix:
+    """Apply the view toggles to attention over an encoding's tokens.
+
+    Args:
+        weights: ``(..., t, t)`` attention (one head, or leading layer/head axes); rows sum to 1.
+        encoding: the encoding the ``t`` tokens come from.
+        options: the toggles; a block other than "all" on a single text is treated as "all".
+        renormalise: with ``hide_special``, renormalise the kept rows to sum to 1 (for attention
+            weights); False only drops the hidden tokens (for values that are not distributions, such
+            as norm-based attention).
+
+    Returns:
+        :class:`ViewMatrix`.
+
+    Raises:
+        ValueError: for an unknown block, or ``weights`` whose last axes do not match the encoding.
+    """
+    if options.block not in BLOCKS:
+        raise ValueError(f"unknown block {options.block!r}: choose one of {', '.join(BLOCKS)}")
+    matrix = np.asarray(weights, dtype=np.float64)
+    if matrix.shape[-2:] != (encoding.num_tokens, encoding.num_tokens):
+        raise ValueError(f"weights end in {matrix.shape[-2:]}, the encoding has {encoding.num_tokens} tokens")
+    labels, special, segments = tuple(encoding.labels), np.asarray(encoding.special), np.asarray(encoding.segments)
+    if options.word_level:
+        groups, labels, special, segments = word_groups(encoding)
+        matrix = metrics.merge_word_pieces(matrix, groups)  # (..., w, w)
+    if options.hide_special:
+        keep = ~special
+        # (..., k, k); attention rows are renormalised to sum to 1 (case C11), other values only cut
+        matrix = metrics.drop_tokens(matrix, keep) if renormalise else matrix[..., keep, :][..., keep]
+        labels = tuple(label for label, s in zip(labels, special, strict=True) if not s)
+        segments = segments[~special]
+    query_segment, key_segment = BLOCKS[options.block] if encoding.is_pair else (None, None)
+    rows = np.ones(len(labels), bool) if query_segment is None else segments == query_segment
+    columns = np.ones(len(labels), bool) if key_segment is None else segments == key_segment
+    matrix = matrix[..., rows, :][..., columns]  # (..., q, k)
+    return ViewMatrix(
+        matrix,
+        tuple(label for label, r in zip(labels, rows, strict=True) if r),
+        tuple(label for label, c in zip(labels, columns, strict=True) if c),
+        options.hide_special and renormalise,
+    )

@@ -1,0 +1,230 @@
+"""Plotly figures for exploring heads: the head overview, the head-similarity map and (query, key) views.
+
+Figures take arrays and strings (axis titles come from the page, in the user's language), know nothing
+of models or Streamlit, and return ``plotly.graph_objects.Figure``. Points carry ``(layer, head)`` in
+``customdata`` so a page can open the head a user clicks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from attention_viz.figures import ATTENTION_COLORSCALE, unique_labels
+
+OVERVIEW_COLORSCALE = "Viridis"
+MARK_SIZE = (10, 34)  # px: smallest and largest mark in the overview
+
+
+def _mark_sizes(importance: np.ndarray | None, count: int) -> np.ndarray:
+    if importance is None:
+        return np.full(count, float(MARK_SIZE[1] - 6))
+    values = np.nan_to_num(np.asarray(importance, dtype=np.float64).reshape(-1))
+    top = values.max() if values.size and values.max() > 0 else 1.0
+    return MARK_SIZE[0] + (MARK_SIZE[1] - MARK_SIZE[0]) * np.sqrt(np.clip(values, 0, None) / top)  # area ∝ value
+
+
+_SHORT_TAGS = {"previous-token": "prev", "next-token": "next", "[CLS]": "CLS", "[SEP]": "SEP", "punctuation": "punct"}
+
+
+def _short_tags(tags: str) -> str:
+    """Tags shortened for the text under a mark (the hover and the table have them in full)."""
+    return "+".join(_SHORT_TAGS.get(tag, tag) for tag in tags.split(", ") if tag)
+
+
+def head_overview(
+    grid: np.ndarray,
+    tags: Sequence[str],
+    title: str,
+    colorbar_title: str,
+    axis_titles: tuple[str, str] = ("head", "layer"),
+    importance: np.ndarray | None = None,
+    selected: tuple[int, int] | None = None,
+    zrange: tuple[float, float] | None = None,
+) -> go.Figure:
+    """Every head as a square mark at (head, layer), coloured by a statistic, sized by importance.
+
+    Args:
+        grid: ``(layers, heads)`` the statistic (NaN allowed: drawn grey).
+        tags: ``layers * heads`` tag strings, layer-major (shown on the mark's hover and as text).
+        title, colorbar_title: texts.
+        axis_titles: x and y axis titles.
+        importance: ``(layers, heads)`` head importance; the mark's area is proportional to it.
+            ``None``: all marks the same size.
+        selected: ``(layer, head)`` outlined in red.
+        zrange: the colour range; ``None`` fits it to the values.
+
+    Returns:
+        A figure with one scatter trace (``customdata`` = ``[layer, head]``), selectable by click.
+    """
+    grid = np.asarray(grid, dtype=np.float64)
+    layers, heads = grid.shape
+    layer_of, head_of = np.repeat(np.arange(layers), heads), np.tile(np.arange(heads), layers)  # layer-major
+    values = grid.reshape(-1)
+    finite = values[np.isfinite(values)]
+    zmin, zmax = zrange or (
+        (float(finite.min()), float(max(finite.max(), finite.min() + 1e-12))) if finite.size else (0, 1)
+    )
+    sizes = _mark_sizes(importance, layers * heads)
+    short = [_short_tags(tag) for tag in tags]
+    figure = go.Figure(
+        go.Scatter(
+            x=head_of,
+            y=layer_of,
+            mode="markers+text",
+            text=short,
+            textposition="bottom center",
+            textfont={"size": 8, "color": "#444"},
+            customdata=[[int(lay), int(hd), tag] for lay, hd, tag in zip(layer_of, head_of, tags, strict=True)],
+            hovertemplate=(
+                f"{axis_titles[1]} %{{customdata[0]}}, {axis_titles[0]} %{{customdata[1]}}<br>"
+                f"{colorbar_title}: %{{marker.color:.4f}}<br>%{{customdata[2]}}<extra></extra>"
+            ),
+            marker={
+                "symbol": "square",
+                "size": sizes,
+                "color": np.where(np.isfinite(values), values, zmin),
+                "colorscale": OVERVIEW_COLORSCALE,
+                "cmin": zmin,
+                "cmax": zmax,
+                "line": {
+                    "color": [
+                        "red" if (lay, hd) == selected else "rgba(0,0,0,0.3)"
+                        for lay, hd in zip(layer_of, head_of, strict=True)
+                    ],
+                    "width": [3 if (lay, hd) == selected else 0.5 for lay, hd in zip(layer_of, head_of, strict=True)],
+                },
+                "colorbar": {"title": {"text": colorbar_title, "side": "right"}, "thickness": 12},
+            },
+        )
+    )
+    figure.update_layout(
+        template="plotly_white",
+        title={"text": title, "x": 0.5, "xanchor": "center", "font": {"size": 14}},
+        height=int(np.clip(120 + 62 * layers, 320, 760)),
+        margin={"l": 10, "r": 10, "t": 48, "b": 10},
+        xaxis={"title": axis_titles[0], "dtick": 1, "range": [-0.6, heads - 0.4], "zeroline": False},
+        yaxis={"title": axis_titles[1], "dtick": 1, "range": [layers - 0.4, -0.6], "zeroline": False},
+        clickmode="event+select",
+        dragmode=False,
+    )
+    return figure
+
+
+def similarity_map(
+    positions: np.ndarray, num_heads: int, title: str, layer_title: str, head_title: str, selected=None
+) -> go.Figure:
+    """Heads placed by MDS of their JS divergence (Clark et al. 2019, fig. 6), coloured by layer.
+
+    Args:
+        positions: ``(layers * heads, 2)`` from :func:`attention_viz.analysis.mds_layout`, layer-major.
+        num_heads: heads per layer.
+        title, layer_title, head_title: texts.
+        selected: ``(layer, head)`` outlined in red.
+
+    Returns:
+        A figure with one scatter trace (``customdata`` = ``[layer, head]``), selectable by click.
+    """
+    positions = np.asarray(positions, dtype=np.float64)
+    index = np.arange(positions.shape[0])
+    layer_of, head_of = index // num_heads, index % num_heads
+    figure = go.Figure(
+        go.Scatter(
+            x=positions[:, 0],
+            y=positions[:, 1],
+            mode="markers+text",
+            text=[f"{lay}·{hd}" for lay, hd in zip(layer_of, head_of, strict=True)],
+            textposition="top center",
+            textfont={"size": 9},
+            customdata=np.stack([layer_of, head_of], axis=1),
+            hovertemplate=f"{layer_title} %{{customdata[0]}}, {head_title} %{{customdata[1]}}<extra></extra>",
+            marker={
+                "size": 13,
+                "color": layer_of,
+                "colorscale": "Turbo",
+                "cmin": 0,
+                "cmax": max(int(layer_of.max()), 1),
+                "colorbar": {"title": {"text": layer_title}, "thickness": 12, "dtick": 1},
+                "line": {
+                    "color": [
+                        "red" if (lay, hd) == selected else "white" for lay, hd in zip(layer_of, head_of, strict=True)
+                    ],
+                    "width": [3 if (lay, hd) == selected else 1 for lay, hd in zip(layer_of, head_of, strict=True)],
+                },
+            },
+        )
+    )
+    figure.update_layout(
+        template="plotly_white",
+        title={"text": title, "x": 0.5, "xanchor": "center", "font": {"size": 14}},
+        height=560,
+        margin={"l": 10, "r": 10, "t": 48, "b": 10},
+        xaxis={"showticklabels": False, "zeroline": False, "title": ""},
+        yaxis={"showticklabels": False, "zeroline": False, "title": "", "scaleanchor": "x"},
+        clickmode="event+select",
+        dragmode=False,
+    )
+    return figure
+
+
+def matrix_heatmap(
+    matrix: np.ndarray,
+    query_labels: Sequence[str],
+    key_labels: Sequence[str],
+    title: str,
+    axis_titles: tuple[str, str] = ("key (attended to)", "query (attending)"),
+    zrange: tuple[float, float] | None = (0.0, 1.0),
+    colorscale: str = ATTENTION_COLORSCALE,
+) -> go.Figure:
+    """A (query, key) matrix, square or not (pair blocks), query 0 at the top (case C13).
+
+    Args:
+        matrix: ``(q, k)``.
+        query_labels, key_labels: ``q`` row and ``k`` column labels.
+        title: figure title.
+        axis_titles: x (keys) and y (queries) titles.
+        zrange: colour range; ``None`` fits it to the values.
+        colorscale: a plotly colour scale.
+
+    Returns:
+        A figure with one heatmap trace; hover reads "query → key: value".
+
+    Raises:
+        ValueError: if the shape does not match the labels.
+    """
+    matrix = np.asarray(matrix, dtype=np.float32)
+    if matrix.shape != (len(query_labels), len(key_labels)):
+        raise ValueError(f"expected ({len(query_labels)}, {len(key_labels)}), got shape {matrix.shape}")
+    zmin, zmax = zrange or (float(matrix.min()), float(max(matrix.max(), matrix.min() + 1e-12)))
+    figure = go.Figure(
+        go.Heatmap(
+            z=matrix,
+            x=unique_labels(key_labels),
+            y=unique_labels(query_labels),
+            colorscale=colorscale,
+            zmin=zmin,
+            zmax=zmax,
+            hovertemplate="%{y} → %{x}: %{z:.4f}<extra></extra>",
+            colorbar={"thickness": 12, "len": 0.8, "y": 1, "yanchor": "top"},
+        )
+    )
+    n = max(len(query_labels), len(key_labels))
+    ticks = {"tickmode": "linear", "dtick": 1} if n <= 80 else {}
+    ticks["tickfont"] = {"size": 12 if n <= 24 else 10 if n <= 48 else 8}
+    figure.update_layout(
+        template="plotly_white",
+        title={"text": title, "x": 0.5, "xanchor": "center", "font": {"size": 14}},
+        height=int(np.clip(150 + 12 * len(query_labels), 340, 720)),
+        margin={"l": 10, "r": 10, "t": 48, "b": 10},
+        xaxis={"title": axis_titles[0], "type": "category", "automargin": True, "tickangle": -60, **ticks},
+        yaxis={
+            "title": axis_titles[1],
+            "type": "category",
+            "automargin": True,
+            "autorange": "reversed",
+            **ticks,
+        },
+    )
+    return figure

@@ -1,0 +1,33 @@
+"""Choosing the scope of a statistic: the current text, the bundled corpus or an uploaded ``.txt`` file."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from attention_viz import analysis
+from attention_viz.ui.i18n import t
+
+SCOPES = ("text", "bundled", "upload")
+
+
+def corpus_scope(key: str) -> tuple[str, str | None]:
+    """Draw the scope choice (and the uploader); return ``(scope, corpus text or None)``.
+
+    Stops the page with a message when an uploaded file is missing or not UTF-8.
+    """
+    scope = st.radio(
+        t("views.scope"), SCOPES, format_func=lambda s: t(f"views.scope_{s}"), horizontal=True, key=f"_{key}_scope"
+    )
+    if scope == "text":
+        return scope, None
+    if scope == "bundled":
+        return scope, analysis.bundled_corpus()
+    upload = st.file_uploader(t("views.upload"), type=["txt"], key=f"_{key}_upload", help=t("views.upload_help"))
+    if upload is None:
+        st.info(t("views.upload_waiting"))
+        st.stop()
+    try:
+        return scope, upload.getvalue().decode("utf-8")
+    except UnicodeDecodeError:
+        st.error(t("views.upload_not_utf8", name=upload.name))
+        st.stop()

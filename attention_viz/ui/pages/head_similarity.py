@@ -1,0 +1,54 @@
+"""Head similarity: heads placed by how alike they attend (JS divergence, MDS); click a head to open it."""
+
+import numpy as np
+import streamlit as st
+
+from attention_viz import analysis_figures
+from attention_viz.extraction import InputError
+from attention_viz.ui import cache, feedback, head_links, state
+from attention_viz.ui.corpus_picker import corpus_scope
+from attention_viz.ui.i18n import t
+
+CHART_KEY = "similarity_map"
+
+head_links.follow()
+selection = state.selection()
+loaded = cache.model(selection.model)
+info = loaded.info
+
+st.header(t("similarity.title"))
+st.markdown(t("similarity.intro"))
+scope, corpus = corpus_scope("similarity")
+if corpus is None:
+    divergence = feedback.or_stop(cache.text_divergence, loaded, selection.text, selection.pair)
+else:
+    bar = st.progress(0.0, text=t("stats.progress", done=0, total="…"))
+    try:
+        result = cache.corpus_statistics(
+            loaded, corpus, 16, False, lambda d, n: bar.progress(d / n, text=t("stats.progress", done=d, total=n))
+        )
+    except InputError as exc:
+        bar.empty()
+        st.info(str(exc).capitalize())
+        st.stop()
+    bar.empty()
+    divergence = result.divergence
+with st.spinner(t("similarity.computing")):
+    positions = cache.mds_layout(divergence)
+figure = analysis_figures.similarity_map(
+    positions,
+    info.num_heads,
+    t("similarity.map_title"),
+    t("stats.axis_layer"),
+    t("stats.axis_head"),
+    selected=(selection.layer, selection.head),
+)
+st.plotly_chart(
+    figure,
+    key=CHART_KEY,
+    theme=None,
+    on_select=lambda: head_links.on_select(CHART_KEY, info.num_heads),
+    selection_mode="points",
+)
+mean = float(divergence[~np.eye(len(divergence), dtype=bool)].mean())
+st.caption(t("similarity.caption", heads=len(divergence), mean=f"{mean:.3f}"))

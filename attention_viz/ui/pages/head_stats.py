@@ -1,0 +1,82 @@
+"""Head statistics: what each head attends to, on the current text or a corpus; click a head to open it."""
+
+import streamlit as st
+
+from attention_viz import analysis, analysis_figures
+from attention_viz.extraction import InputError
+from attention_viz.ui import cache, feedback, head_links, state
+from attention_viz.ui.corpus_picker import corpus_scope
+from attention_viz.ui.i18n import t
+
+CORPUS_BATCH_SIZE = 16
+CHART_KEY = "stats_overview"
+
+head_links.follow()
+selection = state.selection()
+loaded = cache.model(selection.model)
+info = loaded.info
+
+st.header(t("stats.title", layers=info.num_layers, heads=info.num_heads))
+st.markdown(t("stats.intro"))
+scope, corpus = corpus_scope("stats")
+if corpus is None:
+    frame = feedback.or_stop(cache.text_statistics, loaded, selection.text, selection.pair)
+    st.caption(t("stats.text_caption"))
+else:
+    importance = st.checkbox(t("stats.corpus_importance"), key="_stats_importance")
+    bar = st.progress(0.0, text=t("stats.progress", done=0, total="…"))
+    try:
+        result = cache.corpus_statistics(
+            loaded,
+            corpus,
+            CORPUS_BATCH_SIZE,
+            importance,
+            lambda done, total: bar.progress(done / total, text=t("stats.progress", done=done, total=total)),
+        )
+    except InputError as exc:
+        bar.empty()
+        st.info(str(exc).capitalize())
+        st.stop()
+    bar.empty()
+    frame = result.statistics
+    st.caption(t("stats.corpus_caption", texts=result.num_texts, skipped=result.num_skipped, tokens=result.num_tokens))
+
+columns = [c for c in analysis.STATISTICS if frame[c].notna().any()] + (["importance"] if "importance" in frame else [])
+statistic = st.columns([2, 3])[0].selectbox(
+    t("stats.statistic"), columns, format_func=lambda c: t(f"stats.col_{c}"), key="_stats_statistic"
+)
+importance_grid = analysis.statistic_grid(frame, "importance") if "importance" in frame else None
+figure = analysis_figures.head_overview(
+    analysis.statistic_grid(frame, statistic),
+    list(frame["tags"]),
+    t("stats.overview_title", statistic=t(f"stats.col_{statistic}")),
+    t(f"stats.col_{statistic}"),
+    (t("stats.axis_head"), t("stats.axis_layer")),
+    importance=importance_grid,
+    selected=(selection.layer, selection.head),
+)
+# The table sits below the overview: side by side, 12 heads per row crowd at laptop widths (checked at 800 × 600).
+st.plotly_chart(
+    figure,
+    key=CHART_KEY,
+    theme=None,
+    on_select=lambda: head_links.on_select(CHART_KEY, info.num_heads),
+    selection_mode="points",
+)
+st.caption(t("stats.overview_caption") + (" " + t("stats.size_caption") if importance_grid is not None else ""))
+first = ["layer", "head", statistic, "tags"] + (["importance"] if "importance" in frame else [])
+st.dataframe(
+    frame[list(dict.fromkeys(first + list(frame.columns)))],  # the chosen statistic next to the head
+    hide_index=True,
+    height=min(38 + 35 * len(frame), 420),
+    column_config={c: st.column_config.NumberColumn(t(f"stats.col_{c}"), format="%.3f") for c in columns},
+    key="_stats_table",
+)
+st.download_button(
+    t("stats.download"),
+    frame.to_csv(index=False, float_format="%.8g"),
+    file_name=f"head-statistics-{scope}.csv",
+    mime="text/csv",
+    icon=":material/download:",
+)
+st.caption(t("stats.tag_rules", share=analysis.stats.TAG_SHARE, broad=analysis.stats.BROAD_FRACTION))

@@ -1,0 +1,108 @@
+"""AppTest for the exploring-heads pages: Head statistics, Head similarity, Rollout & norms, view toggles."""
+
+from __future__ import annotations
+
+import numpy as np
+from apptools import decode, figures, no_errors, run_app, z
+from numpy.testing import assert_allclose
+
+from attention_viz import analysis, metrics
+from attention_viz.extraction import extract
+from attention_viz.ui import head_links, state
+
+STATS = "attention_viz/ui/pages/head_stats.py"
+SIMILARITY = "attention_viz/ui/pages/head_similarity.py"
+FLOW = "attention_viz/ui/pages/flow.py"
+
+
+def _page(page: str, **state_before):
+    at = run_app(**state_before)
+    at.switch_page(page).run()
+    no_errors(at)
+    return at
+
+
+def _marker_colors(figure: dict) -> np.ndarray:
+    return decode(figure["data"][0]["marker"]["color"])
+
+
+def test_head_statistics_page_shows_the_core_numbers(bundled):
+    at = _page(STATS)
+    result = extract(bundled, state.EXAMPLE_TEXT)
+    expected = analysis.head_statistics(result.weights, analysis.TokenKinds.from_encoding(result.encoding))
+    (overview,) = figures(at)
+    assert_allclose(_marker_colors(overview), expected["entropy"], atol=1e-6)
+    assert list(overview["data"][0]["customdata"][14][:2]) == [1, 2]  # layer-major: point 14 is layer 1, head 2
+    table = at.dataframe[0].value
+    assert len(table) == 72 and list(table.columns[:4]) == ["layer", "head", "entropy", "tags"]
+    assert list(table["tags"]) == list(expected["tags"])
+    assert (table["importance"] > 0).all()
+    sizes = decode(overview["data"][0]["marker"]["size"])
+    assert np.argmax(sizes) == int(np.argmax(table["importance"]))  # the most important head has the largest mark
+    at.selectbox(key="_stats_statistic").set_value("previous").run()
+    no_errors(at)
+    assert_allclose(_marker_colors(figures(at)[0]), expected["previous"], atol=1e-6)
+    assert any("more than 0.5 of its attention" in c.value for c in at.caption)  # tag rules, thresholds filled in
+
+
+def test_head_statistics_over_the_bundled_corpus(bundled):
+    at = _page(STATS)
+    at.radio(key="_stats_scope").set_value("bundled").run()
+    no_errors(at)
+    texts = analysis.parse_corpus(analysis.bundled_corpus())
+    assert any(f"Over {len(texts)} texts" in c.value for c in at.caption)
+    assert len(at.dataframe[0].value) == 72
+
+
+def test_a_clicked_head_opens_in_compare():
+    assert head_links.head_of_point(14, 12) == (1, 2)
+    at = _page(STATS, layer=2, head=5, _open_compare=True)  # what the chart's on_select callback leaves
+    assert at.header[0].value == "Layer 2, head 5"
+
+
+def test_head_similarity_page(bundled):
+    at = _page(SIMILARITY)
+    (similarity,) = figures(at)
+    points = similarity["data"][0]
+    assert len(decode(points["x"])) == 72
+    assert list(decode(points["marker"]["color"])[:13]) == [0] * 12 + [1]  # coloured by layer
+    divergence = analysis.head_divergence(extract(bundled, state.EXAMPLE_TEXT).weights)
+    mean = divergence[~np.eye(72, dtype=bool)].mean()
+    assert any(f"{mean:.3f} bits" in c.value for c in at.caption)
+
+
+def test_rollout_and_norms_page_and_view_toggles(bundled):
+    at = _page(FLOW)
+    raw, rollout, norm = figures(at)
+    weights = extract(bundled, state.EXAMPLE_TEXT).weights
+    layer = state.EXAMPLE_LAYER
+    assert_allclose(z(raw), weights[layer].mean(0), atol=1e-5)
+    assert_allclose(z(rollout), metrics.attention_rollout(weights, layer), atol=1e-5)
+    assert (z(norm) >= 0).all()
+    at.toggle(key="_word_level").set_value(True).run()
+    no_errors(at)
+    raw = figures(at)[0]
+    assert "didn't" in "".join(raw["data"][0]["y"])  # words as typed
+    assert_allclose(z(raw).sum(-1), 1, atol=1e-5)
+    at.toggle(key="_hide_special").set_value(True).run()
+    no_errors(at)
+    raw = figures(at)[0]
+    assert "[CLS]" not in raw["data"][0]["x"] and "[SEP]" not in raw["data"][0]["y"]
+    assert any("renormalised" in c.value for c in at.caption)
+    assert at.session_state["word_level"] and at.session_state["hide_special"]  # kept under the DEFAULTS keys
+    at.switch_page(STATS).run()
+    at.switch_page(FLOW).run()
+    assert at.toggle(key="_word_level").value and at.toggle(key="_hide_special").value  # survived a page change
+
+
+def test_pair_blocks_on_the_flow_page(bundled):
+    at = _page(FLOW, text="The cat sat.", pair="It slept.")
+    assert not at.selectbox(key="_block").disabled
+    at.selectbox(key="_block").set_value("AB").run()
+    no_errors(at)
+    raw = figures(at)[0]
+    assert z(raw).shape == (6, 4)  # [CLS] the cat sat . [SEP] → it slept . [SEP]
+    expected = extract(bundled, "The cat sat.", "It slept.").weights[state.EXAMPLE_LAYER].mean(0)[:6, 6:]
+    assert_allclose(z(raw), expected, atol=1e-5)
+    single = _page(FLOW)
+    assert single.selectbox(key="_block").disabled
