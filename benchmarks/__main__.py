@@ -8,6 +8,7 @@ the machine, versions and date to ``benchmarks/results/<date>-<mode>.json``.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import time
@@ -25,24 +26,30 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     wanted = {part.strip() for part in args.only.split(",")}
 
-    from benchmarks.harness import Row, Settings, table, text_of_tokens, write_results
+    from benchmarks.harness import Row, Settings, table, write_results
 
     started = time.monotonic()
     settings = Settings.make(args.quick)
-    from attention_viz.loading import load_model
+    from attention_viz.loading import BUNDLED_MODEL
+    from attention_viz.ui import cache
 
-    loaded = load_model()
+    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").setLevel(logging.ERROR)
+    loaded = cache.model(BUNDLED_MODEL)  # the app's own cached copy: the AppTest sessions reuse it
     rows: list[Row] = []
+    durations: dict[str, float] = {}
 
     def section(number: str, name: str, fn) -> None:
         if number not in wanted:
             return
         print(f"#{number} {name}…", file=sys.stderr, flush=True)
+        start = time.monotonic()
         try:
             rows.extend(fn())
         except Exception as exc:  # one broken figure must not hide the others
             traceback.print_exc()
             rows.append(Row(number, name, "", None, "", note=f"failed: {type(exc).__name__}: {str(exc)[:300]}"))
+        durations[number] = round(time.monotonic() - start, 1)
+        print(f"#{number} took {durations[number]:.0f} s", file=sys.stderr, flush=True)
 
     from benchmarks import core
 
@@ -65,11 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         section(
             "5",
             "cold start and peak memory",
-            lambda: server.cold_start_and_memory(text_of_tokens(loaded.tokenizer, 512), settings),
+            lambda: server.cold_start_and_memory(loaded.tokenizer, settings),
         )
     section("6", "corpus statistics", lambda: core.corpus_rows(loaded, settings))
     rows.sort(key=lambda row: row.id)
-    path = write_results(rows, settings, started, args.output)
+    path = write_results(rows, settings, started, args.output, durations)
     print(table(rows))
     print(f"\nwritten to {path} in {time.monotonic() - started:.0f} s")
     return 0

@@ -162,7 +162,9 @@ def versions() -> dict:
     return out
 
 
-def write_results(rows: list[Row], settings: Settings, started: float, path: Path | None) -> Path:
+def write_results(
+    rows: list[Row], settings: Settings, started: float, path: Path | None, durations: dict[str, float]
+) -> Path:
     now = dt.datetime.now(dt.UTC)
     if path is None:
         path = RESULTS / f"{now:%Y-%m-%dT%H%M}-{'quick' if settings.quick else 'full'}.json"
@@ -173,6 +175,7 @@ def write_results(rows: list[Row], settings: Settings, started: float, path: Pat
         "warmup": settings.warmup,
         "repeats": settings.repeats,
         "duration_s": round(time.monotonic() - started, 1),
+        "section_duration_s": durations,
         "machine": machine(),
         "versions": versions(),
         "results": [asdict(row) for row in rows],

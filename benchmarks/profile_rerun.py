@@ -1,4 +1,4 @@
-"""Profile one kind of rerun with pyinstrument: ``python -m benchmarks.profile_rerun [--tokens 512] [--page all_heads]``.
+"""Profile head changes with pyinstrument: ``python -m benchmarks.profile_rerun [--tokens 512] [--page all_heads]``.
 
 Opens the app in AppTest on a text of ``--tokens`` tokens, warms up, then profiles ``--changes`` head
 changes and prints pyinstrument's call tree (pyinstrument is in benchmarks/requirements.txt).
