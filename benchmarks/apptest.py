@@ -131,7 +131,7 @@ def head_change_rows(loaded: LoadedModel, settings: Settings) -> tuple[list[Row]
         ("sentence", EXAMPLE_TEXT, 0.100),
         ("512 tokens", text_of_tokens(loaded.tokenizer, 512), 0.150),
     ):
-        changes = head_changes(text, None, settings.warmup + 1, settings.repeats + 2, shape)
+        changes = head_changes(text, None, settings.warmup, settings.repeats + (0 if settings.quick else 4), shape)
         n = len(loaded.tokenizer(text)["input_ids"])
         sessions[n] = changes
         row = Row(
@@ -155,7 +155,7 @@ def head_change_rows(loaded: LoadedModel, settings: Settings) -> tuple[list[Row]
         else:
             row.passed = changes.forwards == 0 and row.ours <= limit
             row.note = (
-                f"{changes.forwards} forwards in {len(changes.seconds) + settings.warmup + 1} head changes; "
+                f"{changes.forwards} forwards in {len(changes.seconds) + settings.warmup} head changes; "
                 f"CPU time {median(changes.cpu_seconds) * 1000:.0f} ms (this process, all threads: steadier than "
                 "wall time on a shared machine)"
             )

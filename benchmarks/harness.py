@@ -162,6 +162,17 @@ def versions() -> dict:
     return out
 
 
+def _cpu_seconds() -> dict[str, float]:
+    """CPU seconds of this process and of its finished children (servers, loaders; not Chromium's)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {
+        "self": round(own.ru_utime + own.ru_stime, 1),
+        "children": round(children.ru_utime + children.ru_stime, 1),
+    }
+
+
 def write_results(
     rows: list[Row], settings: Settings, started: float, path: Path | None, durations: dict[str, float]
 ) -> Path:
@@ -176,6 +187,7 @@ def write_results(
         "repeats": settings.repeats,
         "duration_s": round(time.monotonic() - started, 1),
         "section_duration_s": durations,
+        "cpu_s": _cpu_seconds(),
         "machine": machine(),
         "versions": versions(),
         "results": [asdict(row) for row in rows],
