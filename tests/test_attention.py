@@ -153,3 +153,13 @@ def test_forward_keeps_no_state():
 def test_indivisible_size_is_refused():
     with pytest.raises(ValueError, match="divisible"):
         MultiHeadSelfAttention(10, 3)
+
+
+def test_an_all_ones_mask_is_the_same_as_none_bit_for_bit():
+    torch.manual_seed(5)
+    layer = MultiHeadSelfAttention(16, 4).eval()
+    x = torch.randn(2, 6, 16)
+    with_mask, without = layer(x, torch.ones(2, 6, dtype=torch.int64)), layer(x)
+    assert torch.equal(with_mask[0], without[0]) and torch.equal(with_mask[1], without[1])
+    _, padded = layer(x, torch.tensor([[1] * 6, [1] * 4 + [0] * 2]))  # one padded row: the mask still applies
+    assert torch.equal(padded[1, :, :, 4:], torch.zeros(4, 6, 2))

@@ -3,6 +3,11 @@
 The model is loaded once per process and model name (``st.cache_resource``) and shared read-only by
 every session (case C15). Results are cached by everything that changes them, with the model's name
 in the key (case C16), so changing only the layer or head never runs the model again.
+
+Results are shared too, not copied: ``st.cache_data`` unpickles a fresh copy on every call, which at 512
+tokens is 75 MB of weights per result on every rerun (about 145 ms of a 512-token head change, measured
+with ``python -m benchmarks.profile_rerun``). ``st.cache_resource`` hands every session the same
+:class:`AttentionResult`, its arrays made read-only so no caller can change what another one sees.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import hashlib
 import logging
 import threading
 from collections import OrderedDict
+from dataclasses import fields
 
 import numpy as np
 import pandas as pd
@@ -54,7 +60,18 @@ def model(name: str) -> LoadedModel:
     return loaded
 
 
-@st.cache_data(max_entries=32, show_spinner="Running the model…")
+def _read_only(value: object) -> None:
+    """Make every numpy array in a (nested) frozen dataclass read-only, in place."""
+    for field in fields(value):
+        item = getattr(value, field.name)
+        if isinstance(item, np.ndarray):
+            item.flags.writeable = False
+        elif hasattr(item, "__dataclass_fields__"):
+            _read_only(item)
+
+
+# 32 entries bound the memory: a 512-token result of the bundled model is 75 MB.
+@st.cache_resource(max_entries=32, show_spinner="Running the model…")
 def attention(
     _loaded: LoadedModel,
     model_name: str,
@@ -65,8 +82,14 @@ def attention(
     seed: int,
     limits: settings.Limits | None = None,
 ) -> AttentionResult:
-    """Cached :func:`attention_viz.extraction.extract`; ``_loaded`` is not hashed, ``model_name`` is."""
-    return extraction.extract(_loaded, text, pair, source, variant, seed, limits)
+    """Cached :func:`attention_viz.extraction.extract`, shared read-only by every session.
+
+    ``_loaded`` is not hashed, ``model_name`` is. The result's arrays are not writeable: copy one
+    (``np.array(result.weights)``) before changing it.
+    """
+    result = extraction.extract(_loaded, text, pair, source, variant, seed, limits)
+    _read_only(result)
+    return result
 
 
 def _limits(loaded: LoadedModel, text: str, pair: str | None) -> settings.Limits:

@@ -1,0 +1,1 @@
+"""attention-viz's benchmark suite: ``python -m benchmarks`` (or ``--quick``); see ``benchmarks/__main__.py``."""

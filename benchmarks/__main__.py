@@ -1,0 +1,86 @@
+"""Run the benchmark suite: ``python -m benchmarks [--quick] [--only 1,3] [--output FILE]``.
+
+Each figure is measured next to a baseline in the same run (median after a warm-up, ours and the
+baseline interleaved), printed as a table of ratios against the targets of issue 10, and written with
+the machine, versions and date to ``benchmarks/results/<date>-<mode>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the bundled model only; never ask the hub
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="CI smoke run: fewer sizes and repeats (< 1 min)")
+    parser.add_argument("--only", default="1,2,3,4,5,6,7", help="comma-separated figure numbers (default all)")
+    parser.add_argument("--output", type=Path, help="results file (default benchmarks/results/<date>-<mode>.json)")
+    args = parser.parse_args(argv)
+    wanted = {part.strip() for part in args.only.split(",")}
+
+    from benchmarks.harness import Row, Settings, table, write_results
+
+    started = time.monotonic()
+    settings = Settings.make(args.quick)
+    from attention_viz.loading import BUNDLED_MODEL
+    from attention_viz.ui import cache
+
+    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").setLevel(logging.ERROR)
+    loaded = cache.model(BUNDLED_MODEL)  # the app's own cached copy: the AppTest sessions reuse it
+    rows: list[Row] = []
+    durations: dict[str, float] = {}
+
+    def section(number: str, name: str, fn) -> None:
+        if number not in wanted:
+            return
+        print(f"#{number} {name}…", file=sys.stderr, flush=True)
+        start = time.monotonic()
+        try:
+            rows.extend(fn())
+        except Exception as exc:  # one broken figure must not hide the others
+            traceback.print_exc()
+            rows.append(Row(number, name, "", None, "", note=f"failed: {type(exc).__name__}: {str(exc)[:300]}"))
+        durations[number] = round(time.monotonic() - start, 1)
+        print(f"#{number} took {durations[number]:.0f} s", file=sys.stderr, flush=True)
+
+    from benchmarks import core
+
+    section("1", "extraction", lambda: core.extraction_rows(loaded, settings))
+    section("2", "from-scratch encoder forward", lambda: core.encoder_rows(loaded, settings))
+    sessions = {}
+    if wanted & {"3", "4"}:
+        from benchmarks import apptest
+
+        def head_change():
+            found, opened = apptest.head_change_rows(loaded, settings)
+            sessions.update(opened)
+            return found
+
+        section("3", "head change", head_change)
+        section("4", "bytes to the browser", lambda: apptest.bytes_rows(loaded, settings, sessions))
+    if "5" in wanted or "7" in wanted:
+        from benchmarks import server
+
+        section(
+            "5",
+            "cold start and peak memory",
+            lambda: server.cold_start_and_memory(loaded.tokenizer, settings),
+        )
+    section("6", "corpus statistics", lambda: core.corpus_rows(loaded, settings))
+    rows.sort(key=lambda row: row.id)
+    path = write_results(rows, settings, started, args.output, durations)
+    print(table(rows))
+    print(f"\nwritten to {path} in {time.monotonic() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
