@@ -37,7 +37,7 @@ def test_a_shared_link_opens_the_same_head_and_language(server):
         page.wait_for_selector(".js-plotly-plot", timeout=60_000)
         page.screenshot(path=ARTIFACTS / "shared_link.png")
         page.get_by_text("本视图的链接").click()
-        copied = page.locator("[data-testid='stSidebar'] code").first.inner_text().replace("\n", "")
+        copied = page.locator("[data-testid='stSidebar'] code", has_text=url).first.inner_text().replace("\n", "")
         assert copied.startswith(url) and "head=7" in copied and "lang=zh" in copied
         other = browser.new_page(viewport={"width": 800, "height": 600})  # a student opens it
         other.goto(copied)

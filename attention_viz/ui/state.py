@@ -56,6 +56,7 @@ RANGES: dict[str, tuple] = {
     "layer": (0, 1023),
     "head": (0, 1023),
     "inside_query": (-1, 4095),
+    "focus": (-1, 4095),  # -1: no token in focus
     "temperature": (0.1, 5.0),  # the Inside page slider's range
 }
 PAGE_KEY = "page"  # the current page's name in the link (not a widget: the router owns it)
