@@ -11,7 +11,7 @@ from attention_viz.ui import cache, downloads, feedback, state
 from attention_viz.ui.i18n import option_labels, t
 from attention_viz.ui.view_options import view_caption, view_options
 
-VIEWS = ("pretrained", "scratch", "difference")
+VIEWS = state.MAP_VIEWS
 PARITY_BOUND = 1e-5
 FINDING = ("it", "animal", "street")  # the opening example's query, its referent and a distractor
 
