@@ -145,3 +145,12 @@ def test_a_malformed_block_or_map_view_in_a_link_falls_back_to_the_default():
     assert {(n.kind, n.key) for n in notes} == {("invalid", "block"), ("invalid", "map_view")}
     values, _ = links.from_query({"block": "BA", "map_view": "difference"}, state.link_rules())
     assert values == {"block": "BA", "map_view": "difference"}
+
+
+def test_all_heads_chart_saves_a_named_png_at_twice_the_scale(bundled):
+    at = run_app()
+    at.switch_page("attention_viz/ui/pages/all_heads.py").run()
+    no_errors(at)
+    config = json.loads(at.get("plotly_chart")[0].proto.config)
+    name = export.file_stem("all-MiniLM-L6-v2", f"layer{LAYER}", f"head{HEAD}", "all_heads")
+    assert config["toImageButtonOptions"] == {"format": "png", "filename": name, "scale": 2}
