@@ -92,10 +92,20 @@ def encoder_rows(loaded: LoadedModel, settings: Settings) -> list[Row]:
 
 
 # The interface #6 times: a function of the loaded model and a list of texts that computes the head
-# statistics over the corpus (batched, as the app and the CLI do). Another helper's
-# `attention_viz.analysis` provides it; connect its name here after the merge.
-CORPUS_STATISTICS = ("attention_viz.analysis", ("corpus_statistics", "corpus_head_statistics"))
+# statistics over the corpus (batched, as the app and the CLI do): ``(module, names)``, the first name found
+# is used. It is :func:`app_corpus_statistics` below, which calls `attention_viz.analysis.corpus_statistics`
+# exactly as the statistics page does (attention_viz/ui/cache.py: `corpus_statistics`).
+CORPUS_STATISTICS = ("benchmarks.core", ("app_corpus_statistics",))
 BATCH_SIZE = 16
+
+
+def app_corpus_statistics(loaded: LoadedModel, texts: list[str]):
+    """The statistics page's computation over ``texts`` (single sentences): per-head statistics and the
+    head-to-head divergence, batched by :data:`BATCH_SIZE`, as ``ui/cache.py``'s ``corpus_statistics``."""
+    from attention_viz import analysis
+
+    pairs = [(text, None) for text in texts]  # analysis.Texts: (sentence, second sentence or None)
+    return analysis.corpus_statistics(loaded, pairs, BATCH_SIZE, None, importance=False, divergence=True)
 
 
 def corpus_statistics_function():
