@@ -154,3 +154,18 @@ def test_all_heads_chart_saves_a_named_png_at_twice_the_scale(bundled):
     config = json.loads(at.get("plotly_chart")[0].proto.config)
     name = export.file_stem("all-MiniLM-L6-v2", f"layer{LAYER}", f"head{HEAD}", "all_heads")
     assert config["toImageButtonOptions"] == {"format": "png", "filename": name, "scale": 2}
+
+
+def test_the_numbers_stay_over_the_whole_token_level_head_in_any_view(bundled):
+    from attention_viz import metrics
+
+    text, pair = "The cat sat.", "It slept."
+    at = run_app(text=text, pair=pair)
+    before = [m.value for m in at.metric]
+    at.selectbox(key="_block").set_value("AB").run()
+    at.toggle(key="_word_level").set_value(True).run()
+    no_errors(at)
+    assert [m.value for m in at.metric] == before
+    raw = extract(bundled, text, pair).weights[LAYER, HEAD]
+    assert f"{metrics.row_entropy(raw).mean():.3f}" in at.metric[2].value
+    assert any(i18n.t("compare.numbers_tokens") in c.value for c in at.caption)

@@ -250,12 +250,17 @@ st.plotly_chart(
     config=config,
 )
 
+# The numbers are over the head's whole token-level attention, whatever the view: a block's rows are not
+# distributions, so their entropy or divergence would mean nothing.
+ours, theirs = raw_ours, raw_theirs
 numbers = st.columns(2)
 numbers[0].metric(t("compare.max_difference"), f"{metrics.max_abs_difference(ours, theirs):.2e}")
 numbers[1].metric(t("compare.js"), t("compare.bits", value=f"{metrics.js_divergence(ours, theirs).mean():.4f}"))
 numbers = st.columns(2)
 numbers[0].metric(t("compare.entropy_pretrained"), t("compare.bits", value=f"{metrics.row_entropy(theirs).mean():.3f}"))
 numbers[1].metric(t("compare.entropy_scratch"), t("compare.bits", value=f"{metrics.row_entropy(ours).mean():.3f}"))
+if their_view is not None:
+    st.caption(t("compare.numbers_tokens"))
 
 if variant == "exact":
     worst = cache.parity(loaded, selection.text, selection.pair)
