@@ -18,19 +18,29 @@ from attention_viz.extraction import AttentionResult
 CSV_INDEX_NAME = "query \\ key"
 
 
-def matrix_frame(matrix: np.ndarray, labels: list[str] | tuple[str, ...]) -> pd.DataFrame:
-    """A ``(query, key)`` matrix as a labelled DataFrame: rows are queries, columns are keys."""
+def matrix_frame(
+    matrix: np.ndarray, labels: list[str] | tuple[str, ...], key_labels: list[str] | tuple[str, ...] | None = None
+) -> pd.DataFrame:
+    """A ``(query, key)`` matrix as a labelled DataFrame: rows are queries, columns are keys.
+
+    ``key_labels`` name the columns of a non-square view (a pair's A→B block); default ``labels``.
+    """
     labels = list(labels)
-    return pd.DataFrame(np.asarray(matrix), index=labels, columns=labels).rename_axis(CSV_INDEX_NAME)
+    columns = labels if key_labels is None else list(key_labels)
+    return pd.DataFrame(np.asarray(matrix), index=labels, columns=columns).rename_axis(CSV_INDEX_NAME)
 
 
-def matrix_csv(matrix: np.ndarray, labels: list[str] | tuple[str, ...]) -> str:
+def matrix_csv(
+    matrix: np.ndarray, labels: list[str] | tuple[str, ...], key_labels: list[str] | tuple[str, ...] | None = None
+) -> str:
     """One head's ``(query, key)`` matrix as CSV with the token labels (8 significant digits).
+
+    ``key_labels`` name the columns when they differ from the rows' ``labels`` (non-square views).
 
     Returns:
         CSV text: a header row of key labels, then one row per query token with its label first.
     """
-    return matrix_frame(matrix, labels).to_csv(float_format="%.8g")
+    return matrix_frame(matrix, labels, key_labels).to_csv(float_format="%.8g")
 
 
 def select(weights: np.ndarray, layer: int | None, head: int | None) -> np.ndarray:

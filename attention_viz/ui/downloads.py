@@ -30,6 +30,7 @@ def buttons(
     head: int,
     what: str,
     labels: tuple[str, ...] | None = None,
+    key_labels: tuple[str, ...] | None = None,
 ) -> None:
     """Three download buttons in a row.
 
@@ -38,14 +39,15 @@ def buttons(
         matrix: the ``(query, key)`` matrix shown (CSV).
         figure: the figure shown (HTML).
         layer, head, what: name the files, e.g. ``attention_all-MiniLM-L6-v2_layer3_head1_inside.csv``.
-        labels: the matrix's token labels; default the result's.
+        labels: the matrix's (query) labels; default the result's.
+        key_labels: the matrix's key labels when they differ from ``labels`` (a non-square view).
     """
     labels = result.encoding.labels if labels is None else labels
     stem = export.file_stem(result.model_name, f"layer{layer}", f"head{head}", what)
     csv, json_file, html = st.columns(3)
     csv.download_button(
         t("links.download_csv"),
-        export.matrix_csv(matrix, labels),
+        export.matrix_csv(matrix, labels, key_labels),
         file_name=f"{stem}.csv",
         mime="text/csv",
         icon=":material/table:",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from attention_viz import links
+from attention_viz.analysis import BLOCKS
 from attention_viz.encoder import Variant
 from attention_viz.loading import BUNDLED_MODEL, ModelInfo
 from attention_viz.steps import SCALINGS
@@ -17,6 +18,7 @@ from attention_viz.ui.i18n import DEFAULT_LANGUAGE, LANGUAGE_KEY, LANGUAGES
 # "it"'s attention to "animal", its referent, and 0.05 to "street" (checked in tests/test_app.py).
 EXAMPLE_TEXT = "The animal didn't cross the street because it was too tired."
 EXAMPLE_LAYER, EXAMPLE_HEAD = 3, 1
+MAP_VIEWS = ("pretrained", "scratch", "difference")  # the maps Compare draws large
 BUNDLED_SHAPE = (6, 12)  # layers, heads of all-MiniLM-L6-v2: the sliders' range before any model loaded
 
 DEFAULTS = {
@@ -52,6 +54,8 @@ DEFAULTS = {
 # allowed values or range here when its type alone is not enough.
 CHOICES: dict[str, tuple] = {"variant": tuple(v.value for v in Variant), LANGUAGE_KEY: tuple(LANGUAGES)}
 CHOICES["scaling"] = SCALINGS
+CHOICES["map_view"] = MAP_VIEWS
+CHOICES["block"] = tuple(BLOCKS)
 RANGES: dict[str, tuple] = {
     "layer": (0, 1023),
     "head": (0, 1023),

@@ -12,7 +12,7 @@ import streamlit as st
 
 from attention_viz.analysis import BLOCKS, ViewMatrix, ViewOptions
 from attention_viz.ui import state
-from attention_viz.ui.i18n import t
+from attention_viz.ui.i18n import option_labels, t
 
 
 def view_options(is_pair: bool) -> ViewOptions:
@@ -45,7 +45,7 @@ def view_options(is_pair: bool) -> ViewOptions:
         t("views.block"),
         blocks,
         index=blocks.index(chosen),
-        format_func=lambda b: t(f"views.block_{b}"),
+        format_func=option_labels(blocks, lambda b: f"views.block_{b}"),  # fixed in the language of the run
         disabled=not is_pair,
         help=t("views.block_help"),
         key=state.page_widget_key("block"),

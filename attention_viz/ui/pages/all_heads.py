@@ -5,7 +5,7 @@ import functools
 import streamlit as st
 
 from attention_viz import figures
-from attention_viz.ui import cache, feedback, state
+from attention_viz.ui import cache, downloads, feedback, state
 from attention_viz.ui.i18n import t
 
 COMPARE = "attention_viz/ui/pages/compare.py"
@@ -52,5 +52,5 @@ st.plotly_chart(
     theme=None,
     on_select=functools.partial(_on_thumbnail, info.num_heads),  # plotly_chart's callback takes no args
     selection_mode="points",
-    config={"displayModeBar": False},
+    config=downloads.chart_config(info.name, selection.layer, selection.head, "all_heads"),  # PNG: the head outlined
 )

@@ -5,12 +5,13 @@ import functools
 
 import streamlit as st
 
-from attention_viz import figures, metrics
+from attention_viz import analysis, figures, metrics
 from attention_viz.encoder import Variant
-from attention_viz.ui import cache, feedback, state
+from attention_viz.ui import cache, downloads, feedback, state
 from attention_viz.ui.i18n import option_labels, t
+from attention_viz.ui.view_options import view_caption, view_options
 
-VIEWS = ("pretrained", "scratch", "difference")
+VIEWS = state.MAP_VIEWS
 PARITY_BOUND = 1e-5
 FINDING = ("it", "animal", "street")  # the opening example's query, its referent and a distractor
 
@@ -106,12 +107,6 @@ if selection.text == state.EXAMPLE_TEXT and example_fits and all(token in encodi
     )
 intro_slot.markdown(intro)
 
-if st.session_state["focus"] >= total:  # a shorter text than the one the focus was chosen on
-    _set("focus", -1)
-for key in ("query_start", "key_start"):
-    _set(key, figures.window_start(st.session_state[key], total, size))
-focus = st.session_state["focus"]
-
 view = top_left.radio(
     t("compare.view"),
     VIEWS,
@@ -122,13 +117,37 @@ view = top_left.radio(
     args=("map_view",),
 )
 
-rows = figures.window_slice(st.session_state["query_start"], total, size)
-columns = figures.window_slice(st.session_state["key_start"], total, size)
+# The view toggles (word level, hide [CLS]/[SEP], pair block) shape what the map, the bars and the lines
+# show; with them off the map is the head's token-level attention exactly as extracted.
+options = view_options(encoding.is_pair)
+raw_ours, raw_theirs = scratch.head(layer, head), pretrained.head(layer, head)
+if options == analysis.ViewOptions():
+    ours, theirs, row_labels, key_labels, their_view = raw_ours, raw_theirs, labels, labels, None
+else:
+    their_view = analysis.apply_view(raw_theirs, encoding, options)
+    ours = analysis.apply_view(raw_ours, encoding, options).matrix  # (q, k), same labels as theirs
+    theirs, row_labels, key_labels = their_view.matrix, their_view.query_labels, their_view.key_labels
+queries, keys = theirs.shape  # q != k for a pair's A→B and B→A blocks
 
-ours, theirs = scratch.head(layer, head), pretrained.head(layer, head)
+if st.session_state["focus"] >= queries:  # a shorter text (or view) than the one the focus was chosen on
+    _set("focus", -1)
+_set("query_start", figures.window_start(st.session_state["query_start"], queries, size))
+_set("key_start", figures.window_start(st.session_state["key_start"], keys, size))
+focus = st.session_state["focus"]
+
+rows = figures.window_slice(st.session_state["query_start"], queries, size)
+columns = figures.window_slice(st.session_state["key_start"], keys, size)
+what = "_".join(
+    [view]
+    + (["words"] if options.word_level else [])
+    + (["no_special"] if options.hide_special else [])
+    + ([options.block] if options.block != "all" else [])
+)  # names the files: e.g. attention_all-MiniLM-L6-v2_layer3_head1_pretrained_words.csv
+config = downloads.chart_config(info.name, layer, head, what)
+
 zrange = figures.shared_range(theirs, ours) if selection.fit_range else (0.0, 1.0)  # same colours, same weights
 window = {
-    "key_labels": labels[columns],
+    "key_labels": key_labels[columns],
     "style": style,
     "query_start": rows.start,
     "key_start": columns.start,
@@ -138,72 +157,88 @@ window = {
 shown = {"pretrained": theirs, "scratch": ours, "difference": ours - theirs}[view]
 title = t(f"compare.map_title_{view}", variant=t(f"compare.variant_{variant.replace('-', '_')}"))
 if view == "difference":
-    chart = figures.difference_heatmap(shown[rows, columns], labels[rows], title, selection.fit_range, **window)
+    chart = figures.difference_heatmap(shown[rows, columns], row_labels[rows], title, selection.fit_range, **window)
 else:
-    chart = figures.attention_heatmap(shown[rows, columns], labels[rows], title, zrange, **window)
+    chart = figures.attention_heatmap(shown[rows, columns], row_labels[rows], title, zrange, **window)
 st.plotly_chart(
     chart,
     key="map",
     theme=None,
-    on_select=functools.partial(_on_cell, rows.start, columns.stop - columns.start, total, size),  # no args
+    on_select=functools.partial(_on_cell, rows.start, columns.stop - columns.start, queries, size),  # no args
     selection_mode="points",
-    config={"displayModeBar": False},
+    config=config,
 )
-windowed = total > size
+if their_view is not None:
+    view_caption(their_view, options)
+windowed = queries > size or keys > size
 if windowed:  # below the map: the map stays at the top of the page
-    st.caption(t("compare.window_note", size=size, total=total))
+    if queries == keys:
+        st.caption(t("compare.window_note", size=size, total=queries))
+    else:
+        st.caption(t("compare.window_note_block", size=size, queries=queries, keys=keys))
     sliders, small = st.columns([3, 2])
-    sliders.slider(
-        t("compare.query_start"),
-        0,
-        total - size,
-        key=_page_widget("query_start"),
-        on_change=state.remember,
-        args=("query_start",),
-    )
-    sliders.slider(
-        t("compare.key_start"),
-        0,
-        total - size,
-        key=_page_widget("key_start"),
-        on_change=state.remember,
-        args=("key_start",),
-    )
-    small.plotly_chart(
-        figures.overview(shown if view != "difference" else theirs, rows, columns, style, zrange),
-        key="overview",
-        theme=None,
-        width="content",
-    )
+    if queries > size:
+        sliders.slider(
+            t("compare.query_start"),
+            0,
+            queries - size,
+            key=_page_widget("query_start"),
+            on_change=state.remember,
+            args=("query_start",),
+        )
+    if keys > size:
+        sliders.slider(
+            t("compare.key_start"),
+            0,
+            keys - size,
+            key=_page_widget("key_start"),
+            on_change=state.remember,
+            args=("key_start",),
+        )
+    if queries == keys:  # the thumbnail pools square maps only
+        small.plotly_chart(
+            figures.overview(shown if view != "difference" else theirs, rows, columns, style, zrange),
+            key="overview",
+            theme=None,
+            width="content",
+            config=config,
+        )
 st.caption(t("compare.reading", tokens=total))
+if windowed:
+    st.caption(t("compare.download_full", queries=queries, keys=keys))
+downloads.buttons(pretrained, shown, chart, layer, head, what, tuple(row_labels), tuple(key_labels))
 
 st.subheader(t("compare.focus_title"))
-options = [-1, *range(total)]
 no_focus = t("compare.focus_none")  # fixed at draw time: format_func may run outside the page
 st.selectbox(
     t("compare.focus"),
-    options,
-    format_func=lambda i: no_focus if i < 0 else f"{i}: {figures.shorten_label(labels[i])}",
+    [-1, *range(queries)],
+    format_func=lambda i: no_focus if i < 0 else f"{i}: {figures.shorten_label(row_labels[i])}",
     key=_page_widget("focus"),
     on_change=_on_focus_box,
-    args=(total, size),
+    args=(queries, size),
 )
 if focus >= 0:
     bars = {t("compare.view_pretrained"): theirs[focus, columns], t("compare.view_scratch"): ours[focus, columns]}
     st.plotly_chart(
         figures.focus_bars(
-            bars, labels[columns], t("compare.bars_title", token=labels[focus], index=focus), style, columns.start
+            bars,
+            key_labels[columns],
+            t("compare.bars_title", token=row_labels[focus], index=focus),
+            style,
+            columns.start,
         ),
         key="focus_bars",
         theme=None,
+        config=config,
     )
 lines_of = ours if view == "scratch" else theirs
 lines_source = t("compare.view_scratch") if view == "scratch" else t("compare.view_pretrained")
 st.plotly_chart(
     figures.line_view(
         lines_of[rows, columns],
-        labels[rows],
-        labels[columns],
+        row_labels[rows],
+        key_labels[columns],
         t("compare.lines_title", source=lines_source),
         style,
         rows.start,
@@ -212,15 +247,20 @@ st.plotly_chart(
     ),
     key="lines",
     theme=None,
-    config={"displayModeBar": False},
+    config=config,
 )
 
+# The numbers are over the head's whole token-level attention, whatever the view: a block's rows are not
+# distributions, so their entropy or divergence would mean nothing.
+ours, theirs = raw_ours, raw_theirs
 numbers = st.columns(2)
 numbers[0].metric(t("compare.max_difference"), f"{metrics.max_abs_difference(ours, theirs):.2e}")
 numbers[1].metric(t("compare.js"), t("compare.bits", value=f"{metrics.js_divergence(ours, theirs).mean():.4f}"))
 numbers = st.columns(2)
 numbers[0].metric(t("compare.entropy_pretrained"), t("compare.bits", value=f"{metrics.row_entropy(theirs).mean():.3f}"))
 numbers[1].metric(t("compare.entropy_scratch"), t("compare.bits", value=f"{metrics.row_entropy(ours).mean():.3f}"))
+if their_view is not None:
+    st.caption(t("compare.numbers_tokens"))
 
 if variant == "exact":
     worst = cache.parity(loaded, selection.text, selection.pair)

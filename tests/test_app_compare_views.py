@@ -1,0 +1,171 @@
+"""Compare with the view toggles (word level, hide [CLS]/[SEP], pair blocks), its downloads and the link's
+choices for its settings (issues 8 and 9)."""
+
+import io
+import json
+from urllib.parse import urlsplit
+
+import numpy as np
+import pandas as pd
+import pytest
+from apptools import chart, decode, no_errors, run_app, z
+from numpy.testing import assert_allclose
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+from attention_viz import analysis, export, links
+from attention_viz.extraction import extract
+from attention_viz.ui import i18n, state
+
+GPU = "I have a new GPU!"  # cases C10 and C22: "gpu" is two WordPieces
+LAYER, HEAD = state.EXAMPLE_LAYER, state.EXAMPLE_HEAD
+
+
+@pytest.fixture
+def media(monkeypatch):
+    """Every file the app hands to a download button, by file id."""
+    stored = {}
+    original = MemoryMediaFileStorage.load_and_get_id
+
+    def keep(self, path_or_data, mimetype, kind, filename=None):
+        file_id = original(self, path_or_data, mimetype, kind, filename)
+        stored[file_id] = path_or_data
+        return file_id
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", keep)
+    return stored
+
+
+def _csv(at, media) -> pd.DataFrame:
+    """The CSV download's content, read back with its labels."""
+    (button,) = [b for b in at.get("download_button") if b.proto.id.endswith("download_csv_" + _what(at))]
+    data = media[urlsplit(button.proto.url).path.rsplit("/", 1)[-1].split(".")[0]]
+    return pd.read_csv(io.StringIO(data.decode() if isinstance(data, bytes) else data), index_col=0)
+
+
+def _what(at) -> str:
+    config = json.loads(at.get("plotly_chart")[0].proto.config)
+    return config["toImageButtonOptions"]["filename"].split(f"head{HEAD}_", 1)[1]
+
+
+def _clark_merge(weights: np.ndarray, word_ids) -> np.ndarray:
+    """C10 by hand: to a word, sum over its pieces; from a word, mean over its pieces; each special token
+    ([CLS], [SEP]: no word id) a group of its own (C22)."""
+    groups, previous = [], object()
+    for index, word in enumerate(word_ids):
+        special = word is None or word < 0
+        if special or word != previous:
+            groups.append([index])
+        else:
+            groups[-1].append(index)
+        previous = object() if special else word
+    to_words = np.stack([weights[:, g].sum(1) for g in groups], axis=1)  # (t, w)
+    return np.stack([to_words[g].mean(0) for g in groups])  # (w, w)
+
+
+def test_c10_c22_word_level_keeps_cls_and_sep_and_rows_sum_to_1(bundled, media):
+    at = run_app(text=GPU)
+    no_errors(at)
+    at.toggle(key="_word_level").set_value(True).run()
+    no_errors(at)
+    shown = chart(at, "map")
+    encoding = extract(bundled, GPU).encoding
+    raw = extract(bundled, GPU).weights[LAYER, HEAD].astype(np.float64)
+    assert encoding.tokens.count("gp") == 1  # the case's premise: "GPU" is split into pieces
+    expected = _clark_merge(raw, encoding.word_ids)
+    assert_allclose(z(shown), expected, atol=1e-6)
+    assert_allclose(z(shown).sum(-1), 1, atol=1e-6)  # [CLS]/[SEP] kept: nothing leaks out of a row
+    words = [label.strip() for label in shown["data"][0]["y"]]
+    assert words[0] == "[CLS]" and words[-1] == "[SEP]" and "GPU" in words and "gp" not in words
+    assert any(i18n.t("views.note_words") in c.value for c in at.caption)
+    # the CSV holds the shown (word-level) matrix with the words as labels
+    frame = _csv(at, media)
+    assert_allclose(frame.to_numpy(), expected, rtol=1e-6, atol=1e-8)
+    assert frame.index[0] == "[CLS]" and "GPU" in list(frame.columns)
+    # bars and lines follow the words too
+    at.selectbox(key="_focus").set_value(words.index("GPU")).run()
+    bars = chart(at, "focus_bars")
+    assert_allclose(decode(bars["data"][0]["y"]), expected[words.index("GPU")], atol=1e-6)
+
+
+def test_c11_hide_special_renormalises_and_says_so(bundled):
+    at = run_app(text=GPU)
+    at.toggle(key="_hide_special").set_value(True).run()
+    no_errors(at)
+    shown = chart(at, "map")
+    result = extract(bundled, GPU)
+    keep = ~np.asarray(result.encoding.special)
+    raw = result.weights[LAYER, HEAD].astype(np.float64)[keep][:, keep]
+    assert_allclose(z(shown), raw / raw.sum(-1, keepdims=True), atol=1e-6)  # C11 by hand
+    assert "[CLS]" not in "".join(shown["data"][0]["x"]) and "[SEP]" not in "".join(shown["data"][0]["y"])
+    assert any(i18n.t("views.note_renormalised") in c.value for c in at.caption)
+
+
+def test_pair_block_a_to_b_is_the_cores_slice_and_the_difference_is_of_the_views(bundled, media):
+    text, pair = "The cat sat.", "It slept."
+    at = run_app(text=text, pair=pair)
+    assert not at.selectbox(key="_block").disabled
+    at.selectbox(key="_block").set_value("AB").run()
+    no_errors(at)
+    result = extract(bundled, text, pair)
+    segments = np.asarray(result.encoding.segments)
+    raw = result.weights[LAYER, HEAD]
+    expected = analysis.apply_view(raw, result.encoding, analysis.ViewOptions(block="AB"))
+    shown = z(chart(at, "map"))
+    assert shown.shape == ((segments == 0).sum(), (segments == 1).sum()) == (6, 4)  # [CLS] the cat sat . [SEP]
+    assert_allclose(shown, expected.matrix, atol=1e-6)
+    assert_allclose(shown, raw[segments == 0][:, segments == 1], atol=1e-6)
+    frame = _csv(at, media)
+    assert_allclose(frame.to_numpy(), expected.matrix, rtol=1e-6, atol=1e-8)
+    assert list(frame.columns) == list(expected.key_labels) and list(frame.index) == list(expected.query_labels)
+    # the difference map is transformed(scratch) − transformed(pretrained): exact variant ⇒ near zero
+    at.radio(key="_map_view").set_value("difference").run()
+    no_errors(at)
+    assert z(chart(at, "map")).shape == (6, 4) and np.abs(z(chart(at, "map"))).max() < 1e-5
+
+
+def test_default_view_csv_is_the_heads_attention(bundled, media):
+    at = run_app()
+    no_errors(at)
+    frame = _csv(at, media)
+    result = extract(bundled, state.EXAMPLE_TEXT)
+    assert_allclose(frame.to_numpy(), result.weights[LAYER, HEAD], rtol=1e-6, atol=1e-8)
+    assert list(frame.index) == list(result.encoding.labels)
+    for drawn in at.get("plotly_chart"):
+        config = json.loads(drawn.proto.config)
+        assert config["toImageButtonOptions"] == {
+            "format": "png",
+            "filename": export.file_stem("all-MiniLM-L6-v2", f"layer{LAYER}", f"head{HEAD}", "pretrained"),
+            "scale": 2,
+        }
+
+
+def test_a_malformed_block_or_map_view_in_a_link_falls_back_to_the_default():
+    values, notes = links.from_query({"block": "XY", "map_view": "sideways", "head": "2"}, state.link_rules())
+    assert values == {"head": 2}
+    assert {(n.kind, n.key) for n in notes} == {("invalid", "block"), ("invalid", "map_view")}
+    values, _ = links.from_query({"block": "BA", "map_view": "difference"}, state.link_rules())
+    assert values == {"block": "BA", "map_view": "difference"}
+
+
+def test_all_heads_chart_saves_a_named_png_at_twice_the_scale(bundled):
+    at = run_app()
+    at.switch_page("attention_viz/ui/pages/all_heads.py").run()
+    no_errors(at)
+    config = json.loads(at.get("plotly_chart")[0].proto.config)
+    name = export.file_stem("all-MiniLM-L6-v2", f"layer{LAYER}", f"head{HEAD}", "all_heads")
+    assert config["toImageButtonOptions"] == {"format": "png", "filename": name, "scale": 2}
+
+
+def test_the_numbers_stay_over_the_whole_token_level_head_in_any_view(bundled):
+    from attention_viz import metrics
+
+    text, pair = "The cat sat.", "It slept."
+    at = run_app(text=text, pair=pair)
+    before = [m.value for m in at.metric]
+    at.selectbox(key="_block").set_value("AB").run()
+    at.toggle(key="_word_level").set_value(True).run()
+    no_errors(at)
+    assert [m.value for m in at.metric] == before
+    raw = extract(bundled, text, pair).weights[LAYER, HEAD]
+    assert f"{metrics.row_entropy(raw).mean():.3f}" in at.metric[2].value
+    assert any(i18n.t("compare.numbers_tokens") in c.value for c in at.caption)
