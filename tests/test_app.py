@@ -127,7 +127,7 @@ def test_long_input_is_cut_with_a_message():
     _no_errors(at)
     assert "602 tokens, cut to 512" in at.warning[0].value
     shown = _chart(at, "map")  # a window of the 512 tokens, every row and column labelled
-    window = figures.map_style(False).window
+    window = figures.map_style(False, 512).window
     assert _z(shown).shape == (window, window)
     assert [y.rstrip("\u200b\u200c") for y in shown["data"][0]["y"]] == ["[CLS]"] + ["hello"] * (window - 1)
 

@@ -19,7 +19,8 @@ LONG = "The quick brown fox jumps over the lazy dog while the cat sleeps on the 
 def test_moved_window_shows_the_core_weights_for_that_window(bundled):
     at = _app(text=LONG, layer=2, head=4)
     weights = extract(bundled, LONG).weights[2, 4]
-    total, size = weights.shape[0], figures.NORMAL.window
+    total = weights.shape[0]
+    size = figures.map_style(False, total).window
     assert total > size
     at.slider(key="_query_start").set_value(30).run()
     at.slider(key="_key_start").set_value(total - size).run()
@@ -58,7 +59,7 @@ def test_focus_on_a_far_token_moves_the_window_to_it(bundled):
     at = _app(text="hello " * 600)
     at.selectbox(key="_focus").set_value(300).run()
     _no_errors(at)
-    size = figures.NORMAL.window
+    size = figures.map_style(False, 512).window
     start = figures.window_around(300, 512, size)
     assert at.slider(key="_query_start").value == start
     weights = extract(bundled, "hello " * 600).weights[state.EXAMPLE_LAYER, state.EXAMPLE_HEAD]

@@ -128,7 +128,6 @@ def measured(server, browser, bundled):
     """Every input at every viewport: what the main map draws (one page per viewport, reused)."""
     url, _, _ = server
     ARTIFACTS.mkdir(exist_ok=True)
-    window = figures.NORMAL.window
     results = {}
     for viewport, (width, height) in VIEWPORTS.items():
         page = browser.new_page(viewport={"width": width, "height": height})
@@ -137,6 +136,7 @@ def measured(server, browser, bundled):
         for name, text in INPUTS.items():
             encoding = extract(bundled, text).encoding
             _type(page, text)
+            window = figures.map_style(False, encoding.num_tokens).window
             _wait_for_map(page, encoding.labels[0], min(encoding.num_tokens, window))
             results[viewport, name] = page.eval_on_selector(MAP, MEASURE), encoding
             _show(page, MAP)
@@ -158,7 +158,7 @@ def measured(server, browser, bundled):
 @pytest.mark.parametrize("name", INPUTS)
 def test_main_map_is_large_labelled_and_unclipped(measured, bundled, viewport, name):
     m, encoding = measured[viewport, name]
-    window = figures.NORMAL.window
+    window = figures.map_style(False, encoding.num_tokens).window
     drawn = min(encoding.num_tokens, window)
     assert (m["rows"], m["columns"]) == (drawn, drawn)
     # the map shows the first window of the core's weights (all of them when they fit)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from attention_viz.figures import (
+    DENSE,
     NORMAL,
     PRESENTATION,
     attention_heatmap,
@@ -47,9 +48,10 @@ def test_windows_stay_inside_the_tokens():
     assert window_start(30, 45, 18) == 27
     assert window_around(40, 512, 18) == 31 and window_around(2, 512, 18) == 0
     assert window_around(511, 512, 18) == 494
-    assert map_style(True) is PRESENTATION and map_style(False) is NORMAL
+    assert map_style(True) is PRESENTATION and map_style(False) is NORMAL and map_style(False, 18) is NORMAL
+    assert map_style(False, 19) is DENSE and map_style(True, 45) is PRESENTATION
     assert PRESENTATION.font_size > NORMAL.font_size and PRESENTATION.min_cell > NORMAL.min_cell
-    for style in (NORMAL, PRESENTATION):  # vertical key labels one cell apart must not touch
+    for style in (NORMAL, DENSE, PRESENTATION):  # vertical key labels one cell apart must not touch
         assert style.min_cell >= style.font_size + 4
 
 

@@ -16,6 +16,7 @@ from attention_viz.figures.heatmaps import (
     unique_labels,
 )
 from attention_viz.figures.layout import (
+    DENSE,
     NORMAL,
     PRESENTATION,
     MapStyle,
@@ -29,6 +30,7 @@ from attention_viz.figures.views import focus_bars, line_view, overview
 
 __all__ = [
     "ATTENTION_COLORSCALE",
+    "DENSE",
     "DIFFERENCE_COLORSCALE",
     "NORMAL",
     "PRESENTATION",

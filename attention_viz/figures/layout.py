@@ -36,15 +36,25 @@ class MapStyle:
         return self.side / self.window
 
 
-# At 800 x 600 with the sidebar open the map gets about 280 px: 18 tokens leave 15.5 px cells for 12 px
-# labels there, and 26 px cells at the 480 px asked for on a 1280 x 720 projector.
+# At 800 x 600 with the sidebar open the map gets 300-390 px (less when long labels take the margin):
+# 18 tokens leave at least 16 px cells for 12 px labels there, and 26 px cells at the 480 px asked for on a
+# 1280 x 720 projector. A longer sentence is drawn with 10 px labels so that up to 24 tokens still fit
+# whole (at least 12.5 px cells at 800 x 600), and only longer inputs get a window.
 NORMAL = MapStyle(font_size=12, window=18, side=480)
+DENSE = MapStyle(font_size=10, window=24, side=480)
 PRESENTATION = MapStyle(font_size=16, window=14, side=560, overview_side=200)
 
 
-def map_style(presentation: bool = False) -> MapStyle:
-    """The style for a screen (``False``) or a projector (``True``: larger fonts and cells)."""
-    return PRESENTATION if presentation else NORMAL
+def map_style(presentation: bool = False, tokens: int = 0) -> MapStyle:
+    """The style for a screen (``False``) or a projector (``True``: larger fonts and cells).
+
+    On a screen, a map of more than :data:`NORMAL`'s window of ``tokens`` per side uses smaller labels
+    (:data:`DENSE`), so sentences of up to 24 tokens are shown whole; the projector keeps its large
+    labels and shows a window sooner.
+    """
+    if presentation:
+        return PRESENTATION
+    return DENSE if tokens > NORMAL.window else NORMAL
 
 
 def shorten_label(label: str, limit: int = LABEL_LIMIT) -> str:

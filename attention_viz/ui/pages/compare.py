@@ -55,7 +55,6 @@ selection = state.selection()
 loaded = cache.model(selection.model)
 info = loaded.info
 layer, head = selection.layer, selection.head
-style = figures.map_style(st.session_state["presentation"])
 
 st.header(t("compare.title", layer=layer, head=head))
 intro_slot = st.empty()  # filled once the result is known: the intro points at the example's finding
@@ -88,7 +87,7 @@ pretrained = feedback.or_stop(cache.pretrained, loaded, selection.text, selectio
 scratch = feedback.or_stop(cache.scratch, loaded, selection.text, selection.pair, variant, int(seed))
 encoding = pretrained.encoding
 feedback.truncation(encoding)
-labels, total, size = encoding.labels, encoding.num_tokens, style.window
+labels, total = encoding.labels, encoding.num_tokens
 
 intro = t("compare.intro")
 example_fits = info.num_layers > state.EXAMPLE_LAYER and info.num_heads > state.EXAMPLE_HEAD
@@ -128,6 +127,8 @@ else:
     ours = analysis.apply_view(raw_ours, encoding, options).matrix  # (q, k), same labels as theirs
     theirs, row_labels, key_labels = their_view.matrix, their_view.query_labels, their_view.key_labels
 queries, keys = theirs.shape  # q != k for a pair's A→B and B→A blocks
+style = figures.map_style(st.session_state["presentation"], max(queries, keys))  # smaller labels fit more
+size = style.window
 
 if st.session_state["focus"] >= queries:  # a shorter text (or view) than the one the focus was chosen on
     _set("focus", -1)
