@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 from streamlit.testing.v1 import AppTest
@@ -55,3 +56,10 @@ def chart(at, key: str) -> dict:
 def view(at, name: str):
     """Switch Compare's map to ``name`` (pretrained, scratch or difference) and rerun."""
     return at.radio(key="_map_view").set_value(name).run()
+
+
+def downloaded(media: dict, button) -> str:
+    """What a download button hands over (``media`` is conftest's fixture), as text."""
+    file_id = button.proto.deferred_file_id or urlsplit(button.proto.url).path.rsplit("/", 1)[-1].split(".")[0]
+    data = media[file_id]
+    return data.decode() if isinstance(data, bytes) else data

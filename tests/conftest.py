@@ -8,6 +8,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing in the tests may reach t
 
 import pytest
 import torch
+from streamlit.runtime.media_file_manager import MediaFileManager
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from transformers import AutoTokenizer, BertConfig, BertModel
 
 from attention_viz.loading import bundled_model_path, load_model
@@ -53,3 +55,26 @@ def tiny_model(request, tmp_path_factory):
 def tiny_model_dir(tmp_path_factory):
     """Folder of one tiny random BERT (4 heads, 2 layers, 64 positions)."""
     return make_tiny_bert(tmp_path_factory.mktemp("tiny"), **TINY_CONFIGS["h32-l2-heads4"])
+
+
+@pytest.fixture
+def media(monkeypatch):
+    """Every file the app hands to a download button, by file id."""
+    stored = {}
+    original = MemoryMediaFileStorage.load_and_get_id
+
+    def keep(self, path_or_data, mimetype, kind, filename=None):
+        file_id = original(self, path_or_data, mimetype, kind, filename)
+        stored[file_id] = path_or_data
+        return file_id
+
+    def keep_deferred(self, data_callable, *args, **kwargs):  # built on click: build the CSVs now
+        file_id = original_deferred(self, data_callable, *args, **kwargs)
+        if str(kwargs.get("file_name", "")).endswith(".csv"):
+            stored[file_id] = data_callable()
+        return file_id
+
+    original_deferred = MediaFileManager.add_deferred
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", keep)
+    monkeypatch.setattr(MediaFileManager, "add_deferred", keep_deferred)
+    return stored

@@ -3,14 +3,11 @@ choices for its settings (issues 8 and 9)."""
 
 import io
 import json
-from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
-import pytest
-from apptools import chart, decode, no_errors, run_app, z
+from apptools import chart, decode, downloaded, no_errors, run_app, z
 from numpy.testing import assert_allclose
-from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
 from attention_viz import analysis, export, links
 from attention_viz.extraction import extract
@@ -20,26 +17,10 @@ GPU = "I have a new GPU!"  # cases C10 and C22: "gpu" is two WordPieces
 LAYER, HEAD = state.EXAMPLE_LAYER, state.EXAMPLE_HEAD
 
 
-@pytest.fixture
-def media(monkeypatch):
-    """Every file the app hands to a download button, by file id."""
-    stored = {}
-    original = MemoryMediaFileStorage.load_and_get_id
-
-    def keep(self, path_or_data, mimetype, kind, filename=None):
-        file_id = original(self, path_or_data, mimetype, kind, filename)
-        stored[file_id] = path_or_data
-        return file_id
-
-    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", keep)
-    return stored
-
-
 def _csv(at, media) -> pd.DataFrame:
     """The CSV download's content, read back with its labels."""
     (button,) = [b for b in at.get("download_button") if b.proto.id.endswith("download_csv_" + _what(at))]
-    data = media[urlsplit(button.proto.url).path.rsplit("/", 1)[-1].split(".")[0]]
-    return pd.read_csv(io.StringIO(data.decode() if isinstance(data, bytes) else data), index_col=0)
+    return pd.read_csv(io.StringIO(downloaded(media, button)), index_col=0)
 
 
 def _what(at) -> str:

@@ -8,13 +8,12 @@ from urllib.parse import urlsplit
 import numpy as np
 import pandas as pd
 import pytest
-from apptools import APP
+from apptools import APP, downloaded
 from apptools import decode as _decode
 from apptools import figures as _figures
 from apptools import no_errors as _no_errors
 from apptools import run_app as _app
 from apptools import z as _z
-from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
 from attention_viz import article_compare, export, links, presets, steps
@@ -200,21 +199,6 @@ def test_article_page_shows_each_difference_on_the_same_input(bundled):
     assert len(at.table) == 1 and "seed 4" in at.caption[0].value
 
 
-@pytest.fixture
-def media(monkeypatch):
-    """Every file the app hands to a download button, by file id."""
-    stored = {}
-    original = MemoryMediaFileStorage.load_and_get_id
-
-    def keep(self, path_or_data, mimetype, kind, filename=None):
-        file_id = original(self, path_or_data, mimetype, kind, filename)
-        stored[file_id] = path_or_data
-        return file_id
-
-    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", keep)
-    return stored
-
-
 @pytest.mark.parametrize("page", [INSIDE, ARTICLE])
 def test_downloads_hold_the_shown_matrix_and_charts_save_named_pngs(page, media, bundled):
     at = _app()
@@ -222,9 +206,7 @@ def test_downloads_hold_the_shown_matrix_and_charts_save_named_pngs(page, media,
     _no_errors(at)
     buttons = at.get("download_button")
     assert len(buttons) == 3
-    file_id = urlsplit(buttons[0].proto.url).path.rsplit("/", 1)[-1].split(".")[0]
-    csv = media[file_id]
-    csv = csv.decode() if isinstance(csv, bytes) else csv
+    csv = downloaded(media, buttons[0])
     shown = _z(_figures(at)[-1] if page == INSIDE else _figures(at)[1])
     frame = pd.read_csv(io.StringIO(csv), index_col=0)
     np.testing.assert_allclose(frame.to_numpy(), shown, rtol=1e-6, atol=1e-8)

@@ -167,7 +167,7 @@ def line_view(
     keys = labels if key_labels is None else key_labels
     q, k = weights.shape
     font = {"size": style.font_size}
-    figure = go.Figure()
+    figure = go.Figure(_validate=False)  # hundreds of line shapes: plotly validating each takes ~0.4 s
     for side, names, start, anchor in ((0, labels, query_start, "left"), (1, keys, key_start, "right")):
         index = np.arange(len(names))
         highlighted = [focus is not None and side == 0 and i == focus for i in index]

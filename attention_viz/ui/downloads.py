@@ -1,8 +1,9 @@
 """Download buttons for what a page shows: the matrix as CSV, all attention as JSON, the figure as HTML.
 
 One call per page: ``downloads.buttons(result, matrix, figure, layer, head, what)``. The contents come
-from :mod:`attention_viz.export`; JSON and HTML are built only when clicked (a 512-token JSON of every
-head is hundreds of MB, an HTML page carries plotly.js), the CSV at once. PNG comes from the chart's
+from :mod:`attention_viz.export` and are built only when clicked (a 512-token CSV takes about a second to
+write, the JSON of every head is hundreds of MB, an HTML page carries plotly.js), so a head change pays
+for none of them. PNG comes from the chart's
 own toolbar (camera icon), configured by :func:`chart_config`.
 """
 
@@ -47,7 +48,7 @@ def buttons(
     csv, json_file, html = st.columns(3)
     csv.download_button(
         t("links.download_csv"),
-        export.matrix_csv(matrix, labels, key_labels),
+        lambda: export.matrix_csv(matrix, labels, key_labels),
         file_name=f"{stem}.csv",
         mime="text/csv",
         icon=":material/table:",
