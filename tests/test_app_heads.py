@@ -73,7 +73,13 @@ def test_head_similarity_page(bundled):
 
 def test_rollout_and_norms_page_and_view_toggles(bundled):
     at = _page(FLOW)
-    raw, rollout, norm = figures(at)
+    (raw,) = figures(at)  # one map at a time, chosen with a radio
+    assert raw["layout"]["yaxis"]["scaleanchor"] == "x"  # square cells, as on Compare
+    at.radio(key="_flow_map").set_value("rollout").run()
+    (rollout,) = figures(at)
+    at.radio(key="_flow_map").set_value("norm").run()
+    (norm,) = figures(at)
+    at.radio(key="_flow_map").set_value("raw").run()
     weights = extract(bundled, state.EXAMPLE_TEXT).weights
     layer = state.EXAMPLE_LAYER
     assert_allclose(z(raw), weights[layer].mean(0), atol=1e-5)
@@ -106,3 +112,11 @@ def test_pair_blocks_on_the_flow_page(bundled):
     assert_allclose(z(raw), expected, atol=1e-5)
     single = _page(FLOW)
     assert single.selectbox(key="_block").disabled
+
+
+def test_rollout_and_norms_page_in_chinese():
+    at = _page(FLOW, lang="zh")
+    assert at.header[0].value.startswith("注意力展开与范数")
+    (raw,) = figures(at)
+    assert raw["layout"]["xaxis"]["title"]["text"] == "键（被关注）"
+    assert raw["layout"]["yaxis"]["title"]["text"] == "查询（发出关注）"

@@ -110,3 +110,12 @@ def test_grid_click_targets_name_their_head():
     assert targets.customdata[1 * 3 + 2].tolist() == [1, 2]
     assert (targets.x[5], targets.y[5]) == (2, 1)
     assert head_grid(weights).layout.plot_bgcolor == "rgba(0,0,0,0)"  # the targets' subplot hides no thumbnail
+
+
+def test_heatmap_axis_titles_default_to_english_and_can_be_translated():
+    weights = np.full((2, 2), 0.5)
+    default = attention_heatmap(weights, ["a", "b"])
+    assert default.layout.yaxis.title.text == "query (attending)"
+    assert default.layout.xaxis.title.text == "key (attended to)"
+    chinese = difference_heatmap(weights, ["a", "b"], query_title="查询", key_title="键")
+    assert (chinese.layout.yaxis.title.text, chinese.layout.xaxis.title.text) == ("查询", "键")
