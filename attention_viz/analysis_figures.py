@@ -43,6 +43,7 @@ def head_overview(
     importance: np.ndarray | None = None,
     selected: tuple[int, int] | None = None,
     zrange: tuple[float, float] | None = None,
+    tag_labels: Sequence[str] | None = None,
 ) -> go.Figure:
     """Every head as a square mark at (head, layer), coloured by a statistic, sized by importance.
 
@@ -55,6 +56,8 @@ def head_overview(
             ``None``: all marks the same size.
         selected: ``(layer, head)`` outlined in red.
         zrange: the colour range; ``None`` fits it to the values.
+        tag_labels: ``layers * heads`` texts under the marks (e.g. short tags in the user's language);
+            ``None``: ``tags`` shortened ("previous-token" → "prev").
 
     Returns:
         A figure with one scatter trace (``customdata`` = ``[layer, head]``), selectable by click.
@@ -68,7 +71,7 @@ def head_overview(
         (float(finite.min()), float(max(finite.max(), finite.min() + 1e-12))) if finite.size else (0, 1)
     )
     sizes = _mark_sizes(importance, layers * heads)
-    short = [_short_tags(tag) for tag in tags]
+    short = [_short_tags(tag) for tag in tags] if tag_labels is None else list(tag_labels)
     figure = go.Figure(
         go.Scatter(
             x=head_of,

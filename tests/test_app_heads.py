@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 from apptools import decode, figures, no_errors, run_app, z
 from numpy.testing import assert_allclose
@@ -120,3 +122,18 @@ def test_rollout_and_norms_page_in_chinese():
     (raw,) = figures(at)
     assert raw["layout"]["xaxis"]["title"]["text"] == "键（被关注）"
     assert raw["layout"]["yaxis"]["title"]["text"] == "查询（发出关注）"
+
+
+def test_head_statistics_table_and_tags_in_chinese(bundled):
+    at = _page(STATS, lang="zh")
+    result = extract(bundled, state.EXAMPLE_TEXT)
+    expected = analysis.head_statistics(result.weights, analysis.TokenKinds.from_encoding(result.encoding))
+    table = at.dataframe[0]
+    assert list(table.value.columns[:4]) == ["layer", "head", "entropy", "tags"]  # the data keeps its English names
+    headers = {column: shown.get("label") for column, shown in json.loads(table.proto.columns).items()}
+    assert [headers[c] for c in ("layer", "head", "tags", "entropy")] == ["层", "头", "标签", "熵（比特）"]
+    broad = [i for i, tags in enumerate(expected["tags"]) if "broad" in tags]
+    assert broad and all("广泛" in table.value["tags"][i] for i in broad)
+    assert not any("broad" in tags or "previous" in tags for tags in table.value["tags"])
+    (overview,) = figures(at)
+    assert not any("prev" in text or ("CLS" in text and "[CLS]" not in text) for text in overview["data"][0]["text"])
