@@ -125,7 +125,7 @@ def similarity_map(
         positions: ``(layers * heads, 2)`` from :func:`attention_viz.analysis.mds_layout`, layer-major.
         num_heads: heads per layer.
         title, layer_title, head_title: texts.
-        selected: ``(layer, head)`` outlined in red.
+        selected: ``(layer, head)`` outlined in red and labelled "layer·head" (the only label).
 
     Returns:
         A figure with one scatter trace (``customdata`` = ``[layer, head]``), selectable by click.
@@ -138,9 +138,11 @@ def similarity_map(
             x=positions[:, 0],
             y=positions[:, 1],
             mode="markers+text",
-            text=[f"{lay}·{hd}" for lay, hd in zip(layer_of, head_of, strict=True)],
+            # only the head in focus is labelled: labels on all 72 overlap in the dense clusters ("1·11·9");
+            # the hover names every head and the colour bar gives its layer
+            text=[f"{lay}·{hd}" if (lay, hd) == selected else "" for lay, hd in zip(layer_of, head_of, strict=True)],
             textposition="top center",
-            textfont={"size": 9},
+            textfont={"size": 12, "color": "red"},
             customdata=np.stack([layer_of, head_of], axis=1),
             hovertemplate=f"{layer_title} %{{customdata[0]}}, {head_title} %{{customdata[1]}}<extra></extra>",
             marker={

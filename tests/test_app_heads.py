@@ -68,6 +68,9 @@ def test_head_similarity_page(bundled):
     points = similarity["data"][0]
     assert len(decode(points["x"])) == 72
     assert list(decode(points["marker"]["color"])[:13]) == [0] * 12 + [1]  # coloured by layer
+    layer, head = at.session_state["layer"], at.session_state["head"]
+    labelled = [(i, text) for i, text in enumerate(points["text"]) if text]
+    assert labelled == [(layer * 12 + head, f"{layer}·{head}")]  # only the head in focus: no overlapping labels
     divergence = analysis.head_divergence(extract(bundled, state.EXAMPLE_TEXT).weights)
     mean = divergence[~np.eye(72, dtype=bool)].mean()
     assert any(f"{mean:.3f} bits" in c.value for c in at.caption)
