@@ -87,7 +87,7 @@ st.dataframe(
     column_config={
         "layer": st.column_config.NumberColumn(t("stats.col_layer")),
         "head": st.column_config.NumberColumn(t("stats.col_head")),
-        "tags": st.column_config.TextColumn(t("stats.col_tags")),
+        "tags": st.column_config.TextColumn(t("stats.col_tags"), width="medium"),
         **{c: st.column_config.NumberColumn(t(f"stats.col_{c}"), format="%.3f") for c in numbers},
     },
     key="_stats_table",
