@@ -43,6 +43,7 @@ def head_overview(
     importance: np.ndarray | None = None,
     selected: tuple[int, int] | None = None,
     zrange: tuple[float, float] | None = None,
+    tag_labels: Sequence[str] | None = None,
 ) -> go.Figure:
     """Every head as a square mark at (head, layer), coloured by a statistic, sized by importance.
 
@@ -55,6 +56,8 @@ def head_overview(
             ``None``: all marks the same size.
         selected: ``(layer, head)`` outlined in red.
         zrange: the colour range; ``None`` fits it to the values.
+        tag_labels: ``layers * heads`` texts under the marks (e.g. short tags in the user's language);
+            ``None``: ``tags`` shortened ("previous-token" → "prev").
 
     Returns:
         A figure with one scatter trace (``customdata`` = ``[layer, head]``), selectable by click.
@@ -68,7 +71,7 @@ def head_overview(
         (float(finite.min()), float(max(finite.max(), finite.min() + 1e-12))) if finite.size else (0, 1)
     )
     sizes = _mark_sizes(importance, layers * heads)
-    short = [_short_tags(tag) for tag in tags]
+    short = [_short_tags(tag) for tag in tags] if tag_labels is None else list(tag_labels)
     figure = go.Figure(
         go.Scatter(
             x=head_of,
@@ -122,7 +125,7 @@ def similarity_map(
         positions: ``(layers * heads, 2)`` from :func:`attention_viz.analysis.mds_layout`, layer-major.
         num_heads: heads per layer.
         title, layer_title, head_title: texts.
-        selected: ``(layer, head)`` outlined in red.
+        selected: ``(layer, head)`` outlined in red and labelled "layer·head" (the only label).
 
     Returns:
         A figure with one scatter trace (``customdata`` = ``[layer, head]``), selectable by click.
@@ -135,9 +138,11 @@ def similarity_map(
             x=positions[:, 0],
             y=positions[:, 1],
             mode="markers+text",
-            text=[f"{lay}·{hd}" for lay, hd in zip(layer_of, head_of, strict=True)],
+            # only the head in focus is labelled: labels on all 72 overlap in the dense clusters ("1·11·9");
+            # the hover names every head and the colour bar gives its layer
+            text=[f"{lay}·{hd}" if (lay, hd) == selected else "" for lay, hd in zip(layer_of, head_of, strict=True)],
             textposition="top center",
-            textfont={"size": 9},
+            textfont={"size": 12, "color": "red"},
             customdata=np.stack([layer_of, head_of], axis=1),
             hovertemplate=f"{layer_title} %{{customdata[0]}}, {head_title} %{{customdata[1]}}<extra></extra>",
             marker={

@@ -77,7 +77,7 @@ def variant_weights(
     if unknown:
         raise ValueError(f"unknown differences {sorted(unknown)}: choose from {', '.join(DIFFERENCES)}")
     h, d = correct.num_heads, correct.head_dim
-    x = torch.from_numpy(np.ascontiguousarray(hidden, dtype=np.float32))[None]  # (1, t, hidden)
+    x = torch.from_numpy(np.array(hidden, dtype=np.float32))[None]  # (1, t, hidden)
     t = x.shape[1]
 
     def split(y: torch.Tensor) -> torch.Tensor:

@@ -221,8 +221,8 @@ def _labels(enc, texts: tuple[str, str | None], tokenizer) -> tuple[str, ...]:
 
 def _model_inputs(encoding: Encoding) -> dict[str, torch.Tensor]:
     return {
-        "input_ids": torch.from_numpy(encoding.input_ids)[None],  # (1, t)
-        "token_type_ids": torch.from_numpy(encoding.token_type_ids)[None],  # (1, t)
+        "input_ids": torch.tensor(encoding.input_ids)[None],  # (1, t)
+        "token_type_ids": torch.tensor(encoding.token_type_ids)[None],  # (1, t)
         "attention_mask": torch.ones(1, encoding.num_tokens, dtype=torch.int64),  # (1, t)
     }
 

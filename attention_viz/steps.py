@@ -83,8 +83,8 @@ def layer_input(encoder: BertEncoder, encoding: Encoding, layer: int) -> np.ndar
     """
     if not 0 <= layer < encoder.config.num_hidden_layers:
         raise IndexError(f"layer {layer} out of range: 0-{encoder.config.num_hidden_layers - 1}")
-    ids = torch.from_numpy(encoding.input_ids)[None]  # (1, t)
-    types = torch.from_numpy(encoding.token_type_ids)[None]  # (1, t)
+    ids = torch.tensor(encoding.input_ids)[None]  # (1, t); a copy: cached encodings are read-only
+    types = torch.tensor(encoding.token_type_ids)[None]  # (1, t)
     with torch.inference_mode():
         output = encoder(ids, types)
     return output.hidden_states[layer][0].float().numpy()  # (t, hidden)
@@ -105,7 +105,7 @@ def head_vectors(encoder: BertEncoder, hidden: np.ndarray, layer: int, head: int
     d = attention.head_dim
     if not 0 <= head < attention.num_heads:
         raise IndexError(f"head {head} out of range: 0-{attention.num_heads - 1}")
-    x = torch.from_numpy(np.ascontiguousarray(hidden, dtype=np.float32))[None]  # (1, t, hidden)
+    x = torch.from_numpy(np.array(hidden, dtype=np.float32))[None]  # (1, t, hidden)
     with torch.inference_mode():
         projected = [p(x)[0, :, head * d : (head + 1) * d] for p in (attention.query, attention.key, attention.value)]
     return tuple(p.numpy() for p in projected)  # 3 × (t, d)

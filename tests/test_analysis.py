@@ -239,3 +239,21 @@ def test_mds_layout_keeps_identical_heads_together():
     distances = np.linalg.norm(positions[:, None] - positions[None], axis=-1)
     assert distances[0, 5] < 0.5 * np.sort(distances[0])[2]
     assert_allclose(mds_layout(head_divergence(weights)), positions)  # reproducible for a seed
+
+
+def test_read_only_cached_encodings_give_no_torch_warning(bundled):
+    """The cache makes result arrays read-only; torch.from_numpy on them warns (and would share the memory)."""
+    import warnings
+
+    from attention_viz.analysis import head_importance
+
+    encoding = encode(bundled.tokenizer, "The cat sat.")
+    expected = layer_flow(bundled.encoder, encoding, 1).rollout
+    for array in (encoding.input_ids, encoding.token_type_ids):
+        array.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        importance = head_importance(bundled.encoder, encoding)
+        flow = layer_flow(bundled.encoder, encoding, 1)
+    assert importance.shape == (6, 12) and (importance >= 0).all()
+    assert_allclose(flow.rollout, expected)

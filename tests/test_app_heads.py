@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 from apptools import decode, figures, no_errors, run_app, z
 from numpy.testing import assert_allclose
@@ -66,6 +68,9 @@ def test_head_similarity_page(bundled):
     points = similarity["data"][0]
     assert len(decode(points["x"])) == 72
     assert list(decode(points["marker"]["color"])[:13]) == [0] * 12 + [1]  # coloured by layer
+    layer, head = at.session_state["layer"], at.session_state["head"]
+    labelled = [(i, text) for i, text in enumerate(points["text"]) if text]
+    assert labelled == [(layer * 12 + head, f"{layer}·{head}")]  # only the head in focus: no overlapping labels
     divergence = analysis.head_divergence(extract(bundled, state.EXAMPLE_TEXT).weights)
     mean = divergence[~np.eye(72, dtype=bool)].mean()
     assert any(f"{mean:.3f} bits" in c.value for c in at.caption)
@@ -73,7 +78,13 @@ def test_head_similarity_page(bundled):
 
 def test_rollout_and_norms_page_and_view_toggles(bundled):
     at = _page(FLOW)
-    raw, rollout, norm = figures(at)
+    (raw,) = figures(at)  # one map at a time, chosen with a radio
+    assert raw["layout"]["yaxis"]["scaleanchor"] == "x"  # square cells, as on Compare
+    at.radio(key="_flow_map").set_value("rollout").run()
+    (rollout,) = figures(at)
+    at.radio(key="_flow_map").set_value("norm").run()
+    (norm,) = figures(at)
+    at.radio(key="_flow_map").set_value("raw").run()
     weights = extract(bundled, state.EXAMPLE_TEXT).weights
     layer = state.EXAMPLE_LAYER
     assert_allclose(z(raw), weights[layer].mean(0), atol=1e-5)
@@ -106,3 +117,26 @@ def test_pair_blocks_on_the_flow_page(bundled):
     assert_allclose(z(raw), expected, atol=1e-5)
     single = _page(FLOW)
     assert single.selectbox(key="_block").disabled
+
+
+def test_rollout_and_norms_page_in_chinese():
+    at = _page(FLOW, lang="zh")
+    assert at.header[0].value.startswith("注意力展开与范数")
+    (raw,) = figures(at)
+    assert raw["layout"]["xaxis"]["title"]["text"] == "键（被关注）"
+    assert raw["layout"]["yaxis"]["title"]["text"] == "查询（发出关注）"
+
+
+def test_head_statistics_table_and_tags_in_chinese(bundled):
+    at = _page(STATS, lang="zh")
+    result = extract(bundled, state.EXAMPLE_TEXT)
+    expected = analysis.head_statistics(result.weights, analysis.TokenKinds.from_encoding(result.encoding))
+    table = at.dataframe[0]
+    assert list(table.value.columns[:4]) == ["layer", "head", "entropy", "tags"]  # the data keeps its English names
+    headers = {column: shown.get("label") for column, shown in json.loads(table.proto.columns).items()}
+    assert [headers[c] for c in ("layer", "head", "tags", "entropy")] == ["层", "头", "标签", "熵（比特）"]
+    broad = [i for i, tags in enumerate(expected["tags"]) if "broad" in tags]
+    assert broad and all("广泛" in table.value["tags"][i] for i in broad)
+    assert not any("broad" in tags or "previous" in tags for tags in table.value["tags"])
+    (overview,) = figures(at)
+    assert not any("prev" in text or ("CLS" in text and "[CLS]" not in text) for text in overview["data"][0]["text"])

@@ -240,8 +240,18 @@ def test_type_a_sentence_pick_a_head_click_a_row_and_a_thumbnail(server, browser
         grid,
         """el => { const f = el._fullLayout, r = el.getBoundingClientRect(), n = el.data.length;
             const xa = f['xaxis' + n], ya = f['yaxis' + n];
-            return [r.left + xa._offset + xa.l2p(5), r.top + ya._offset + ya.l2p(2)]; }""",
+            const p = el._fullData[n - 1], i = 2 * 12 + 5;
+            return [r.left + xa._offset + xa.l2p(p.x[i]), r.top + ya._offset + ya.l2p(p.y[i])]; }""",
     )
+    thumbnail = page.eval_on_selector(  # layer 2, head 5: its drawn size and its centre
+        grid,
+        """el => { const f = el._fullLayout, r = el.getBoundingClientRect(), i = 2 * 12 + 5 + 1;
+            const xa = f['xaxis' + i], ya = f['yaxis' + i];
+            return [xa._length, ya._length,
+                    r.left + xa._offset + xa._length / 2, r.top + ya._offset + ya._length / 2]; }""",
+    )
+    assert abs(thumbnail[0] - thumbnail[1]) <= 1  # square, not squashed
+    np.testing.assert_allclose(thumbnail[2:], target, atol=2)  # the click target sits on its thumbnail
     page.mouse.click(*target)
     _wait_for_header(page, "Layer 2, head 5")
     expect(page.get_by_role("slider", name="Layer")).to_have_value("2")

@@ -110,5 +110,18 @@ def test_grid_click_targets_name_their_head():
     targets = head_grid(weights).data[-1]
     assert targets.type == "scatter" and len(targets.x) == 6
     assert targets.customdata[1 * 3 + 2].tolist() == [1, 2]
-    assert (targets.x[5], targets.y[5]) == (2, 1)
+    layout = head_grid(weights).layout  # layer 1, head 2 is subplot 6: the target at its domain's centre
+    assert (targets.x[5], targets.y[5]) == (sum(layout.xaxis6.domain) / 2, sum(layout.yaxis6.domain) / 2)
     assert head_grid(weights).layout.plot_bgcolor == "rgba(0,0,0,0)"  # the targets' subplot hides no thumbnail
+    layout = head_grid(weights).layout
+    for index in ("", *map(str, range(2, 7))):  # every thumbnail square, shrunk inside its own cell
+        assert layout[f"yaxis{index}"].scaleanchor == f"x{index}" and layout[f"yaxis{index}"].constrain == "domain"
+
+
+def test_heatmap_axis_titles_default_to_english_and_can_be_translated():
+    weights = np.full((2, 2), 0.5)
+    default = attention_heatmap(weights, ["a", "b"])
+    assert default.layout.yaxis.title.text == "query (attending)"
+    assert default.layout.xaxis.title.text == "key (attended to)"
+    chinese = difference_heatmap(weights, ["a", "b"], query_title="查询", key_title="键")
+    assert (chinese.layout.yaxis.title.text, chinese.layout.xaxis.title.text) == ("查询", "键")

@@ -101,8 +101,8 @@ def layer_flow(encoder: BertEncoder, encoding, layer: int) -> LayerFlow:
     layers = encoder.config.num_hidden_layers
     if not 0 <= layer < layers:
         raise ValueError(f"layer {layer} is out of range: layers 0-{layers - 1}")
-    input_ids = torch.from_numpy(encoding.input_ids)[None]  # (1, t)
-    token_type_ids = torch.from_numpy(encoding.token_type_ids)[None]  # (1, t)
+    input_ids = torch.tensor(encoding.input_ids)[None]  # (1, t); a copy: cached encodings are read-only
+    token_type_ids = torch.tensor(encoding.token_type_ids)[None]  # (1, t)
     with torch.inference_mode():
         output = encoder(input_ids, token_type_ids)
     weights = torch.cat(output.attentions).double().numpy()  # (L, h, t, t)

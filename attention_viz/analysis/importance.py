@@ -77,6 +77,6 @@ def importance_sums(
 
 def head_importance(encoder: BertEncoder, encoding) -> np.ndarray:
     """Importance of every head for one encoded input: ``(layers, heads)`` cosine distances (0 to 2)."""
-    ids = torch.from_numpy(encoding.input_ids)[None]  # (1, t)
-    types = torch.from_numpy(encoding.token_type_ids)[None]  # (1, t)
+    ids = torch.tensor(encoding.input_ids)[None]  # (1, t); a copy: cached encodings are read-only
+    types = torch.tensor(encoding.token_type_ids)[None]  # (1, t)
     return importance_sums(encoder, ids, types, torch.ones_like(ids))

@@ -96,12 +96,21 @@ def head_grid(
             col=head + 1,
             line={"color": "#d62728", "width": 3},
         )
-    _add_click_targets(figure, layers, heads)
     zmin, zmax = shared_range(pooled) if fit_range else (0.0, 1.0)
     figure.update_xaxes(showticklabels=False, ticks="", showgrid=False, zeroline=False, fixedrange=True)
     figure.update_yaxes(
         showticklabels=False, ticks="", showgrid=False, zeroline=False, autorange="reversed", fixedrange=True
     )
+    for index in range(1, layers * heads + 1):  # square thumbnails at any width, centred in their cells
+        suffix = "" if index == 1 else str(index)
+        figure.update_layout(
+            {
+                f"xaxis{suffix}": {"constrain": "domain"},
+                f"yaxis{suffix}": {"scaleanchor": f"x{suffix}", "scaleratio": 1, "constrain": "domain"},
+            }
+        )
+    figure.update_annotations(font={"size": 11})  # "H10" and "H11" apart in 30 px columns
+    _add_click_targets(figure, layers, heads)  # after the thumbnails' axis settings: its axes keep their own
     figure.update_layout(
         template="plotly_white",
         coloraxis={"colorscale": colorscale, "cmin": zmin, "cmax": zmax, "colorbar": {"thickness": 12}},
@@ -114,13 +123,19 @@ def head_grid(
 
 
 def _add_click_targets(figure: go.Figure, layers: int, heads: int) -> None:
-    """One invisible square marker at the centre of every thumbnail, on axes spanning the grid."""
+    """One invisible square marker at the centre of every thumbnail, on axes spanning the grid.
+
+    The markers sit at the centres of the thumbnails' own domains (in paper fractions), so they stay on
+    the thumbnails whatever the spacing; square thumbnails shrink about those centres.
+    """
     n = layers * heads + 1  # the axis pair after the thumbnails' own
     layer, head = np.divmod(np.arange(layers * heads), heads)
+    x_centres = [sum(figure.layout[f"xaxis{'' if h == 0 else h + 1}"].domain) / 2 for h in range(heads)]
+    y_centres = [sum(figure.layout[f"yaxis{'' if r == 0 else r * heads + 1}"].domain) / 2 for r in range(layers)]
     figure.add_trace(
         go.Scatter(
-            x=head,
-            y=layer,
+            x=np.array(x_centres)[head],
+            y=np.array(y_centres)[layer],
             customdata=np.stack([layer, head], axis=-1),
             mode="markers",
             marker={"symbol": "square", "size": 40, "opacity": 0},
@@ -132,10 +147,5 @@ def _add_click_targets(figure: go.Figure, layers: int, heads: int) -> None:
             showlegend=False,
         )
     )
-    hidden = {"visible": False, "fixedrange": True, "domain": [0, 1]}
-    figure.update_layout(
-        {
-            f"xaxis{n}": {**hidden, "range": [-0.5, heads - 0.5], "anchor": f"y{n}"},
-            f"yaxis{n}": {**hidden, "range": [layers - 0.5, -0.5], "anchor": f"x{n}"},
-        }
-    )
+    hidden = {"visible": False, "fixedrange": True, "domain": [0, 1], "range": [0, 1]}
+    figure.update_layout({f"xaxis{n}": {**hidden, "anchor": f"y{n}"}, f"yaxis{n}": {**hidden, "anchor": f"x{n}"}})

@@ -18,6 +18,8 @@ from attention_viz.figures.layout import NORMAL, MapStyle, shorten_label
 ATTENTION_COLORSCALE = "Blues"
 DIFFERENCE_COLORSCALE = "RdBu_r"
 FOCUS_COLOR = "#ff7f0e"
+QUERY_TITLE = "query (attending)"  # default axis titles; pages pass them in the user's language
+KEY_TITLE = "key (attended to)"
 INDEX_HOVER_UP_TO = 128 * 128  # cells; above this the hover leaves out the indices (C14: keep JSON small)
 _INVISIBLE_DIGITS = str.maketrans("01", "\u200b\u200c")  # zero-width space and non-joiner
 _CHAR_WIDTH = 0.62  # average glyph width in font sizes, to reserve room for the longest label
@@ -96,6 +98,8 @@ def _heatmap(
     key_start: int = 0,
     focus: int | None = None,
     selectable: bool = False,
+    query_title: str = QUERY_TITLE,
+    key_title: str = KEY_TITLE,
 ) -> go.Figure:
     keys = labels if key_labels is None else key_labels
     x, y = unique_labels(keys), unique_labels(labels)
@@ -176,9 +180,9 @@ def _heatmap(
         height=height,
         margin={"l": 10, "r": 10, "t": top, "b": 10, "autoexpand": True},
         # fixed ranges: the click targets' marker size must not pad one axis more than the other
-        xaxis={**_axis(keys, "key (attended to)", style), "tickangle": -90, "side": "bottom", "range": [-0.5, k - 0.5]},
+        xaxis={**_axis(keys, key_title, style), "tickangle": -90, "side": "bottom", "range": [-0.5, k - 0.5]},
         yaxis={
-            **_axis(labels, "query (attending)", style),
+            **_axis(labels, query_title, style),
             "range": [q - 0.5, -0.5],  # query 0 at the top
             "scaleanchor": "x",
             "scaleratio": 1,
@@ -204,6 +208,8 @@ def attention_heatmap(
     key_start: int = 0,
     focus: int | None = None,
     selectable: bool = False,
+    query_title: str = QUERY_TITLE,
+    key_title: str = KEY_TITLE,
 ) -> go.Figure:
     """One head's attention (or a window of it) as a heatmap with one readable label per row and column.
 
@@ -220,6 +226,7 @@ def attention_heatmap(
         query_start, key_start: the token index of the first row and column, for the hover.
         focus: a row (in this matrix) to outline, or ``None``.
         selectable: add invisible markers so a click on a cell is reported as a selection (Streamlit).
+        query_title, key_title: the y (query) and x (key) axis titles, e.g. in the user's language.
 
     Returns:
         A ``plotly.graph_objects.Figure``: the heatmap trace first (then the markers if ``selectable``).
@@ -243,6 +250,8 @@ def attention_heatmap(
         key_start=key_start,
         focus=focus,
         selectable=selectable,
+        query_title=query_title,
+        key_title=key_title,
     )
 
 
@@ -258,6 +267,8 @@ def difference_heatmap(
     key_start: int = 0,
     focus: int | None = None,
     selectable: bool = False,
+    query_title: str = QUERY_TITLE,
+    key_title: str = KEY_TITLE,
 ) -> go.Figure:
     """A difference of two attention maps on a diverging scale centred at 0.
 
@@ -266,7 +277,8 @@ def difference_heatmap(
         labels: one label per query row; also the key labels unless ``key_labels``.
         title: figure title.
         fit_range: range ``±max|difference|`` instead of the fixed ``±1``.
-        key_labels, style, query_start, key_start, focus, selectable: as for :func:`attention_heatmap`.
+        key_labels, style, query_start, key_start, focus, selectable, query_title, key_title: as for
+            :func:`attention_heatmap`.
 
     Returns:
         A ``plotly.graph_objects.Figure``; red where the difference is positive, blue where negative.
@@ -291,4 +303,6 @@ def difference_heatmap(
         key_start=key_start,
         focus=focus,
         selectable=selectable,
+        query_title=query_title,
+        key_title=key_title,
     )

@@ -75,10 +75,11 @@ labels = encoding.labels
 ours, theirs = changed[head], correct[head]
 changed_title = t("article.fig_changed", count=len(switched_on)) if switched_on else t("article.fig_none")
 zrange = figures.shared_range(theirs, ours) if selection.fit_range else (0.0, 1.0)
+axis_titles = {"query_title": t("figures.axis_query"), "key_title": t("figures.axis_key")}
 panels = [
-    figures.attention_heatmap(theirs, labels, t("article.fig_correct"), zrange),
-    figures.attention_heatmap(ours, labels, changed_title, zrange),
-    figures.difference_heatmap(ours - theirs, labels, t("article.fig_difference"), selection.fit_range),
+    figures.attention_heatmap(theirs, labels, t("article.fig_correct"), zrange, **axis_titles),
+    figures.attention_heatmap(ours, labels, changed_title, zrange, **axis_titles),
+    figures.difference_heatmap(ours - theirs, labels, t("article.fig_difference"), selection.fit_range, **axis_titles),
 ]
 config = downloads.chart_config(info.name, layer, head, "article")
 # two maps a row, so that a lecture hall can read the token labels

@@ -2,14 +2,17 @@
 
 import streamlit as st
 
-from attention_viz import analysis, analysis_figures
+from attention_viz import analysis, figures
 from attention_viz.ui import cache, feedback, state
-from attention_viz.ui.i18n import t
+from attention_viz.ui.i18n import option_labels, t
 from attention_viz.ui.view_options import view_caption, view_options
+
+MAPS = ("raw", "rollout", "norm")
 
 selection = state.selection()
 loaded = cache.model(selection.model)
 layer = selection.layer
+style = figures.map_style(st.session_state["presentation"])
 
 st.header(t("flow.title", layer=layer))
 st.markdown(t("flow.intro"))
@@ -17,21 +20,45 @@ result = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pa
 feedback.truncation(result.encoding)
 options = view_options(result.encoding.is_pair)
 flow = feedback.or_stop(cache.layer_flow, loaded, selection.text, selection.pair, layer)
-axes = (t("flow.axis_key"), t("flow.axis_query"))
 raw = analysis.apply_view(flow.raw, result.encoding, options)
 rollout = analysis.apply_view(flow.rollout, result.encoding, options)
 norm_options = analysis.ViewOptions(False, options.hide_special, options.block)  # norms are not distributions
 norm = analysis.apply_view(flow.norm, result.encoding, norm_options, renormalise=False)
-panels = [
-    analysis_figures.matrix_heatmap(raw.matrix, raw.query_labels, raw.key_labels, t("flow.raw", layer=layer), axes),
-    analysis_figures.matrix_heatmap(
-        rollout.matrix, rollout.query_labels, rollout.key_labels, t("flow.rollout", layer=layer), axes
-    ),
-    analysis_figures.matrix_heatmap(
-        norm.matrix, norm.query_labels, norm.key_labels, t("flow.norm", layer=layer), axes, zrange=None
-    ),
-]
-for column, figure, key in zip(st.columns(3), panels, ("raw", "rollout", "norm"), strict=True):
-    column.plotly_chart(figure, key=f"flow_{key}", theme=None)
+
+# one map at a time, drawn as large and labelled as Compare's: three side by side squash the cells
+shown = st.radio(
+    t("flow.view"),
+    MAPS,
+    format_func=option_labels(MAPS, lambda m: f"flow.view_{m}"),
+    horizontal=True,
+    key=state.page_widget_key("flow_map"),
+)
+view = {"raw": raw, "rollout": rollout, "norm": norm}[shown]
+queries, keys = len(view.query_labels), len(view.key_labels)
+starts = {}
+for axis, count in (("query", queries), ("key", keys)):
+    starts[axis] = 0
+    if count > style.window:  # a window of the tokens, as on Compare, instead of thinning the labels
+        starts[axis] = st.slider(
+            t(f"flow.{axis}_window", size=style.window, total=count),
+            0,
+            count - style.window,
+            key=state.page_widget_key(f"flow_{axis}_start"),
+        )
+rows = figures.window_slice(starts["query"], queries, style.window)
+columns = figures.window_slice(starts["key"], keys, style.window)
+chart = figures.attention_heatmap(
+    view.matrix[rows, columns],
+    list(view.query_labels[rows]),
+    t(f"flow.{shown}", layer=layer),
+    None if shown == "norm" else (0.0, 1.0),
+    key_labels=list(view.key_labels[columns]),
+    style=style,
+    query_start=rows.start,
+    key_start=columns.start,
+    query_title=t("figures.axis_query"),
+    key_title=t("figures.axis_key"),
+)
+st.plotly_chart(chart, key="flow_map", theme=None, config={"displayModeBar": False})
 view_caption(raw, options)
 st.caption(t("flow.caption"))

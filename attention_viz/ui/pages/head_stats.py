@@ -11,6 +11,17 @@ from attention_viz.ui.i18n import t
 CORPUS_BATCH_SIZE = 16
 CHART_KEY = "stats_overview"
 
+
+def _tag_id(tag: str) -> str:
+    """The i18n id part of a core tag ("previous-token" → "previous_token", "[CLS]" → "cls")."""
+    return tag.strip("[]").lower().replace("-", "_")
+
+
+def _shown_tags(tags: str, prefix: str) -> str:
+    """A head's tags (", "-joined English from the core) in the user's language; translated only for display."""
+    return ", ".join(t(f"stats.{prefix}_{_tag_id(tag)}") for tag in tags.split(", ") if tag)
+
+
 head_links.follow()
 selection = state.selection()
 loaded = cache.model(selection.model)
@@ -48,12 +59,13 @@ statistic = st.columns([2, 3])[0].selectbox(
 importance_grid = analysis.statistic_grid(frame, "importance") if "importance" in frame else None
 figure = analysis_figures.head_overview(
     analysis.statistic_grid(frame, statistic),
-    list(frame["tags"]),
+    [_shown_tags(tags, "tag") for tags in frame["tags"]],
     t("stats.overview_title", statistic=t(f"stats.col_{statistic}")),
     t(f"stats.col_{statistic}"),
     (t("stats.axis_head"), t("stats.axis_layer")),
     importance=importance_grid,
     selected=(selection.layer, selection.head),
+    tag_labels=[_shown_tags(tags, "short").replace(", ", "+") for tags in frame["tags"]],
 )
 # The table sits below the overview: side by side, 12 heads per row crowd at laptop widths (checked at 800 × 600).
 st.plotly_chart(
@@ -65,13 +77,22 @@ st.plotly_chart(
 )
 st.caption(t("stats.overview_caption") + (" " + t("stats.size_caption") if importance_grid is not None else ""))
 first = ["layer", "head", statistic, "tags"] + (["importance"] if "importance" in frame else [])
+shown = frame[list(dict.fromkeys(first + list(frame.columns)))]  # the chosen statistic next to the head
+shown = shown.assign(tags=[_shown_tags(tags, "tag") for tags in shown["tags"]])  # a copy: the CSV stays English
+numbers = [c for c in shown.columns if c not in ("layer", "head", "tags")]
 st.dataframe(
-    frame[list(dict.fromkeys(first + list(frame.columns)))],  # the chosen statistic next to the head
+    shown,
     hide_index=True,
     height=min(38 + 35 * len(frame), 420),
-    column_config={c: st.column_config.NumberColumn(t(f"stats.col_{c}"), format="%.3f") for c in columns},
+    column_config={
+        "layer": st.column_config.NumberColumn(t("stats.col_layer")),
+        "head": st.column_config.NumberColumn(t("stats.col_head")),
+        "tags": st.column_config.TextColumn(t("stats.col_tags"), width="medium"),
+        **{c: st.column_config.NumberColumn(t(f"stats.col_{c}"), format="%.3f") for c in numbers},
+    },
     key="_stats_table",
 )
+st.caption(t("stats.table_caption"))
 st.download_button(
     t("stats.download"),
     frame.to_csv(index=False, float_format="%.8g"),

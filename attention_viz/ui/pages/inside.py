@@ -164,7 +164,12 @@ else:
     model_bits, our_bits = (float(metrics.row_entropy(m[query_index])) for m in (theirs, result.all_weights))
     st.info(t("inside.changed", token=query_label, model_bits=f"{model_bits:.3f}", our_bits=f"{our_bits:.3f}"))
 figure = figures.attention_heatmap(
-    result.all_weights, labels, t("inside.fig_all", layer=layer, head=head), None if selection.fit_range else (0, 1)
+    result.all_weights,
+    labels,
+    t("inside.fig_all", layer=layer, head=head),
+    None if selection.fit_range else (0, 1),
+    query_title=t("figures.axis_query"),
+    key_title=t("figures.axis_key"),
 )
 st.plotly_chart(figure, key="inside_all", theme=None, config=config)
 downloads.buttons(pretrained, result.all_weights, figure, layer, head, "inside", labels)
