@@ -154,6 +154,8 @@ window = {
     "key_start": columns.start,
     "focus": focus - rows.start if rows.start <= focus < rows.stop else None,
     "selectable": True,
+    "query_title": t("figures.axis_query"),
+    "key_title": t("figures.axis_key"),
 }
 shown = {"pretrained": theirs, "scratch": ours, "difference": ours - theirs}[view]
 title = t(f"compare.map_title_{view}", variant=t(f"compare.variant_{variant.replace('-', '_')}"))
