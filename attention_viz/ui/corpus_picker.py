@@ -5,6 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from attention_viz import analysis
+from attention_viz.loading import LoadedModel
+from attention_viz.ui import cache, feedback
 from attention_viz.ui.i18n import t
 
 SCOPES = ("text", "bundled", "upload")
@@ -31,3 +33,19 @@ def corpus_scope(key: str) -> tuple[str, str | None]:
     except UnicodeDecodeError:
         st.error(t("views.upload_not_utf8", name=upload.name))
         st.stop()
+
+
+CORPUS_BATCH_SIZE = 16
+
+
+def run_corpus(loaded: LoadedModel, corpus: str, importance: bool = False) -> analysis.CorpusResult:
+    """The corpus statistics (cached), with a progress bar while they run; a refused corpus shows why
+    (the shared, translated message) and stops the page."""
+    bar = st.progress(0.0, text=t("stats.progress", done=0, total="…"))
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / total, text=t("stats.progress", done=done, total=total))
+
+    result = feedback.or_stop(cache.corpus_statistics, loaded, corpus, CORPUS_BATCH_SIZE, importance, progress)
+    bar.empty()
+    return result

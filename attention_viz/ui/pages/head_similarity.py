@@ -4,9 +4,8 @@ import numpy as np
 import streamlit as st
 
 from attention_viz import analysis_figures
-from attention_viz.extraction import InputError
 from attention_viz.ui import cache, feedback, head_links, state
-from attention_viz.ui.corpus_picker import corpus_scope
+from attention_viz.ui.corpus_picker import corpus_scope, run_corpus
 from attention_viz.ui.i18n import t
 
 CHART_KEY = "similarity_map"
@@ -22,16 +21,7 @@ scope, corpus = corpus_scope("similarity")
 if corpus is None:
     divergence = feedback.or_stop(cache.text_divergence, loaded, selection.text, selection.pair)
 else:
-    bar = st.progress(0.0, text=t("stats.progress", done=0, total="…"))
-    try:
-        result = cache.corpus_statistics(
-            loaded, corpus, 16, False, lambda d, n: bar.progress(d / n, text=t("stats.progress", done=d, total=n))
-        )
-    except InputError as exc:
-        bar.empty()
-        st.info(str(exc).capitalize())
-        st.stop()
-    bar.empty()
+    result = run_corpus(loaded, corpus)
     divergence = result.divergence
 with st.spinner(t("similarity.computing")):
     positions = cache.mds_layout(divergence)

@@ -3,12 +3,10 @@
 import streamlit as st
 
 from attention_viz import analysis, analysis_figures
-from attention_viz.extraction import InputError
 from attention_viz.ui import cache, feedback, head_links, state
-from attention_viz.ui.corpus_picker import corpus_scope
+from attention_viz.ui.corpus_picker import corpus_scope, run_corpus
 from attention_viz.ui.i18n import t
 
-CORPUS_BATCH_SIZE = 16
 CHART_KEY = "stats_overview"
 
 
@@ -35,20 +33,7 @@ if corpus is None:
     st.caption(t("stats.text_caption"))
 else:
     importance = st.checkbox(t("stats.corpus_importance"), key="_stats_importance")
-    bar = st.progress(0.0, text=t("stats.progress", done=0, total="…"))
-    try:
-        result = cache.corpus_statistics(
-            loaded,
-            corpus,
-            CORPUS_BATCH_SIZE,
-            importance,
-            lambda done, total: bar.progress(done / total, text=t("stats.progress", done=done, total=total)),
-        )
-    except InputError as exc:
-        bar.empty()
-        st.info(str(exc).capitalize())
-        st.stop()
-    bar.empty()
+    result = run_corpus(loaded, corpus, importance)
     frame = result.statistics
     st.caption(t("stats.corpus_caption", texts=result.num_texts, skipped=result.num_skipped, tokens=result.num_tokens))
 
