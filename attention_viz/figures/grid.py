@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
+from attention_viz.figures import plotting
 from attention_viz.figures.heatmaps import ATTENTION_COLORSCALE, shared_range
 
 THUMBNAIL_SIZE = 48
+HORIZONTAL_SPACING = 0.006  # paper fractions between thumbnails
+VERTICAL_SPACING = 0.012
+ROW_TITLE_ROOM = 0.98  # the thumbnails end here; the layer titles (L0, L1, ...) sit to the right
 
 
 def pool_attention(weights: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -59,93 +62,129 @@ def head_grid(
     """
     pooled, starts = pool_attention(weights, thumbnail_size)  # (L, H, m, m)
     layers, heads = pooled.shape[:2]
-    figure = make_subplots(
-        rows=layers,
-        cols=heads,
-        horizontal_spacing=0.006,
-        vertical_spacing=0.012,
-        row_titles=[f"L{layer}" for layer in range(layers)],
-        column_titles=[f"H{head}" for head in range(heads)],
-    )
     pooled_note = " (pooled)" if len(starts) < weights.shape[-1] else ""
+    x_domains = _domains(heads, HORIZONTAL_SPACING, ROW_TITLE_ROOM)  # left to right
+    y_domains = _domains(layers, VERTICAL_SPACING, 1.0)[::-1]  # layer 0 at the top
+    data, layout = [], {}
+    thumbnail_axis = {
+        "showticklabels": False,
+        "ticks": "",
+        "showgrid": False,
+        "zeroline": False,
+        "fixedrange": True,
+        "constrain": "domain",  # square thumbnails at any width, centred in their cells
+    }
     for layer in range(layers):
         for head in range(heads):
-            figure.add_trace(
-                go.Heatmap(
-                    z=pooled[layer, head],
-                    x=starts,
-                    y=starts,
-                    coloraxis="coloraxis",
-                    hovertemplate=f"layer {layer}, head {head}{pooled_note}<br>"
+            n = layer * heads + head + 1
+            suffix = "" if n == 1 else str(n)
+            data.append(
+                {
+                    "type": "heatmap",
+                    "z": pooled[layer, head],
+                    "x": starts,
+                    "y": starts,
+                    "coloraxis": "coloraxis",
+                    "hovertemplate": f"layer {layer}, head {head}{pooled_note}<br>"
                     "query %{y} → key %{x}: %{z:.3f}<extra></extra>",
-                ),
-                row=layer + 1,
-                col=head + 1,
+                    "xaxis": f"x{suffix}",
+                    "yaxis": f"y{suffix}",
+                }
             )
+            layout[f"xaxis{suffix}"] = {"anchor": f"y{suffix}", "domain": x_domains[head], **thumbnail_axis}
+            layout[f"yaxis{suffix}"] = {
+                "anchor": f"x{suffix}",
+                "domain": y_domains[layer],
+                **thumbnail_axis,
+                "autorange": "reversed",
+                "scaleanchor": f"x{suffix}",
+                "scaleratio": 1,
+            }
+    title = {"font": {"size": 11}, "showarrow": False, "xref": "paper", "yref": "paper"}
+    annotations = [
+        {**title, "text": f"H{head}", "x": sum(x_domains[head]) / 2, "xanchor": "center", "y": 1.0, "yanchor": "bottom"}
+        for head in range(heads)
+    ] + [
+        {
+            **title,
+            "text": f"L{layer}",
+            "textangle": 90,
+            "x": ROW_TITLE_ROOM,
+            "xanchor": "left",
+            "y": sum(y_domains[layer]) / 2,
+            "yanchor": "middle",
+        }
+        for layer in range(layers)
+    ]
+    shapes = []
     if selected is not None:
         layer, head = selected
-        figure.add_shape(
-            type="rect",
-            xref="x domain",
-            yref="y domain",
-            x0=0,
-            y0=0,
-            x1=1,
-            y1=1,
-            row=layer + 1,
-            col=head + 1,
-            line={"color": "#d62728", "width": 3},
-        )
-    zmin, zmax = shared_range(pooled) if fit_range else (0.0, 1.0)
-    figure.update_xaxes(showticklabels=False, ticks="", showgrid=False, zeroline=False, fixedrange=True)
-    figure.update_yaxes(
-        showticklabels=False, ticks="", showgrid=False, zeroline=False, autorange="reversed", fixedrange=True
-    )
-    for index in range(1, layers * heads + 1):  # square thumbnails at any width, centred in their cells
-        suffix = "" if index == 1 else str(index)
-        figure.update_layout(
+        n = layer * heads + head + 1
+        suffix = "" if n == 1 else str(n)
+        shapes.append(
             {
-                f"xaxis{suffix}": {"constrain": "domain"},
-                f"yaxis{suffix}": {"scaleanchor": f"x{suffix}", "scaleratio": 1, "constrain": "domain"},
+                "type": "rect",
+                "xref": f"x{suffix} domain",
+                "yref": f"y{suffix} domain",
+                "x0": 0,
+                "y0": 0,
+                "x1": 1,
+                "y1": 1,
+                "line": {"color": "#d62728", "width": 3},
             }
         )
-    figure.update_annotations(font={"size": 11})  # "H10" and "H11" apart in 30 px columns
-    _add_click_targets(figure, layers, heads)  # after the thumbnails' axis settings: its axes keep their own
-    figure.update_layout(
-        template="plotly_white",
-        coloraxis={"colorscale": colorscale, "cmin": zmin, "cmax": zmax, "colorbar": {"thickness": 12}},
+    data.append(_click_targets(layers, heads, x_domains, y_domains))
+    n = layers * heads + 1  # the click targets' axis pair, after the thumbnails' own
+    hidden = {"visible": False, "fixedrange": True, "domain": [0, 1], "range": [0, 1]}
+    layout[f"xaxis{n}"] = {**hidden, "anchor": f"y{n}"}
+    layout[f"yaxis{n}"] = {**hidden, "anchor": f"x{n}"}
+    zmin, zmax = shared_range(pooled) if fit_range else (0.0, 1.0)
+    layout.update(
+        annotations=annotations,
+        coloraxis={
+            "colorscale": plotting.colorscale(colorscale),
+            "cmin": zmin,
+            "cmax": zmax,
+            "colorbar": {"thickness": 12},
+        },
         height=max(320, 90 * layers + 60),
         margin={"l": 10, "r": 40, "t": 40, "b": 10},
         plot_bgcolor="rgba(0,0,0,0)",  # the click targets' subplot lies over the thumbnails: keep it see-through
         clickmode="event+select",
     )
-    return figure
+    if shapes:
+        layout["shapes"] = shapes
+    return plotting.figure(data, layout)
 
 
-def _add_click_targets(figure: go.Figure, layers: int, heads: int) -> None:
+def _domains(count: int, spacing: float, end: float) -> list[list[float]]:
+    """``count`` equal cells of ``[0, end]`` (paper fractions) with ``spacing`` between them, as
+    ``plotly.subplots.make_subplots`` lays them out."""
+    width = (end - spacing * (count - 1)) / count
+    return [[i * (width + spacing), i * (width + spacing) + width] for i in range(count)]
+
+
+def _click_targets(layers: int, heads: int, x_domains: list[list[float]], y_domains: list[list[float]]) -> dict:
     """One invisible square marker at the centre of every thumbnail, on axes spanning the grid.
 
     The markers sit at the centres of the thumbnails' own domains (in paper fractions), so they stay on
     the thumbnails whatever the spacing; square thumbnails shrink about those centres.
     """
-    n = layers * heads + 1  # the axis pair after the thumbnails' own
+    n = layers * heads + 1
     layer, head = np.divmod(np.arange(layers * heads), heads)
-    x_centres = [sum(figure.layout[f"xaxis{'' if h == 0 else h + 1}"].domain) / 2 for h in range(heads)]
-    y_centres = [sum(figure.layout[f"yaxis{'' if r == 0 else r * heads + 1}"].domain) / 2 for r in range(layers)]
-    figure.add_trace(
-        go.Scatter(
-            x=np.array(x_centres)[head],
-            y=np.array(y_centres)[layer],
-            customdata=np.stack([layer, head], axis=-1),
-            mode="markers",
-            marker={"symbol": "square", "size": 40, "opacity": 0},
-            selected={"marker": {"opacity": 0}},
-            unselected={"marker": {"opacity": 0}},
-            hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<extra></extra>",
-            xaxis=f"x{n}",
-            yaxis=f"y{n}",
-            showlegend=False,
-        )
-    )
-    hidden = {"visible": False, "fixedrange": True, "domain": [0, 1], "range": [0, 1]}
-    figure.update_layout({f"xaxis{n}": {**hidden, "anchor": f"y{n}"}, f"yaxis{n}": {**hidden, "anchor": f"x{n}"}})
+    x_centres = np.array([sum(domain) / 2 for domain in x_domains])
+    y_centres = np.array([sum(domain) / 2 for domain in y_domains])
+    return {
+        "type": "scatter",
+        "x": x_centres[head],
+        "y": y_centres[layer],
+        "customdata": np.stack([layer, head], axis=-1),
+        "mode": "markers",
+        "marker": {"symbol": "square", "size": 40, "opacity": 0},
+        "selected": {"marker": {"opacity": 0}},
+        "unselected": {"marker": {"opacity": 0}},
+        "hovertemplate": "layer %{customdata[0]}, head %{customdata[1]}<extra></extra>",
+        "xaxis": f"x{n}",
+        "yaxis": f"y{n}",
+        "showlegend": False,
+    }

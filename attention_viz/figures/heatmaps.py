@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from attention_viz.figures import plotting
 from attention_viz.figures.layout import NORMAL, MapStyle, shorten_label
 
 ATTENTION_COLORSCALE = "Blues"
@@ -112,19 +113,17 @@ def _heatmap(
         qi, ki = np.meshgrid(np.arange(q) + query_start, np.arange(k) + key_start, indexing="ij")
         indices = np.stack([qi, ki], axis=-1).astype(np.int32)  # (query, key, 2)
     zmin, zmax = zrange
-    figure = go.Figure(
-        go.Heatmap(
-            z=matrix,
-            x=x,
-            y=y,
-            customdata=indices,
-            colorscale=colorscale,
-            zmin=zmin,
-            zmax=zmax,
-            zmid=zmid,
-            hovertemplate=hover,
-            hoverinfo="skip" if selectable else None,
-            colorbar={  # horizontal, above the map: never taller than it
+    data = [
+        {
+            "type": "heatmap",
+            "z": matrix,
+            "x": x,
+            "y": y,
+            "colorscale": plotting.colorscale(colorscale),
+            "zmin": zmin,
+            "zmax": zmax,
+            "hovertemplate": hover,
+            "colorbar": {  # horizontal, above the map: never taller than it
                 "orientation": "h",
                 "thickness": 10,
                 "lenmode": "pixels",
@@ -137,35 +136,49 @@ def _heatmap(
                 "ticklabelposition": "outside top",
                 "tickfont": {"size": style.font_size},
             },
-        )
-    )
+        }
+    ]
+    if indices is not None:
+        data[0]["customdata"] = indices
+    if zmid is not None:
+        data[0]["zmid"] = zmid
+    if selectable:
+        data[0]["hoverinfo"] = "skip"
     if selectable and indices is not None:
         # Streamlit reports selections of scatter points only: an invisible marker on every cell makes a
         # click on a row choose that query (it also carries the hover, full tokens and indices).
-        figure.add_trace(
-            go.Scatter(
-                x=np.tile(x, q),
-                y=np.repeat(y, k),
-                customdata=np.concatenate([indices, matrix[..., None]], axis=-1).reshape(-1, 3),  # (q * k, 3)
-                mode="markers",
-                marker={"symbol": "square", "size": max(4, style.side / max(q, k) * 0.9), "opacity": 0},
-                selected={"marker": {"opacity": 0}},
-                unselected={"marker": {"opacity": 0}},
-                hovertemplate=f"%{{y}} → %{{x}}: %{{customdata[2]:{value_format}}}"
+        data.append(
+            {
+                "type": "scatter",
+                "x": np.tile(np.array(x, dtype=object), q),
+                "y": np.repeat(np.array(y, dtype=object), k),
+                "customdata": np.concatenate([indices, matrix[..., None]], axis=-1).reshape(-1, 3),  # (q * k, 3)
+                "mode": "markers",
+                "marker": {"symbol": "square", "size": max(4, style.side / max(q, k) * 0.9), "opacity": 0},
+                "selected": {"marker": {"opacity": 0}},
+                "unselected": {"marker": {"opacity": 0}},
+                "hovertemplate": f"%{{y}} → %{{x}}: %{{customdata[2]:{value_format}}}"
                 "<br>query %{customdata[0]:.0f} → key %{customdata[1]:.0f}<extra></extra>",
-                showlegend=False,
-            )
+                "showlegend": False,
+            }
         )
+    shapes = []
     if focus is not None and 0 <= focus < q:
-        figure.add_shape(
-            type="rect", x0=-0.5, x1=k - 0.5, y0=focus - 0.5, y1=focus + 0.5, line={"color": FOCUS_COLOR, "width": 3}
+        shapes.append(
+            {
+                "type": "rect",
+                "x0": -0.5,
+                "x1": k - 0.5,
+                "y0": focus - 0.5,
+                "y1": focus + 0.5,
+                "line": {"color": FOCUS_COLOR, "width": 3},
+            }
         )
     top = 2 * style.font_size + 48  # title, then the colour bar and its tick labels
     bottom = label_room(keys, style.font_size) + 2 * style.font_size + 12
     height = style.side + top + bottom
-    figure.update_layout(
-        template="plotly_white",
-        title={
+    layout = {
+        "title": {
             "text": title,
             "x": 0,
             "xref": "container",
@@ -177,22 +190,24 @@ def _heatmap(
             "automargin": True,
             "font": {"size": style.font_size + 4},
         },
-        height=height,
-        margin={"l": 10, "r": 10, "t": top, "b": 10, "autoexpand": True},
+        "height": height,
+        "margin": {"l": 10, "r": 10, "t": top, "b": 10, "autoexpand": True},
         # fixed ranges: the click targets' marker size must not pad one axis more than the other
-        xaxis={**_axis(keys, key_title, style), "tickangle": -90, "side": "bottom", "range": [-0.5, k - 0.5]},
-        yaxis={
+        "xaxis": {**_axis(keys, key_title, style), "tickangle": -90, "side": "bottom", "range": [-0.5, k - 0.5]},
+        "yaxis": {
             **_axis(labels, query_title, style),
             "range": [q - 0.5, -0.5],  # query 0 at the top
             "scaleanchor": "x",
             "scaleratio": 1,
             "constraintoward": "top",
         },
-        hoverlabel={"font": {"size": style.font_size + 2}},
-        dragmode=False,
-        clickmode="event+select",
-    )
-    return figure
+        "hoverlabel": {"font": {"size": style.font_size + 2}},
+        "dragmode": False,
+        "clickmode": "event+select",
+    }
+    if shapes:
+        layout["shapes"] = shapes
+    return plotting.figure(data, layout)
 
 
 def attention_heatmap(

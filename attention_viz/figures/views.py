@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from attention_viz.figures import plotting
 from attention_viz.figures.grid import pool_attention
 from attention_viz.figures.heatmaps import ATTENTION_COLORSCALE, FOCUS_COLOR, unique_labels
 from attention_viz.figures.layout import NORMAL, MapStyle, shorten_label
@@ -40,34 +41,33 @@ def overview(
     weights = np.asarray(weights, dtype=np.float32)
     pooled, starts = pool_attention(weights, 48)  # (m, m) bins, starts: first token of each
     q, k = weights.shape
-    figure = go.Figure(
-        go.Heatmap(
-            z=pooled,
-            x=starts,
-            y=starts,
-            zmin=zrange[0],
-            zmax=zrange[1],
-            colorscale=colorscale,
-            showscale=False,
-            hovertemplate="query %{y} → key %{x}: %{z:.3f}<extra></extra>",
-        )
-    )
-    figure.add_shape(
-        type="rect",
-        x0=columns.start - 0.5,
-        x1=columns.stop - 0.5,
-        y0=rows.start - 0.5,
-        y1=rows.stop - 0.5,
-        line={"color": FOCUS_COLOR, "width": 2},
-    )
+    heatmap = {
+        "type": "heatmap",
+        "z": pooled,
+        "x": starts,
+        "y": starts,
+        "zmin": zrange[0],
+        "zmax": zrange[1],
+        "colorscale": plotting.colorscale(colorscale),
+        "showscale": False,
+        "hovertemplate": "query %{y} → key %{x}: %{z:.3f}<extra></extra>",
+    }
+    window = {
+        "type": "rect",
+        "x0": columns.start - 0.5,
+        "x1": columns.stop - 0.5,
+        "y0": rows.start - 0.5,
+        "y1": rows.stop - 0.5,
+        "line": {"color": FOCUS_COLOR, "width": 2},
+    }
     font = {"size": max(10, style.font_size - 2)}
-    figure.update_layout(
-        template="plotly_white",
-        width=style.overview_side + 50,
-        height=style.overview_side + 40,
-        margin={"l": 40, "r": 10, "t": 10, "b": 30},
-        xaxis={"range": [-0.5, k - 0.5], "tickfont": font, "showgrid": False, "fixedrange": True, "nticks": 4},
-        yaxis={
+    layout = {
+        "shapes": [window],
+        "width": style.overview_side + 50,
+        "height": style.overview_side + 40,
+        "margin": {"l": 40, "r": 10, "t": 10, "b": 30},
+        "xaxis": {"range": [-0.5, k - 0.5], "tickfont": font, "showgrid": False, "fixedrange": True, "nticks": 4},
+        "yaxis": {
             "range": [q - 0.5, -0.5],
             "tickfont": font,
             "showgrid": False,
@@ -75,8 +75,8 @@ def overview(
             "nticks": 4,
             "scaleanchor": "x",
         },
-    )
-    return figure
+    }
+    return plotting.figure([heatmap], layout)
 
 
 def focus_bars(
@@ -99,28 +99,27 @@ def focus_bars(
         A ``plotly.graph_objects.Figure`` with one bar trace per entry of ``rows``, in order.
     """
     x = unique_labels(key_labels)
-    figure = go.Figure()
-    for (name, row), color in zip(rows.items(), BAR_COLORS * len(rows), strict=False):
-        figure.add_trace(
-            go.Bar(
-                x=x,
-                y=np.asarray(row, dtype=np.float32),
-                name=name,
-                marker_color=color,
-                customdata=np.arange(len(x)) + key_start,
-                hovertemplate=f"{name}<br>key %{{customdata}} %{{x}}: %{{y:.4f}}<extra></extra>",
-            )
-        )
+    data = [
+        {
+            "type": "bar",
+            "x": x,
+            "y": np.asarray(row, dtype=np.float32),
+            "name": name,
+            "marker": {"color": color},
+            "customdata": np.arange(len(x)) + key_start,
+            "hovertemplate": f"{name}<br>key %{{customdata}} %{{x}}: %{{y:.4f}}<extra></extra>",
+        }
+        for (name, row), color in zip(rows.items(), BAR_COLORS * len(rows), strict=False)
+    ]
     font = {"size": style.font_size}
     longest = max((len(shorten_label(label)) for label in key_labels), default=1)
-    figure.update_layout(
-        template="plotly_white",
-        title={"text": title, "x": 0, "xref": "container", "xanchor": "left", "font": {"size": style.font_size + 2}},
-        barmode="group",
-        height=style.side // 2 + int(0.62 * style.font_size * longest) + 60,
-        margin={"l": 10, "r": 10, "t": 40 + style.font_size, "b": 10},
-        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom", "font": font},
-        xaxis={
+    layout = {
+        "title": {"text": title, "x": 0, "xref": "container", "xanchor": "left", "font": {"size": style.font_size + 2}},
+        "barmode": "group",
+        "height": style.side // 2 + int(0.62 * style.font_size * longest) + 60,
+        "margin": {"l": 10, "r": 10, "t": 40 + style.font_size, "b": 10},
+        "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom", "font": font},
+        "xaxis": {
             "type": "category",
             "tickmode": "array",
             "tickvals": x,
@@ -129,10 +128,10 @@ def focus_bars(
             "tickfont": font,
             "automargin": True,
         },
-        yaxis={"title": {"text": "weight", "font": font}, "tickfont": font, "range": [0, 1], "automargin": True},
-        dragmode=False,
-    )
-    return figure
+        "yaxis": {"title": {"text": "weight", "font": font}, "tickfont": font, "range": [0, 1], "automargin": True},
+        "dragmode": False,
+    }
+    return plotting.figure(data, layout)
 
 
 def line_view(
@@ -167,50 +166,41 @@ def line_view(
     keys = labels if key_labels is None else key_labels
     q, k = weights.shape
     font = {"size": style.font_size}
-    figure = go.Figure(_validate=False)  # hundreds of line shapes: plotly validating each takes ~0.4 s
+    data = []
     for side, names, start, anchor in ((0, labels, query_start, "left"), (1, keys, key_start, "right")):
         index = np.arange(len(names))
         highlighted = [focus is not None and side == 0 and i == focus for i in index]
-        figure.add_trace(
-            go.Scatter(
-                x=np.full(len(names), side),
-                y=index,
-                mode="text",
-                text=[shorten_label(name) for name in names],
-                textposition=f"middle {anchor}",
-                textfont={"size": style.font_size, "color": [FOCUS_COLOR if h else "#1b1f24" for h in highlighted]},
-                customdata=np.stack([index + start, np.array(names, dtype=object)], axis=-1),
-                hovertemplate=("query" if side == 0 else "key") + " %{customdata[0]}: %{customdata[1]}<extra></extra>",
-                showlegend=False,
-            )
+        data.append(
+            {
+                "type": "scatter",
+                "x": np.full(len(names), side),
+                "y": index,
+                "mode": "text",
+                "text": [shorten_label(name) for name in names],
+                "textposition": f"middle {anchor}",
+                "textfont": {"size": style.font_size, "color": [FOCUS_COLOR if h else "#1b1f24" for h in highlighted]},
+                "customdata": np.stack([index + start, np.array(names, dtype=object)], axis=-1),
+                "hovertemplate": ("query" if side == 0 else "key")
+                + " %{customdata[0]}: %{customdata[1]}<extra></extra>",
+                "showlegend": False,
+            }
         )
     rows = range(q) if focus is None else [focus]
     gap = 0.08  # lines start just beside the labels
-    shapes = [
-        {
-            "type": "line",
-            "x0": gap,
-            "x1": 1 - gap,
-            "y0": i,
-            "y1": j,
-            "line": {"color": LINE_COLOR, "width": 2},
-            "opacity": float(weights[i, j]),
-            "layer": "below",
-        }
-        for i in rows
-        for j in range(k)
-    ]
+    # Only what differs per line is written per line; the rest comes once, from the template's shape
+    # defaults: 576 lines of a 24-token window cost 3x less to copy and serialise (issue 10, #3).
+    line = {"type": "line", "x0": gap, "x1": 1 - gap, "line": {"color": LINE_COLOR, "width": 2}, "layer": "below"}
+    # str() of a float32 is its shortest exact form: "0.22", not 0.2199999988079071 in the JSON
+    shapes = [{"y0": i, "y1": j, "opacity": float(str(weights[i, j]))} for i in rows for j in range(k)]
     spacing = 1.6 * style.font_size
-    figure.update_layout(
-        template="plotly_white",
-        title={"text": title, "x": 0, "xref": "container", "xanchor": "left", "font": {"size": style.font_size + 2}},
-        shapes=shapes,
-        height=int(max(q, k) * spacing) + 80,
-        width=None,
-        margin={"l": 10, "r": 10, "t": 40 + style.font_size, "b": 10},
-        xaxis={"visible": False, "range": [-0.9, 1.9], "fixedrange": True},
-        yaxis={"visible": False, "range": [max(q, k) - 0.5, -0.5], "fixedrange": True},
-        font=font,
-        dragmode=False,
-    )
-    return figure
+    layout = {
+        "title": {"text": title, "x": 0, "xref": "container", "xanchor": "left", "font": {"size": style.font_size + 2}},
+        "shapes": shapes,
+        "height": int(max(q, k) * spacing) + 80,
+        "margin": {"l": 10, "r": 10, "t": 40 + style.font_size, "b": 10},
+        "xaxis": {"visible": False, "range": [-0.9, 1.9], "fixedrange": True},
+        "yaxis": {"visible": False, "range": [max(q, k) - 0.5, -0.5], "fixedrange": True},
+        "font": font,
+        "dragmode": False,
+    }
+    return plotting.figure(data, layout, shape_defaults=line)
