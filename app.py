@@ -6,10 +6,14 @@ and the view in the URL (read once by ``state.init``, written back by ``state.wr
 
 import streamlit as st
 
-from attention_viz.ui import controls, presets_ui, sharing, state
-from attention_viz.ui.i18n import t
+from attention_viz.ui import warmup
 
 st.set_page_config(page_title="attention-viz", page_icon="🔍", layout="wide")
+warming = warmup.start_plotly()  # a cold start: the browser loads plotly.js during the imports below
+
+from attention_viz.ui import controls, presets_ui, sharing, state  # noqa: E402 (torch, transformers: seconds)
+from attention_viz.ui.i18n import t  # noqa: E402
+
 state.init()  # before any word is drawn: the link may set the language
 
 PAGES = {
@@ -38,8 +42,12 @@ loaded = controls.sidebar()
 state.write_url(page)
 sharing.link_box(page)
 if loaded is None:
+    warmup.clear(warming)
     st.title(t("app.title"))
     st.info(t("app.model_failed"))
     st.stop()
 presets_ui.look_for(loaded)
-navigation.run()
+try:
+    navigation.run()
+finally:  # also when the page stops early (st.stop) to show a message
+    warmup.clear(warming)

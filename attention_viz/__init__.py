@@ -7,24 +7,44 @@ Public API (no Streamlit needed)::
     result = extract(loaded, "The cat sat on the mat.")
     result.weights.shape                        # (layers, heads, query, key)
     attention_heatmap(result.weights[2, 5], result.encoding.labels).show()
+
+The names are imported on first use (PEP 562), so ``import attention_viz.ui.warmup`` does not pull in
+torch and transformers: the app draws its first element while they load.
 """
 
-from attention_viz.article import ArticleSelfAttention
-from attention_viz.attention import MultiHeadSelfAttention, key_padding_mask, scaled_dot_product_attention
-from attention_viz.encoder import BertEncoder, EncoderConfig, Variant, WeightMismatchError
-from attention_viz.extraction import AttentionError, AttentionResult, Encoding, InputError, encode, extract
-from attention_viz.figures import attention_heatmap, difference_heatmap, head_grid
-from attention_viz.loading import BUNDLED_MODEL, LoadedModel, ModelInfo, ModelLoadError, load_model
-from attention_viz.metrics import (
-    attention_rollout,
-    drop_tokens,
-    js_divergence,
-    max_abs_difference,
-    merge_word_pieces,
-    row_entropy,
-)
+import importlib
 
-__all__ = [
+_SOURCES = {
+    "ArticleSelfAttention": "article",
+    "MultiHeadSelfAttention": "attention",
+    "key_padding_mask": "attention",
+    "scaled_dot_product_attention": "attention",
+    "BertEncoder": "encoder",
+    "EncoderConfig": "encoder",
+    "Variant": "encoder",
+    "WeightMismatchError": "encoder",
+    "AttentionError": "extraction",
+    "AttentionResult": "extraction",
+    "Encoding": "extraction",
+    "InputError": "extraction",
+    "encode": "extraction",
+    "extract": "extraction",
+    "attention_heatmap": "figures",
+    "difference_heatmap": "figures",
+    "head_grid": "figures",
+    "BUNDLED_MODEL": "loading",
+    "LoadedModel": "loading",
+    "ModelInfo": "loading",
+    "ModelLoadError": "loading",
+    "load_model": "loading",
+    "attention_rollout": "metrics",
+    "drop_tokens": "metrics",
+    "js_divergence": "metrics",
+    "max_abs_difference": "metrics",
+    "merge_word_pieces": "metrics",
+    "row_entropy": "metrics",
+}
+__all__ = [  # the public names; each is imported from its module on first use
     "BUNDLED_MODEL",
     "ArticleSelfAttention",
     "AttentionError",
@@ -54,3 +74,15 @@ __all__ = [
     "row_entropy",
     "scaled_dot_product_attention",
 ]
+
+
+def __getattr__(name: str):
+    if name not in _SOURCES:
+        raise AttributeError(f"module 'attention_viz' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"attention_viz.{_SOURCES[name]}"), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -5,6 +5,7 @@ import pytest
 import torch
 from transformers import AutoModel
 
+from attention_viz import extraction
 from attention_viz.extraction import (
     AttentionError,
     InputError,
@@ -224,3 +225,36 @@ def test_c18_a_half_precision_model_is_named_as_the_cause(bundled):
     broken = tuple(t.half() * 1.01 for t in _valid())
     with pytest.raises(AttentionError, match="runs in float16"):
         validate_attentions(broken, 2, 3, 4)
+
+
+def _transformers_attention(model, encoding):
+    inputs = extraction._model_inputs(encoding)
+    with torch.inference_mode():
+        return torch.cat(model(**inputs, output_attentions=True).attentions).numpy()  # (L, h, t, t)
+
+
+@pytest.mark.parametrize("text", ["The cat sat on the mat.", "word " * 200])
+def test_weights_taken_by_hooks_are_transformers_own_bit_for_bit(bundled, text):
+    """The forward stops after the last layer's attention; the weights are exactly output_attentions'."""
+    encoding = encode(bundled.tokenizer, text, "And a second sentence.")
+    hooks_before = [len(m._forward_hooks) for m in bundled.model.modules()]
+    weights = pretrained_attention(bundled.model, encoding)
+    assert np.array_equal(weights, _transformers_attention(bundled.model, encoding))
+    assert [len(m._forward_hooks) for m in bundled.model.modules()] == hooks_before  # our hooks are gone
+    np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5)
+
+
+def test_tiny_models_through_hooks_and_through_a_whole_forward_agree(tiny_model, monkeypatch):
+    encoding = encode(tiny_model.tokenizer, "The trophy didn't fit in the suitcase.")
+    hooked = pretrained_attention(tiny_model.model, encoding)
+    assert np.array_equal(hooked, _transformers_attention(tiny_model.model, encoding))
+    monkeypatch.setattr(extraction, "_self_attentions", lambda model: None)  # a model of another structure
+    assert np.array_equal(pretrained_attention(tiny_model.model, encoding), hooked)
+
+
+def test_hooks_are_removed_when_a_layer_is_refused(bundled):
+    sdpa = AutoModel.from_pretrained(bundled_model_path(), attn_implementation="sdpa").eval()
+    hooks_before = [len(m._forward_hooks) for m in sdpa.modules()]
+    with pytest.raises(AttentionError, match="no attention weights"):
+        pretrained_attention(sdpa, encode(bundled.tokenizer, "hi"))
+    assert [len(m._forward_hooks) for m in sdpa.modules()] == hooks_before

@@ -18,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention_viz import article_compare, export, links, presets, steps
 from attention_viz.extraction import encode, extract
-from attention_viz.ui import i18n, state
+from attention_viz.ui import i18n, sharing, state
 
 INSIDE = "attention_viz/ui/pages/inside.py"
 ARTICLE = "attention_viz/ui/pages/article.py"
@@ -33,7 +33,10 @@ def _open_link(query: str) -> AppTest:
 
 
 def _link(at) -> str:
-    """The URL shown in the sidebar's "link to this view" box."""
+    """The URL shown in the sidebar's "link to this view" box (opened: it is drawn only while open)."""
+    assert not [code for code in at.code if code.value.startswith("http")]  # closed: no st.code was sent
+    at.session_state[sharing.SHARE_BOX] = True
+    at.run()
     return next(code.value for code in at.code if code.value.startswith("http"))
 
 
@@ -105,8 +108,9 @@ def test_text_too_long_for_a_link_is_cut_with_a_note():
     assert at.text_area(key="text").value == "长" * links.MAX_TEXT
     assert str(links.MAX_TEXT) in at.warning[0].value
     at = _app(text=long)
+    link = _link(at)
     assert any(str(links.MAX_TEXT) in w.value for w in at.warning)  # the link box says its link is cut
-    assert len(links.parse_query(urlsplit(_link(at)).query)["text"]) == links.MAX_TEXT
+    assert len(links.parse_query(urlsplit(link).query)["text"]) == links.MAX_TEXT
 
 
 @pytest.mark.parametrize("preset", presets.load(), ids=lambda p: p.id)

@@ -2,7 +2,9 @@
 
 The link is shown with ``st.code``, whose copy button (top right of the box) puts it on the clipboard:
 Streamlit has no clipboard API of its own, and browsers allow the clipboard only on ``localhost`` or
-``https``; elsewhere the text is still selectable.
+``https``; elsewhere the text is still selectable. The box is drawn only while its expander is open:
+``st.code`` makes the browser load a 1.5 MB syntax highlighter, about 0.9 s of a first visit's time to
+the first heatmap on a 2-core machine (issue 10, figure #5).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from attention_viz.ui import state
 from attention_viz.ui.i18n import t
 
 FALLBACK_ORIGIN = "http://localhost:8501"  # when the browser's address is unknown (tests)
+SHARE_BOX = "share_box"  # the expander's key: its state says whether it is open
 
 
 def app_root() -> str:
@@ -41,8 +44,9 @@ def link_box(page: str) -> None:
     if any(kind == "cut" for kind, _ in notes):
         st.warning(t("links.opened_cut", limit=links.MAX_TEXT))
     url, cut_notes = view_link(page)
-    with st.sidebar.expander(t("links.share"), icon=":material/link:"):
-        st.code(url, language=None, wrap_lines=True)
-        st.caption(t("links.copy_hint"))
+    box = st.sidebar.expander(t("links.share"), icon=":material/link:", key=SHARE_BOX, on_change="rerun")
+    if box.open:
+        box.code(url, language=None, wrap_lines=True)
+        box.caption(t("links.copy_hint"))
         if cut_notes:
-            st.warning(t("links.text_cut", limit=links.MAX_TEXT))
+            box.warning(t("links.text_cut", limit=links.MAX_TEXT))
