@@ -6,6 +6,8 @@ numpy arrays, so they pickle (for ``st.cache_data``) and go straight to pandas.
 
 from __future__ import annotations
 
+import threading
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -301,12 +303,34 @@ class _LastLayerSeen(Exception):  # noqa: N818 (a signal, not an error)
     """Raised by the last self-attention's hook: nothing after it changes an attention weight."""
 
 
-def _self_attentions(model) -> list | None:
-    """The self-attention module of every layer (``encoder.layer[i].attention.self`` in BERT), or None."""
+# The forward being collected in this thread (or task): a model is shared by every session of the app, and
+# a hook on it fires in every thread's forward, so each forward finds its own collector here.
+_COLLECTOR: ContextVar[_LayerChecker | None] = ContextVar("attention_viz_collector", default=None)
+_HOOKED = "_attention_viz_hooked"
+_install = threading.Lock()
+
+
+def _collect(module, inputs, output) -> None:
+    checker = _COLLECTOR.get()
+    if checker is None:  # a forward that nobody collects (e.g. a batch with output_attentions=True)
+        return
+    checker.add(output[1] if isinstance(output, tuple) and len(output) > 1 else None)
+    if checker.count == len(checker.weights):
+        raise _LastLayerSeen
+
+
+def _hooked_self_attentions(model) -> list | None:
+    """The self-attention module of every layer (``encoder.layer[i].attention.self`` in BERT), each with
+    :func:`_collect` as a forward hook (installed once per module); None for a model of another structure."""
     layers = getattr(getattr(getattr(model, "base_model", model), "encoder", None), "layer", None)
     modules = [getattr(getattr(layer, "attention", None), "self", None) for layer in layers or ()]
     if not modules or any(module is None for module in modules):
         return None
+    with _install:
+        for module in modules:
+            if not getattr(module, _HOOKED, False):
+                module.register_forward_hook(_collect)
+                setattr(module, _HOOKED, True)
     return modules
 
 
@@ -316,8 +340,8 @@ def pretrained_attention(model, encoding: Encoding) -> np.ndarray:
     The weights are transformers' own (its eager attention), taken from each layer's self-attention
     module by a forward hook as the layer computes them. The forward stops after the last layer's
     attention: its feed-forward block, the pooler and the last hidden state change no weight, and
-    skipping them saves about a tenth of the forward at 512 tokens. A model of another structure is
-    run whole with ``output_attentions=True``.
+    skipping them saves about a fifth of the forward at 512 tokens. A model of another structure is
+    run whole with ``output_attentions=True``. Safe to call from several threads on one model.
 
     Returns:
         float32 ``(layers, heads, query, key)``.
@@ -327,27 +351,20 @@ def pretrained_attention(model, encoding: Encoding) -> np.ndarray:
     """
     config = model.config
     layers, heads = config.num_hidden_layers, config.num_attention_heads
-    modules = _self_attentions(model)
+    modules = _hooked_self_attentions(model)
     if modules is None or len(modules) != layers:
         with torch.inference_mode():
             outputs = model(**_model_inputs(encoding), output_attentions=True)
         return validate_attentions(getattr(outputs, "attentions", None), layers, heads, encoding.num_tokens)
     checker = _LayerChecker(layers, heads, encoding.num_tokens)
-
-    def collect(module, inputs, output):
-        checker.add(output[1] if isinstance(output, tuple) and len(output) > 1 else None)
-        if module is modules[-1]:
-            raise _LastLayerSeen
-
-    handles = [module.register_forward_hook(collect) for module in modules]
+    token = _COLLECTOR.set(checker)
     try:
         with torch.inference_mode():
             model(**_model_inputs(encoding))
     except _LastLayerSeen:
         pass
     finally:
-        for handle in handles:
-            handle.remove()
+        _COLLECTOR.reset(token)
     return checker.result()
 
 

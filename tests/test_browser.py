@@ -15,6 +15,7 @@ from playwright.sync_api import expect, sync_playwright
 
 from attention_viz import figures
 from attention_viz.extraction import extract
+from attention_viz.ui import warmup
 from attention_viz.ui.state import EXAMPLE_HEAD, EXAMPLE_LAYER
 
 SENTENCE = "The trophy didn't fit in the suitcase because it was too big."
@@ -28,6 +29,8 @@ INPUTS = {
 }
 VIEWPORTS = {"1280x720": (1280, 720), "800x600": (800, 600)}
 MAP = ".st-key-map .js-plotly-plot"
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+COLD = {}  # what the server's first visit left on the page
 
 # What the main map draws, read from plotly.js: the plot area (gd._fullLayout._size), each axis' drawn
 # length, the tick label boxes, the title and colour bar boxes, and the chart's own box.
@@ -133,6 +136,10 @@ def measured(server, browser, bundled):
         page = browser.new_page(viewport={"width": width, "height": height})
         page.goto(url)
         page.wait_for_selector(f"{MAP} .heatmaplayer", timeout=90_000)
+        if not COLD:  # the first run of a cold server drew an empty chart (attention_viz/ui/warmup.py)
+            page.wait_for_selector(IDLE, timeout=90_000)
+            COLD["warmup"] = page.locator(f".st-key-{warmup.KEY}").count()
+            COLD["charts"] = page.locator(".js-plotly-plot").count()
         for name, text in INPUTS.items():
             encoding = extract(bundled, text).encoding
             _type(page, text)
@@ -152,6 +159,10 @@ def measured(server, browser, bundled):
         )
     )
     return results
+
+
+def test_cold_start_clears_its_empty_chart(measured):
+    assert COLD == {"warmup": 0, "charts": 2}  # the map and the line view, nothing above them
 
 
 @pytest.mark.parametrize("viewport", VIEWPORTS)

@@ -1,5 +1,7 @@
 """Extraction from transformers: cases C01, C02, C03, labels and validation."""
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 import torch
@@ -233,28 +235,45 @@ def _transformers_attention(model, encoding):
         return torch.cat(model(**inputs, output_attentions=True).attentions).numpy()  # (L, h, t, t)
 
 
+def _hooks(model) -> list[int]:
+    return [len(module._forward_hooks) for module in model.modules()]
+
+
 @pytest.mark.parametrize("text", ["The cat sat on the mat.", "word " * 200])
 def test_weights_taken_by_hooks_are_transformers_own_bit_for_bit(bundled, text):
     """The forward stops after the last layer's attention; the weights are exactly output_attentions'."""
     encoding = encode(bundled.tokenizer, text, "And a second sentence.")
-    hooks_before = [len(m._forward_hooks) for m in bundled.model.modules()]
     weights = pretrained_attention(bundled.model, encoding)
+    hooks = _hooks(bundled.model)
     assert np.array_equal(weights, _transformers_attention(bundled.model, encoding))
-    assert [len(m._forward_hooks) for m in bundled.model.modules()] == hooks_before  # our hooks are gone
     np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5)
+    assert np.array_equal(pretrained_attention(bundled.model, encoding), weights)
+    assert _hooks(bundled.model) == hooks  # installed once per module, not per call
 
 
 def test_tiny_models_through_hooks_and_through_a_whole_forward_agree(tiny_model, monkeypatch):
     encoding = encode(tiny_model.tokenizer, "The trophy didn't fit in the suitcase.")
     hooked = pretrained_attention(tiny_model.model, encoding)
     assert np.array_equal(hooked, _transformers_attention(tiny_model.model, encoding))
-    monkeypatch.setattr(extraction, "_self_attentions", lambda model: None)  # a model of another structure
+    monkeypatch.setattr(extraction, "_hooked_self_attentions", lambda model: None)  # a model of another structure
     assert np.array_equal(pretrained_attention(tiny_model.model, encoding), hooked)
 
 
-def test_hooks_are_removed_when_a_layer_is_refused(bundled):
+def test_a_refused_layer_leaves_the_model_usable(bundled):
     sdpa = AutoModel.from_pretrained(bundled_model_path(), attn_implementation="sdpa").eval()
-    hooks_before = [len(m._forward_hooks) for m in sdpa.modules()]
     with pytest.raises(AttentionError, match="no attention weights"):
         pretrained_attention(sdpa, encode(bundled.tokenizer, "hi"))
-    assert [len(m._forward_hooks) for m in sdpa.modules()] == hooks_before
+    with torch.inference_mode():  # no collector is left behind: a plain forward runs whole
+        assert sdpa(**bundled.tokenizer("hi", return_tensors="pt")).last_hidden_state.shape == (1, 3, 384)
+
+
+def test_sessions_extracting_at_once_from_one_model_each_get_their_own_weights(bundled):
+    """The app shares one model between sessions' threads; a hook fires in every thread's forward."""
+    texts = [f"Sentence number {i} is {'long ' * (3 * i)}here." for i in range(6)]
+    encodings = [encode(bundled.tokenizer, text) for text in texts]
+    expected = [_transformers_attention(bundled.model, encoding) for encoding in encodings]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        for _ in range(3):
+            got = list(pool.map(lambda e: pretrained_attention(bundled.model, e), encodings))
+            for weights, want in zip(got, expected, strict=True):
+                assert np.array_equal(weights, want)
