@@ -77,8 +77,13 @@ __all__ = [  # the public names; each is imported from its module on first use
 
 
 def __getattr__(name: str):
-    if name not in _SOURCES:
-        raise AttributeError(f"module 'attention_viz' has no attribute {name!r}")
+    if name not in _SOURCES:  # a submodule, e.g. attention_viz.figures after a plain `import attention_viz`
+        try:
+            return importlib.import_module(f"attention_viz.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"attention_viz.{name}":
+                raise
+            raise AttributeError(f"module 'attention_viz' has no attribute {name!r}") from None
     value = getattr(importlib.import_module(f"attention_viz.{_SOURCES[name]}"), name)
     globals()[name] = value  # the next lookup is a plain attribute
     return value

@@ -39,6 +39,12 @@ def test_a_shared_link_opens_the_same_head_and_language(server):
         page.get_by_text("本视图的链接").click()
         copied = page.locator("[data-testid='stSidebar'] code", has_text=url).first.inner_text().replace("\n", "")
         assert copied.startswith(url) and "head=7" in copied and "lang=zh" in copied
+        # the box stays open in another language and on another page (each makes it a new widget)
+        box = page.locator("[data-testid='stSidebar'] code", has_text=url).first
+        page.locator("[data-testid='stSidebar'] label").filter(has_text="English").first.click()
+        expect(box).to_contain_text("lang=en", timeout=60_000)
+        page.locator("a[href$='all_heads']").first.click()
+        expect(box).to_contain_text("page=all_heads", timeout=60_000)
         other = browser.new_page(viewport={"width": 800, "height": 600})  # a student opens it
         other.goto(copied)
         _sees_inside_layer4_head7_in_chinese(other)

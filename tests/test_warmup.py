@@ -37,6 +37,9 @@ def test_every_public_name_resolves_from_its_module():
     assert set(attention_viz.__all__) <= set(dir(attention_viz))
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
         attention_viz.nothing_here  # noqa: B018
+    code = "import attention_viz as av; print(av.figures.head_grid is av.head_grid, av.metrics.__name__)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True", "attention_viz.metrics"]  # submodules, as before the lazy imports
 
 
 def _run(clear: bool) -> AppTest:

@@ -19,6 +19,7 @@ from attention_viz.ui.i18n import t
 
 FALLBACK_ORIGIN = "http://localhost:8501"  # when the browser's address is unknown (tests)
 SHARE_BOX = "share_box"  # the expander's key: its state says whether it is open
+SHARE_OPEN = "share_open"  # kept across pages and languages, where the expander is a new widget
 
 
 def app_root() -> str:
@@ -35,6 +36,11 @@ def view_link(page: str) -> tuple[str, list[links.Note]]:
     return f"{app_root()}/?{links.query_string(params)}", notes
 
 
+def _remember_open() -> None:
+    """Streamlit makes the expander a new (closed) widget on another page or in another language."""
+    st.session_state[SHARE_OPEN] = bool(st.session_state[SHARE_BOX])
+
+
 def link_box(page: str) -> None:
     """Tell what was wrong with an opened link (once), and offer the link to this view in the sidebar."""
     notes = state.link_notes()
@@ -44,7 +50,13 @@ def link_box(page: str) -> None:
     if any(kind == "cut" for kind, _ in notes):
         st.warning(t("links.opened_cut", limit=links.MAX_TEXT))
     url, cut_notes = view_link(page)
-    box = st.sidebar.expander(t("links.share"), icon=":material/link:", key=SHARE_BOX, on_change="rerun")
+    box = st.sidebar.expander(
+        t("links.share"),
+        expanded=st.session_state.get(SHARE_OPEN, False),
+        icon=":material/link:",
+        key=SHARE_BOX,
+        on_change=_remember_open,
+    )
     if box.open:
         box.code(url, language=None, wrap_lines=True)
         box.caption(t("links.copy_hint"))
