@@ -8,7 +8,7 @@ import streamlit as st
 
 from attention_viz.ui import warmup
 
-st.set_page_config(page_title="attention-viz", page_icon="🔍", layout="wide")
+st.set_page_config(page_title="attention-viz", page_icon=":material/search:", layout="wide")
 warming = warmup.start_plotly()  # a cold start: the browser loads plotly.js during the imports below
 
 from attention_viz.ui import controls, presets_ui, sharing, state  # noqa: E402 (torch, transformers: seconds)

@@ -184,8 +184,9 @@ class BertEncoder(nn.Module):
             WeightMismatchError: if the config is unsupported or any weight is missing, unused or of
                 another shape.
         """
-        encoder = cls(EncoderConfig.from_hf(bert.config))
-        load_bert_weights(encoder, bert.state_dict())
+        with torch.device("meta"):  # shapes only: every weight is replaced by BERT's (no random init)
+            encoder = cls(EncoderConfig.from_hf(bert.config))
+        load_bert_weights(encoder, bert.state_dict(), assign=True)
         return encoder.eval()
 
     @classmethod
@@ -251,12 +252,14 @@ def transformers_name(name: str) -> str:
     return f"encoder.layer.{index}.{_LAYER_NAMES[module]}.{param}"
 
 
-def load_bert_weights(encoder: BertEncoder, state_dict: dict[str, torch.Tensor]) -> None:
+def load_bert_weights(encoder: BertEncoder, state_dict: dict[str, torch.Tensor], assign: bool = False) -> None:
     """Copy a transformers ``BertModel`` state dict into ``encoder``, checking every key and shape.
 
     Args:
         encoder: the from-scratch encoder to fill.
         state_dict: ``BertModel.state_dict()``.
+        assign: make the copies the encoder's parameters (``load_state_dict(assign=True)``), as an
+            encoder built on the ``meta`` device needs; otherwise copy into its existing parameters.
 
     Raises:
         WeightMismatchError: if a weight the encoder needs is missing or of another shape, or if the
@@ -275,4 +278,4 @@ def load_bert_weights(encoder: BertEncoder, state_dict: dict[str, torch.Tensor])
     unused = sorted(k for k in source if k not in used and not _UNUSED.match(k))
     if unused:
         raise WeightMismatchError(f"checkpoint weights the encoder does not use: {unused[:5]}")
-    encoder.load_state_dict(copied, strict=True)
+    encoder.load_state_dict(copied, strict=True, assign=assign)
