@@ -11,8 +11,9 @@ from attention_viz.ui import warmup
 st.set_page_config(page_title="attention-viz", page_icon=":material/search:", layout="wide")
 warming = warmup.start_plotly()  # a cold start: the browser loads plotly.js during the imports below
 
-from attention_viz.ui import controls, presets_ui, sharing, state  # noqa: E402 (torch, transformers: seconds)
-from attention_viz.ui.i18n import t  # noqa: E402
+with warmup.importing():  # another session's warm-up chart must not be built while torch is half-imported
+    from attention_viz.ui import controls, presets_ui, sharing, state  # torch, transformers: seconds when cold
+    from attention_viz.ui.i18n import t
 
 state.init()  # before any word is drawn: the link may set the language
 
