@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch.overrides import TorchFunctionMode
 
 from attention_viz import settings
 from attention_viz.encoder import BertEncoder, Variant
@@ -234,18 +235,55 @@ _NO_WEIGHTS = (
 )
 
 
+class _SoftmaxInto(TorchFunctionMode):
+    """While one self-attention module runs, in this thread only: its softmax writes the attention
+    probabilities straight into the result (``torch.softmax(..., out=)``, the same kernel), instead of into
+    a temporary that is then copied. At 512 tokens that is 75 MB written once instead of three times
+    (issue 10, figure #1: about 15 ms of a 200 ms forward). Any other call, and a softmax that does not
+    fit ``out`` (another shape, dtype or dim), runs unchanged."""
+
+    def __init__(self, out: torch.Tensor) -> None:
+        super().__init__()
+        self.out = out  # (1, heads, t, t) view of one layer of the result
+        self.used = False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.nn.functional.softmax and not self.used:
+            scores, dim = args[0], kwargs.get("dim", args[1] if len(args) > 1 else None)
+            fits = scores.shape == self.out.shape and scores.dtype == self.out.dtype
+            if fits and dim in (-1, scores.dim() - 1) and kwargs.get("dtype") is None:
+                self.used = True
+                return torch.softmax(scores, -1, out=self.out)
+        return func(*args, **kwargs)
+
+
 class _LayerChecker:
     """Checks one layer's attention after another and writes them into one ``(layers, heads, t, t)`` array.
 
-    Each layer is checked as it arrives (in torch, on both cores) and copied once into a numpy array:
-    numpy allocates arrays this large with transparent huge pages, which halves the copy's cost against
-    ``torch.cat`` (measured at 512 tokens: 17 vs 40 ms; issue 10, figure #1).
+    Each layer is checked as it arrives (in torch, on both cores). A layer computed by :class:`_SoftmaxInto`
+    is already in place; any other is copied once into the numpy array, which numpy allocates with
+    transparent huge pages (half the cost of ``torch.cat``, measured at 512 tokens: 17 vs 40 ms).
     """
 
     def __init__(self, num_layers: int, num_heads: int, num_tokens: int) -> None:
         self.expected = (1, num_heads, num_tokens, num_tokens)
         self.weights = np.empty((num_layers, num_heads, num_tokens, num_tokens), dtype=np.float32)
         self.count = 0
+        self._mode: _SoftmaxInto | None = None
+
+    def enter(self) -> None:
+        """Before a self-attention module runs: its softmax writes into the next layer's place."""
+        self.leave()
+        if self.count < len(self.weights):
+            self._mode = _SoftmaxInto(torch.from_numpy(self.weights[self.count])[None])
+            self._mode.__enter__()
+
+    def leave(self) -> None:
+        """After it (or after a failed forward): nothing is intercepted any more."""
+        if self._mode is not None:
+            mode, self._mode = self._mode, None
+            mode.__exit__(None, None, None)
 
     def add(self, tensor: torch.Tensor | None) -> None:
         layer = self.count
@@ -269,7 +307,9 @@ class _LayerChecker:
             raise AttentionError(
                 f"attention rows do not sum to 1 (off by {worst:.2g}): is the model in eval mode, without dropout?"
             )
-        torch.from_numpy(self.weights[layer]).copy_(rows)
+        place = torch.from_numpy(self.weights[layer])
+        if (rows.data_ptr(), rows.stride()) != (place.data_ptr(), place.stride()):  # not computed in place
+            place.copy_(rows)
         self.count += 1
 
     def result(self) -> np.ndarray:
@@ -310,10 +350,17 @@ _HOOKED = "_attention_viz_hooked"
 _install = threading.Lock()
 
 
+def _place(module, inputs) -> None:
+    checker = _COLLECTOR.get()
+    if checker is not None:  # else a forward that nobody collects (e.g. a batch with output_attentions=True)
+        checker.enter()
+
+
 def _collect(module, inputs, output) -> None:
     checker = _COLLECTOR.get()
-    if checker is None:  # a forward that nobody collects (e.g. a batch with output_attentions=True)
+    if checker is None:
         return
+    checker.leave()
     checker.add(output[1] if isinstance(output, tuple) and len(output) > 1 else None)
     if checker.count == len(checker.weights):
         raise _LastLayerSeen
@@ -321,7 +368,8 @@ def _collect(module, inputs, output) -> None:
 
 def _hooked_self_attentions(model) -> list | None:
     """The self-attention module of every layer (``encoder.layer[i].attention.self`` in BERT), each with
-    :func:`_collect` as a forward hook (installed once per module); None for a model of another structure."""
+    :func:`_place` as a forward pre-hook and :func:`_collect` as a forward hook (installed once per module);
+    None for a model of another structure."""
     layers = getattr(getattr(getattr(model, "base_model", model), "encoder", None), "layer", None)
     modules = [getattr(getattr(layer, "attention", None), "self", None) for layer in layers or ()]
     if not modules or any(module is None for module in modules):
@@ -329,6 +377,7 @@ def _hooked_self_attentions(model) -> list | None:
     with _install:
         for module in modules:
             if not getattr(module, _HOOKED, False):
+                module.register_forward_pre_hook(_place)
                 module.register_forward_hook(_collect)
                 setattr(module, _HOOKED, True)
     return modules
@@ -338,7 +387,8 @@ def pretrained_attention(model, encoding: Encoding) -> np.ndarray:
     """Attention of a transformers BERT for one encoded input.
 
     The weights are transformers' own (its eager attention), taken from each layer's self-attention
-    module by a forward hook as the layer computes them. The forward stops after the last layer's
+    module by forward hooks as the layer computes them: its softmax writes straight into the result
+    (:class:`_SoftmaxInto`), and the hook after it checks the rows. The forward stops after the last layer's
     attention: its feed-forward block, the pooler and the last hidden state change no weight, and
     skipping them saves about a fifth of the forward at 512 tokens. A model of another structure is
     run whole with ``output_attentions=True``. Safe to call from several threads on one model.
@@ -364,6 +414,7 @@ def pretrained_attention(model, encoding: Encoding) -> np.ndarray:
     except _LastLayerSeen:
         pass
     finally:
+        checker.leave()  # a forward that failed inside a self-attention module leaves nothing intercepting
         _COLLECTOR.reset(token)
     return checker.result()
 

@@ -34,9 +34,15 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+class Running(tuple):
+    """``(url, log_path, started_at)``, with the server's ``process`` as an attribute."""
+
+    process: subprocess.Popen
+
+
 @contextlib.contextmanager
 def streamlit_server():
-    """Start the app; yield ``(url, log_path, started_at)``; stop it afterwards."""
+    """Start the app; yield ``(url, log_path, started_at)`` (a :class:`Running`); stop it afterwards."""
     port = free_port()
     log = Path(tempfile.mkdtemp()) / "streamlit.log"
     env = dict(os.environ, HF_HUB_OFFLINE="1")
@@ -64,7 +70,9 @@ def streamlit_server():
             if server.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"streamlit did not start:\n{log.read_text()}")
             time.sleep(0.25)
-        yield url, log, started
+        running = Running((url, log, started))
+        running.process = server
+        yield running
     finally:
         server.terminate()
         server.wait(timeout=20)

@@ -277,3 +277,47 @@ def test_sessions_extracting_at_once_from_one_model_each_get_their_own_weights(b
             got = list(pool.map(lambda e: pretrained_attention(bundled.model, e), encodings))
             for weights, want in zip(got, expected, strict=True):
                 assert np.array_equal(weights, want)
+
+
+def _count_in_place(monkeypatch) -> list[bool]:
+    """Record, for each softmax a collected forward runs, whether it wrote straight into the result."""
+    fired, real = [], extraction._SoftmaxInto.__torch_function__
+
+    def spy(self, func, types, args=(), kwargs=None):
+        out = real(self, func, types, args, kwargs)
+        if func is torch.nn.functional.softmax:
+            fired.append(out is self.out)
+        return out
+
+    monkeypatch.setattr(extraction._SoftmaxInto, "__torch_function__", spy)
+    return fired
+
+
+def test_each_layers_softmax_writes_straight_into_the_result(bundled, monkeypatch):
+    fired = _count_in_place(monkeypatch)
+    encoding = encode(bundled.tokenizer, "word " * 300)  # 302 tokens: 12 x 302 x 302 floats a layer
+    weights = pretrained_attention(bundled.model, encoding)
+    assert fired == [True] * 6  # no layer computed into a temporary and copied
+    assert np.array_equal(weights, _transformers_attention(bundled.model, encoding))
+    assert weights.flags.c_contiguous and weights.flags.owndata  # one array of its own, as before
+
+
+def test_a_forward_that_fails_inside_attention_leaves_no_softmax_redirected(bundled, monkeypatch):
+    """The redirect is entered before a self-attention module runs; if the module fails before its softmax,
+    the next forward's first softmax must not land in the failed forward's array."""
+    encoding = encode(bundled.tokenizer, "The cat sat on the mat.")
+    want = _transformers_attention(bundled.model, encoding)
+    value = bundled.model.encoder.layer[0].attention.self.value
+
+    def fail(module, inputs):
+        raise RuntimeError("out of memory, say")
+
+    handle = value.register_forward_pre_hook(fail)  # before the scores and the softmax of layer 0
+    try:
+        with pytest.raises(RuntimeError, match="out of memory"):
+            pretrained_attention(bundled.model, encoding)
+    finally:
+        handle.remove()
+    scores = torch.randn(1, 12, 9, 9)
+    assert torch.equal(torch.nn.functional.softmax(scores, -1), torch.softmax(scores, -1))  # a plain call
+    assert np.array_equal(pretrained_attention(bundled.model, encoding), want)

@@ -3,12 +3,15 @@
 import base64
 import os
 import socket
+import time
 import tomllib
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 from browser import streamlit_server
+
+from attention_viz.loading import bundled_model_path
 
 CONFIG = Path(__file__).resolve().parent.parent / ".streamlit" / "config.toml"
 
@@ -17,6 +20,19 @@ CONFIG = Path(__file__).resolve().parent.parent / ".streamlit" / "config.toml"
 def server():
     with streamlit_server() as running:
         yield running
+
+
+def test_the_server_loads_the_bundled_model_before_any_browser_asks(server):
+    """app.py's st.App lifespan preloads (attention_viz.ui.warmup): no session has run on this server, yet
+    the model's weights are read. safetensors maps the file, and the loaded tensors keep it mapped."""
+    weights = str(bundled_model_path() / "model.safetensors")
+    maps = Path(f"/proc/{server.process.pid}/maps")
+    deadline = time.monotonic() + 240
+    while weights not in maps.read_text():
+        assert time.monotonic() < deadline, "the bundled model was not loaded at server start"
+        time.sleep(0.5)
+    _, log, _ = server
+    assert "missing ScriptRunContext" not in log.read_text() and "preloading failed" not in log.read_text()
 
 
 def _handshake(url: str, origin: str | None) -> str:

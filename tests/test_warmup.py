@@ -1,13 +1,20 @@
-"""Cold start (issue 10, #5): the package imports lazily, and a cold process's first run sends an empty chart
-so the browser loads plotly.js while torch and transformers are imported."""
+"""Cold start (issue 10, #5): the package imports lazily; ``app.py`` is also the server's entry point, whose
+lifespan imports torch and transformers and loads the bundled model as the server starts; and a session that
+arrives before that is done sends an empty chart so the browser loads plotly.js meanwhile."""
 
+import logging
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+from streamlit.web.server.app_discovery import discover_asgi_app
 
 import attention_viz
+from attention_viz.ui import warmup
+
+ROOT = Path(__file__).resolve().parent.parent
 
 SCRIPT = """
 import streamlit as st
@@ -46,6 +53,67 @@ def _run(clear: bool) -> AppTest:
     at = AppTest.from_string(SCRIPT)
     at.session_state["clear"] = clear
     return at.run()
+
+
+def test_app_py_is_the_servers_entry_point_and_runs_no_session_when_imported():
+    found = discover_asgi_app(ROOT / "app.py")  # what `streamlit run app.py` looks for
+    assert found.is_asgi_app and found.import_string == "app:app"
+    code = (
+        "import sys, app, streamlit as st; from attention_viz.ui import warmup; "
+        "print(isinstance(app.app, st.App), sorted(m for m in ('torch', 'transformers') if m in sys.modules), "
+        "warmup._preload is None)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True", "[]", "True"]  # imported, not run: the lifespan preloads
+
+
+def test_the_preload_puts_the_bundled_model_in_the_cache_every_session_reads():
+    code = """
+import asyncio
+from attention_viz.ui import warmup
+
+async def serve():
+    async with warmup.lifespan(object()):  # as st.App's lifespan does when the server starts
+        assert warmup._preload.done.wait(300)
+
+asyncio.run(serve())
+from attention_viz import loading
+from attention_viz.ui import cache
+
+def refuse(*args, **kwargs):
+    raise AssertionError("loaded again")
+
+loading.load_model = refuse
+print(cache.model(loading.BUNDLED_MODEL).info.num_layers, warmup._cold())
+"""
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["6", "False"]  # from the cache: all-MiniLM-L6-v2 has 6 layers
+    assert "missing ScriptRunContext" not in done.stderr  # the preload's cached call outside a run is expected
+
+
+def test_a_failed_preload_lets_sessions_go_on_and_logs_why(monkeypatch, caplog):
+    from attention_viz.ui import cache
+
+    def broken(name):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(cache, "model", broken)
+    preload = warmup._Preload()
+    with caplog.at_level(logging.ERROR, logger="attention_viz"):
+        preload._run()  # in this thread: the same work the background thread does
+    assert preload.imported.is_set() and preload.done.is_set()  # nobody waits forever
+    assert "preloading failed" in caplog.text and "disk on fire" in caplog.text
+
+
+def test_a_session_during_the_preload_draws_the_empty_chart_and_after_it_none(monkeypatch):
+    preload = warmup._Preload()  # not started: the imports and the model load are "still running"
+    monkeypatch.setattr(warmup, "_preload", preload)
+    during = _run(clear=False)
+    assert during.markdown[0].value == "drawn" and len(during.get("plotly_chart")) == 1
+    preload.done.set()
+    after = _run(clear=False)
+    assert after.markdown[0].value == "warm" and not after.get("plotly_chart")
 
 
 def test_a_cold_process_draws_an_empty_chart_and_clears_it(monkeypatch):

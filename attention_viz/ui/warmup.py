@@ -1,48 +1,139 @@
-"""A cold start's first run: the browser loads plotly.js while the server imports torch and transformers.
+"""A cold start: the server imports torch and transformers and loads the model before a browser asks.
 
-Streamlit's front end fetches and parses plotly.js (several MB) only when the first chart arrives. On a
-cold start that chart comes after some 8 s of imports and model loading, and the browser then needed
-another 2.5 s to draw it (measured in headless Chromium on a 2-core machine). An empty 1-px chart sent
-before those imports lets the browser do that work in parallel (issue 10, figure #5). It is drawn only
-while transformers is not yet imported in this process, i.e. on the first run after ``streamlit run``,
-and cleared when the run ends. This module imports streamlit and plotly only.
+Measured in headless Chromium on a 2-core machine (issue 10, figure #5):
 
-Sessions arriving together on a cold server share one lock: the first holds it while it draws the chart
-and again while it imports torch and transformers (:func:`importing`). Building a figure while another
-thread imports would fail, because plotly looks numpy and pandas up in ``sys.modules``, where they may
-be half-imported (``AttributeError: partially initialized module 'numpy'``, found by the load test).
+- The imports of torch, transformers and the app (about 3.5 s) and the bundled model (about 4.5 s, most
+  of it importing transformers' modelling code) used to begin only when the first browser session ran
+  the script. :func:`preload`, started by ``app.py`` through ``st.App``'s lifespan as the server starts,
+  does them in a background thread instead; a session waits for what is not done yet. A browser opened
+  15 s after the server now shows its first map in about 6 s instead of 12 s. One opened at once gains
+  nothing: the server's Python work (the imports, serving the page, the first run) runs one thread at a
+  time under the GIL, whichever thread starts it.
+- Streamlit's front end fetches and parses plotly.js (several MB) only when the first chart arrives, and
+  the browser then needed another 2.5 s to draw it. :func:`start_plotly` sends an empty 1-px chart while
+  the imports or the model load are still running, so the browser does that work in parallel; it is
+  cleared when the run ends (:func:`clear`).
+
+No figure may be built while numpy or pandas is half-imported: plotly looks them up in ``sys.modules``
+(``AttributeError: partially initialized module 'numpy'``, found by the load test). So the preload
+imports them and plotly whole first, under the lock that :func:`start_plotly` takes; and a session that
+finds no preload (AppTest, or the app run other than by ``streamlit run app.py``) imports the app's
+modules under that same lock (:func:`importing`).
+
+This module imports streamlit only; plotly and the rest are imported by the functions that need them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
+import logging
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
-import plotly.graph_objects as go
 import streamlit as st
 
 KEY = "plotly_warmup"
+# Imported whole before any figure is built; quick (about 0.5 s cold).
+FIGURE_MODULES = ("numpy", "pandas", "plotly.graph_objects", "plotly.io")
+# What the app's first run imports: torch and transformers come with the first three (seconds when cold);
+# the figures, and Streamlit's emoji table (0.2 s: the first st.success or st.info looks for a leading emoji).
+APP_MODULES = (
+    "attention_viz.ui.controls",
+    "attention_viz.ui.presets_ui",
+    "attention_viz.ui.sharing",
+    "attention_viz.figures",
+    "streamlit.emojis",
+)
+
 _LOCK = threading.Lock()
+_log = logging.getLogger("attention_viz")
+_THREAD_NAME = "attention_viz-preload"
+
+
+def _not_from_the_preload(record: logging.LogRecord) -> bool:
+    """Streamlit warns of a missing ScriptRunContext when a cached function runs outside a script run,
+    as the preload's model load does on purpose; other threads' warnings stay."""
+    return record.threadName != _THREAD_NAME
+
+
+logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_not_from_the_preload)
+
+
+class _Preload:
+    """The background start: ``imported`` once the app's modules are, ``done`` once the model is loaded too
+    (or the preload failed: a session then does the work itself and reports any error as usual)."""
+
+    def __init__(self) -> None:
+        self.imported = threading.Event()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=_THREAD_NAME, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            with _LOCK:
+                for name in FIGURE_MODULES:
+                    importlib.import_module(name)
+            for name in APP_MODULES:
+                importlib.import_module(name)
+            self.imported.set()
+            from attention_viz.loading import BUNDLED_MODEL
+            from attention_viz.ui import cache
+
+            cache.model(BUNDLED_MODEL)  # into the cache every session reads; a failure is cached too
+        except Exception:  # a session meets the same error again, with the app's message for it
+            _log.exception("preloading failed; the first session will load instead")
+        finally:
+            self.imported.set()
+            self.done.set()
+
+
+_preload: _Preload | None = None
+
+
+def preload() -> None:
+    """Start importing the app's modules and loading the bundled model in a background thread (once)."""
+    global _preload
+    with _LOCK:
+        if _preload is None:
+            _preload = _Preload()
+            _preload.thread.start()
+
+
+@contextlib.asynccontextmanager
+async def lifespan(app: object) -> AsyncIterator[None]:
+    """``st.App``'s lifespan: :func:`preload` as the server starts; returns at once."""
+    preload()
+    yield
+
+
+def _cold() -> bool:
+    if _preload is not None:
+        return not _preload.done.is_set()
+    return "transformers" not in sys.modules  # no preload: the session imports them itself
 
 
 def start_plotly() -> object | None:
-    """Draw the empty chart on a cold process's first run; returns its slot for :func:`clear`, else None."""
-    with _LOCK:
-        if "transformers" in sys.modules:  # warm: the imports ahead take milliseconds
-            return None
-        return _draw()
+    """Draw the empty chart while a cold process is still importing or loading; returns its slot for
+    :func:`clear`, else None."""
+    with _LOCK:  # a preload holds it while it imports numpy, pandas and plotly
+        return _draw() if _cold() else None
 
 
 @contextlib.contextmanager
 def importing() -> Iterator[None]:
-    """Hold around the app's heavy imports: no warm-up chart is built while they run."""
+    """Hold around the app's heavy imports: waits for the preload's imports if one runs, and builds no
+    warm-up chart while they run in this thread."""
+    if _preload is not None:
+        _preload.imported.wait()
     with _LOCK:
         yield
 
 
 def _draw() -> object:
+    import plotly.graph_objects as go
+
     slot = st.empty()
     empty = go.Figure(
         layout={"xaxis": {"visible": False}, "yaxis": {"visible": False}, "margin": dict.fromkeys("lrtb", 0)}
