@@ -346,7 +346,7 @@ class _LastLayerSeen(Exception):  # noqa: N818 (a signal, not an error)
 # The forward being collected in this thread (or task): a model is shared by every session of the app, and
 # a hook on it fires in every thread's forward, so each forward finds its own collector here.
 _COLLECTOR: ContextVar[_LayerChecker | None] = ContextVar("attention_viz_collector", default=None)
-_HOOKED = "_attention_viz_hooked"
+_HOOKS = "_attention_viz_hooks"  # on each hooked module: (_collect, its two hook handles)
 _install = threading.Lock()
 
 
@@ -376,10 +376,14 @@ def _hooked_self_attentions(model) -> list | None:
         return None
     with _install:
         for module in modules:
-            if not getattr(module, _HOOKED, False):
-                module.register_forward_pre_hook(_place)
-                module.register_forward_hook(_collect)
-                setattr(module, _HOOKED, True)
+            installed = getattr(module, _HOOKS, None)
+            if installed is not None and installed[0] is _collect:
+                continue
+            if installed is not None:  # hooks of an earlier copy of this module (a developer's reload): they
+                for handle in installed[1]:  # would collect into that copy's _COLLECTOR, which nobody sets
+                    handle.remove()
+            handles = (module.register_forward_pre_hook(_place), module.register_forward_hook(_collect))
+            setattr(module, _HOOKS, (_collect, handles))
     return modules
 
 

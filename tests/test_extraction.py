@@ -321,3 +321,20 @@ def test_a_forward_that_fails_inside_attention_leaves_no_softmax_redirected(bund
     scores = torch.randn(1, 12, 9, 9)
     assert torch.equal(torch.nn.functional.softmax(scores, -1), torch.softmax(scores, -1))  # a plain call
     assert np.array_equal(pretrained_attention(bundled.model, encoding), want)
+
+
+def test_hooks_follow_a_reloaded_extraction_module(bundled, monkeypatch):
+    """Streamlit's file watcher (a developer's --server.runOnSave) drops edited modules from sys.modules; the
+    cached model keeps the old module's hooks, which collect into a ContextVar nobody sets any more."""
+    import importlib
+    import sys
+
+    encoding = encode(bundled.tokenizer, "The cat sat on the mat.")
+    want = pretrained_attention(bundled.model, encoding)
+    hooks = _hooks(bundled.model)
+    monkeypatch.delitem(sys.modules, "attention_viz.extraction")  # restored afterwards, with the old module
+    reloaded = importlib.import_module("attention_viz.extraction")
+    assert reloaded is not extraction
+    assert np.array_equal(reloaded.pretrained_attention(bundled.model, encoding), want)
+    assert _hooks(bundled.model) == hooks  # the old hooks were replaced, not added to
+    assert np.array_equal(pretrained_attention(bundled.model, encoding), want)  # and back again

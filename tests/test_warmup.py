@@ -109,6 +109,22 @@ def test_a_failed_preload_lets_sessions_go_on_and_logs_why(monkeypatch, caplog):
     assert "preloading failed" in caplog.text and "disk on fire" in caplog.text
 
 
+def test_a_model_that_does_not_load_is_left_to_the_first_session_to_report(monkeypatch, caplog):
+    """Cached like any load failure; the session shows the app's message and logs one line (C17: no
+    traceback in the log)."""
+    from attention_viz.loading import ModelLoadError
+    from attention_viz.ui import cache
+
+    def missing(name):
+        raise ModelLoadError(f"could not load model {name!r}: folder '/tmp/empty' has no config.json", "no_config")
+
+    monkeypatch.setattr(cache, "model", missing)
+    preload = warmup._Preload()
+    with caplog.at_level(logging.DEBUG, logger="attention_viz"):
+        preload._run()
+    assert preload.done.is_set() and caplog.text == ""
+
+
 def test_a_session_during_the_preload_draws_the_empty_chart_and_after_it_none(monkeypatch):
     preload = warmup._Preload()  # not started: the imports and the model load are "still running"
     monkeypatch.setattr(warmup, "_preload", preload)

@@ -51,11 +51,14 @@ def _load(name: str, policy: settings.ModelPolicy) -> LoadedModel | ModelLoadErr
         loaded = loading.load_model(name, policy)
     except ModelLoadError as exc:
         return exc
-    # What is alive now (torch, transformers, the app's modules, this model) lives as long as the server.
-    # Streamlit collects garbage after every run (runner.postScriptGC); walking these ~465k objects took
-    # 300 ms of each rerun, holding the GIL. Frozen, the cyclic collector skips them (0.2 ms). A collection
-    # first would cost those 300 ms once more and finds nothing to free after a load (measured: 0 objects).
-    gc.freeze()
+    # What is alive after the first load (torch, transformers, the app's modules, the model) lives as long as
+    # the server. Streamlit collects garbage after every run (runner.postScriptGC); walking these ~465k
+    # objects took 300 ms of each rerun, holding the GIL. Frozen, the cyclic collector skips them (0.2 ms).
+    # Once only: a frozen object is never collected, and later loads would also freeze other sessions'
+    # figures that happen to be alive. A collection first would cost those 300 ms once more and finds
+    # nothing to free after a load (measured: 0 objects).
+    if not gc.get_freeze_count():
+        gc.freeze()
     return loaded
 
 

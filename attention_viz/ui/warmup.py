@@ -78,12 +78,15 @@ class _Preload:
             for name in APP_MODULES:
                 importlib.import_module(name)
             self.imported.set()
-            from attention_viz.loading import BUNDLED_MODEL
+            from attention_viz.loading import BUNDLED_MODEL, ModelLoadError
             from attention_viz.ui import cache
 
-            cache.model(BUNDLED_MODEL)  # into the cache every session reads; a failure is cached too
-        except Exception:  # a session meets the same error again, with the app's message for it
-            _log.exception("preloading failed; the first session will load instead")
+            # Into the cache every session reads. A ModelLoadError is cached too: the first session shows it
+            # with the app's message and logs it in one line, so it is not logged here.
+            with contextlib.suppress(ModelLoadError):
+                cache.model(BUNDLED_MODEL)
+        except Exception:  # unexpected: a session meets it again and reports it as the app does
+            _log.exception("preloading failed; the first session will try again")
         finally:
             self.imported.set()
             self.done.set()
