@@ -14,8 +14,11 @@ import numpy as np
 def _plogp(p: np.ndarray, q: np.ndarray | None = None) -> np.ndarray:
     """``p * log2(p / q)`` elementwise (``q`` = 1 if omitted), with ``0 * log 0 = 0``."""
     positive = p > 0
-    ratio = np.where(positive, p, 1.0) / (1.0 if q is None else np.where(positive, q, 1.0))
-    return np.where(positive, p * np.log2(ratio), 0.0)
+    # The same numbers as p * log2(p / q) where p > 0, without the temporaries of np.where (a third of the
+    # corpus statistics' time went here, issue 10, figure #6).
+    ratio = p if q is None else np.divide(p, q, out=np.ones_like(p), where=positive)
+    logs = np.log2(ratio, out=np.zeros_like(p), where=positive)
+    return np.multiply(p, logs, out=logs)
 
 
 def row_entropy(weights: np.ndarray) -> np.ndarray:
