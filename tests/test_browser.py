@@ -55,9 +55,13 @@ MEASURE = """el => {
 def _set_slider(page, label: str, value: int) -> None:
     """Move a slider with quick key presses, as a person does (none may be lost to a rerun)."""
     slider = page.get_by_role("slider", name=label)  # Streamlit's slider is an <input type="range">
+    connected = page.locator("[data-testid='stApp'][data-test-connection-state='CONNECTED']")
     slider.focus()
     slider.press("Home")
     for _ in range(value):
+        # Streamlit disables every widget while its WebSocket reconnects (seen once on a loaded CI machine); a
+        # key pressed then is the browser's loss, not a rerun's
+        expect(connected).to_have_count(1, timeout=30_000)
         slider.press("ArrowRight")
     expect(slider).to_have_value(str(value))
 

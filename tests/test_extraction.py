@@ -7,6 +7,7 @@ import pytest
 import torch
 from transformers import AutoModel
 
+import attention_viz
 from attention_viz import extraction
 from attention_viz.extraction import (
     AttentionError,
@@ -333,6 +334,7 @@ def test_hooks_follow_a_reloaded_extraction_module(bundled, monkeypatch):
     want = pretrained_attention(bundled.model, encoding)
     hooks = _hooks(bundled.model)
     monkeypatch.delitem(sys.modules, "attention_viz.extraction")  # restored afterwards, with the old module
+    monkeypatch.setattr(attention_viz, "extraction", extraction)  # the import below rebinds it; restored too
     reloaded = importlib.import_module("attention_viz.extraction")
     assert reloaded is not extraction
     assert np.array_equal(reloaded.pretrained_attention(bundled.model, encoding), want)
