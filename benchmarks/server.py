@@ -19,7 +19,7 @@ from pathlib import Path
 from benchmarks.harness import ROOT, Row, Settings, median, text_of_tokens
 
 sys.path.insert(0, str(ROOT / "tests"))
-from browser import CHROMIUM_ARGS, chromium_path, free_port  # tests/browser.py
+from browser import CHROMIUM_ARGS, MAP_DRAWN, chromium_path, free_port  # tests/browser.py
 
 # Peak memory from VmHWM, which exec resets: ru_maxrss would count the forking parent's pages too.
 BASELINE = """
@@ -34,7 +34,6 @@ peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM
 print(json.dumps({"peak_rss_bytes": int(peak.split()[1]) * 1024}))
 """
 HEATMAP = ".js-plotly-plot .heatmaplayer"
-MAP = ".st-key-map " + HEATMAP  # Compare's map, not any chart (the cold start's empty warm-up chart has no heatmap)
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 
 
@@ -118,7 +117,7 @@ def _late_visit(browser) -> float:
         time.sleep(max(0.0, started + LATE_S - time.monotonic()))
         opened = time.monotonic()
         page.goto(url)
-        page.wait_for_selector(MAP, timeout=180_000)
+        page.wait_for_selector(MAP_DRAWN, timeout=180_000)
         seconds = time.monotonic() - opened
     page.close()
     return seconds
@@ -142,7 +141,7 @@ def cold_start_and_memory(tokenizer, settings: Settings) -> list[Row]:
             page = browser.new_page(viewport={"width": 1280, "height": 720})
             with server() as (url, process, started):
                 page.goto(url)
-                page.wait_for_selector(MAP, timeout=180_000)
+                page.wait_for_selector(MAP_DRAWN, timeout=180_000)
                 cold.append(time.monotonic() - started)
                 if run == 0:  # #7: 512 tokens, then the all-heads grid
                     try:

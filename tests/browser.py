@@ -34,6 +34,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+MAP = ".st-key-map .js-plotly-plot"  # Compare's map (a cold start sends an empty warm-up chart before it)
+MAP_DRAWN = MAP + " .heatmaplayer"
+
+
 class Running(tuple):
     """``(url, log_path, started_at)``, with the server's ``process`` as an attribute."""
 

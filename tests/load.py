@@ -33,7 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # browser.py beside this file
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the package, when run as a script
 
-from browser import ARTIFACTS, CHROMIUM_ARGS, chromium_path, streamlit_server
+from browser import ARTIFACTS, CHROMIUM_ARGS, MAP_DRAWN, chromium_path, streamlit_server
 
 # Every selector the load test depends on, in one place (the pages' layout may change around them).
 SENTENCE_BOX = "Sentence"  # the text area's label
@@ -190,8 +190,7 @@ class Session:
             self.context.set_default_timeout(TIMEOUT_S * 1000)
             self.page = await self.context.new_page()
             await self.page.goto(url, wait_until="commit")
-            # the map, not any chart: a cold server's first run sends an empty chart first (ui/warmup.py)
-            await self.page.wait_for_selector(".st-key-map .js-plotly-plot .heatmaplayer")
+            await self.page.wait_for_selector(MAP_DRAWN)
             box = self.page.get_by_label(SENTENCE_BOX, exact=True)
             await box.fill(self.sentence)
             await box.press("Control+Enter")

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 import pytest
-from browser import ARTIFACTS, CHROMIUM_ARGS, chromium_path, streamlit_server
+from browser import ARTIFACTS, CHROMIUM_ARGS, MAP, chromium_path, streamlit_server
 from playwright.sync_api import expect, sync_playwright
 
 from attention_viz import figures
@@ -28,7 +28,6 @@ INPUTS = {
     "512 tokens": "hello " * 600,
 }
 VIEWPORTS = {"1280x720": (1280, 720), "800x600": (800, 600)}
-MAP = ".st-key-map .js-plotly-plot"
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 COLD = {}  # what the server's first visit left on the page
 
