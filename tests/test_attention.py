@@ -163,3 +163,25 @@ def test_an_all_ones_mask_is_the_same_as_none_bit_for_bit():
     assert torch.equal(with_mask[0], without[0]) and torch.equal(with_mask[1], without[1])
     _, padded = layer(x, torch.tensor([[1] * 6, [1] * 4 + [0] * 2]))  # one padded row: the mask still applies
     assert torch.equal(padded[1, :, :, 4:], torch.zeros(4, 6, 2))
+
+
+@pytest.mark.parametrize("padded", [False, True])
+def test_in_place_scores_are_the_formula_bit_for_bit_and_differentiable(padded):
+    """Scores are scaled, masked and softmaxed in place without autograd; with it, out of place: same bits."""
+    torch.manual_seed(7)
+    q, k, v = (torch.randn(2, 3, 5, 4) for _ in range(3))
+    mask = key_padding_mask(torch.tensor([[1] * 5, [1, 1, 1, 0, 0]]), q.dtype) if padded else None
+
+    def formula(q):
+        return torch.softmax(q @ k.transpose(-2, -1) * 0.3 + (0 if mask is None else mask), dim=-1)
+
+    reference = formula(q)
+    with torch.no_grad():
+        _, weights = scaled_dot_product_attention(q, k, v, mask, 0.3)
+    assert torch.equal(weights, reference)
+    q.requires_grad_(True)
+    context, weights = scaled_dot_product_attention(q, k, v, mask, 0.3)
+    assert torch.equal(weights.detach(), reference)
+    context.sum().backward()
+    expected = torch.autograd.grad((formula(q) @ v).sum(), q)[0]
+    assert torch.equal(q.grad, expected)

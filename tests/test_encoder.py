@@ -42,6 +42,16 @@ def test_parity_bundled_pair(bundled, pair):
     _compare(bundled.model, bundled.encoder, batch)
 
 
+@pytest.mark.parametrize("inputs", [(SENTENCES[1],), (SENTENCES[-1],), PAIRS[0]])
+def test_bundled_attention_is_bit_for_bit(bundled, inputs):
+    """Same kernels in the same order as transformers' eager path: not close, equal (the Difference map is 0)."""
+    batch = bundled.tokenizer(*inputs, return_tensors="pt")
+    with torch.inference_mode():
+        expected = bundled.model(**batch, output_attentions=True).attentions
+        ours = bundled.encoder(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).attentions
+    assert [torch.equal(a, b) for a, b in zip(ours, expected, strict=True)] == [True] * 6
+
+
 def test_parity_bundled_padded_batch(bundled):
     batch = bundled.tokenizer(
         SENTENCES[:3], ["", "short B", "a much longer sentence B, with commas"], return_tensors="pt", padding=True
