@@ -35,6 +35,26 @@ def key_padding_mask(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.
     return zeros.masked_fill(masked, torch.finfo(dtype).min)
 
 
+def _in_place(scores: torch.Tensor, scaling: float | torch.Tensor, mask: torch.Tensor | None) -> bool:
+    """Whether the fresh scores may be scaled, masked and softmaxed in place with the same result.
+
+    Only under inference mode (every caller in this package): autograd and forward-mode AD have no
+    in-place softmax, nor has ``torch.func.vmap`` a batching rule for it. Only when neither the scaling
+    nor the mask would widen the scores or change their dtype, as ``scores * scaling + mask`` may.
+    """
+    # No public API says whether a tensor is inside a torch.func transform (vmap keeps inference mode on).
+    if not torch.is_inference_mode_enabled() or torch._C._functorch.is_functorch_wrapped_tensor(scores):
+        return False
+    return all(
+        not isinstance(operand, torch.Tensor)
+        or (
+            torch.result_type(scores, operand) == scores.dtype
+            and torch.broadcast_shapes(scores.shape, operand.shape) == scores.shape
+        )
+        for operand in (scaling, mask)
+    )
+
+
 def scaled_dot_product_attention(
     query: torch.Tensor,
     key: torch.Tensor,
@@ -70,14 +90,20 @@ def scaled_dot_product_attention(
         )
     if scaling is None:
         scaling = query.size(-1) ** -0.5
-    # In place on the fresh (b, h, t, s) scores: the same kernels and bits as ``q k^T * scaling + mask``
-    # then softmax, without two more score-sized tensors. The encoder is 0.84-0.89x transformers' forward
-    # at 512 tokens, against 0.93-1.03x out of place (python -m benchmarks --only 2). Autograd has no
-    # in-place softmax.
-    scores = torch.matmul(query, key.transpose(-2, -1)).mul_(scaling)  # (b, h, t, s)
-    if mask is not None:
-        scores.add_(mask)
-    weights = torch.softmax(scores, -1) if scores.requires_grad else torch.softmax(scores, -1, out=scores)
+    scores = torch.matmul(query, key.transpose(-2, -1))  # (b, h, t, s)
+    if _in_place(scores, scaling, mask):
+        # The same kernels and bits as below, without two more score-sized tensors: the encoder is
+        # 0.84-0.89x transformers' forward at 512 tokens, against 0.93-1.03x out of place
+        # (python -m benchmarks --only 2).
+        scores.mul_(scaling)
+        if mask is not None:
+            scores.add_(mask)
+        weights = torch.softmax(scores, -1, out=scores)  # (b, h, t, s)
+    else:
+        scores = scores * scaling
+        if mask is not None:
+            scores = scores + mask
+        weights = torch.softmax(scores, dim=-1)  # (b, h, t, s)
     weights = nn.functional.dropout(weights, p=dropout, training=dropout > 0)
     return torch.matmul(weights, value), weights  # (b, h, t, d_v), (b, h, t, s)
 

@@ -165,23 +165,57 @@ def test_an_all_ones_mask_is_the_same_as_none_bit_for_bit():
     assert torch.equal(padded[1, :, :, 4:], torch.zeros(4, 6, 2))
 
 
+def _formula(q, k, v, mask=None, scaling=0.3):
+    """Attention written out of place, as transformers' eager path does."""
+    weights = torch.softmax(q @ k.transpose(-2, -1) * scaling + (0 if mask is None else mask), dim=-1)
+    return weights @ v, weights
+
+
 @pytest.mark.parametrize("padded", [False, True])
-def test_in_place_scores_are_the_formula_bit_for_bit_and_differentiable(padded):
-    """Scores are scaled, masked and softmaxed in place without autograd; with it, out of place: same bits."""
+def test_in_place_scores_are_the_formula_bit_for_bit(padded):
+    """Under inference mode the scores are scaled, masked and softmaxed in place: the same bits."""
     torch.manual_seed(7)
     q, k, v = (torch.randn(2, 3, 5, 4) for _ in range(3))
     mask = key_padding_mask(torch.tensor([[1] * 5, [1, 1, 1, 0, 0]]), q.dtype) if padded else None
+    with torch.inference_mode():
+        context, weights = scaled_dot_product_attention(q, k, v, mask, 0.3)
+    expected_context, expected = _formula(q, k, v, mask)
+    assert torch.equal(weights, expected) and torch.equal(context, expected_context)
 
-    def formula(q):
-        return torch.softmax(q @ k.transpose(-2, -1) * 0.3 + (0 if mask is None else mask), dim=-1)
 
-    reference = formula(q)
-    with torch.no_grad():
-        _, weights = scaled_dot_product_attention(q, k, v, mask, 0.3)
-    assert torch.equal(weights, reference)
-    q.requires_grad_(True)
-    context, weights = scaled_dot_product_attention(q, k, v, mask, 0.3)
-    assert torch.equal(weights.detach(), reference)
-    context.sum().backward()
-    expected = torch.autograd.grad((formula(q) @ v).sum(), q)[0]
-    assert torch.equal(q.grad, expected)
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")  # torch.func
+def test_autograd_forward_ad_and_vmap_still_work():
+    """Outside inference mode, and inside torch.func transforms, the scores are never written in place."""
+    torch.manual_seed(8)
+    q, k, v = (torch.randn(1, 2, 4, 8) for _ in range(3))
+    leaf = q.clone().requires_grad_(True)
+    context, weights = scaled_dot_product_attention(leaf, k, v, None, 0.3)
+    assert torch.equal(weights.detach(), _formula(q, k, v)[1])
+    (grad,) = torch.autograd.grad(context.sum(), leaf)
+    leaf.grad = None
+    assert torch.equal(grad, torch.autograd.grad(_formula(leaf, k, v)[0].sum(), leaf)[0])
+
+    def ours(q):
+        return scaled_dot_product_attention(q, k, v, None, 0.3)[1]
+
+    def theirs(q):
+        return _formula(q, k, v)[1]
+
+    tangent = torch.ones_like(q)
+    assert all(map(torch.equal, torch.func.jvp(ours, (q,), (tangent,)), torch.func.jvp(theirs, (q,), (tangent,))))
+    stacked = torch.stack([q, q * 2, -q])
+    with torch.inference_mode():  # vmap keeps inference mode on
+        assert torch.equal(torch.func.vmap(ours)(stacked), torch.func.vmap(theirs)(stacked))
+
+
+def test_a_mask_that_widens_the_scores_broadcasts_as_before():
+    """A mask of a larger batch than the query, or a per-head scaling, widens the scores out of place."""
+    torch.manual_seed(9)
+    q, k, v = (torch.randn(1, 2, 3, 4) for _ in range(3))
+    mask = key_padding_mask(torch.tensor([[1, 1, 1], [1, 1, 0]]), q.dtype)  # (2, 1, 1, 3)
+    scaling = torch.tensor([0.5, 0.25]).reshape(1, 2, 1, 1)
+    with torch.inference_mode():
+        context, weights = scaled_dot_product_attention(q, k, v, mask, scaling)
+    assert weights.shape == (2, 2, 3, 3)
+    expected_context, expected = _formula(q, k, v, mask, scaling)
+    assert torch.equal(weights, expected) and torch.equal(context, expected_context)
