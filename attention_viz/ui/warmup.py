@@ -6,7 +6,7 @@ Measured in headless Chromium on a 2-core machine (issue 10, figure #5):
   of it importing transformers' modelling code) used to begin only when the first browser session ran
   the script. :func:`preload`, started by ``app.py`` through ``st.App``'s lifespan as the server starts,
   does them in a background thread instead; a session waits for what is not done yet. A browser opened
-  15 s after the server now shows its first map in about 6 s instead of 12 s. One opened at once gains
+  15 s after the server now shows its first map in about 5 s instead of 12 s. One opened at once gains
   nothing: the server's Python work (the imports, serving the page, the first run) runs one thread at a
   time under the GIL, whichever thread starts it.
 - Streamlit's front end fetches and parses plotly.js (several MB) only when the first chart arrives, and
