@@ -40,7 +40,9 @@ def main() -> None:
             title=t("app.page_head_similarity"),
             icon=":material/scatter_plot:",
         ),
-        "flow": st.Page("attention_viz/ui/pages/flow.py", title=t("app.page_flow"), icon=":material/account_tree:"),
+        "rollout": st.Page(
+            "attention_viz/ui/pages/rollout.py", title=t("app.page_rollout"), icon=":material/account_tree:"
+        ),
         "inside": st.Page("attention_viz/ui/pages/inside.py", title=t("app.page_inside"), icon=":material/calculate:"),
         "article": st.Page(
             "attention_viz/ui/pages/article.py", title=t("app.page_article"), icon=":material/menu_book:"

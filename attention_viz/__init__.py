@@ -2,7 +2,7 @@
 
 Public API (no Streamlit needed)::
 
-    from attention_viz import load_model, extract, attention_heatmap
+    from attention_viz import attention_heatmap, extract, load_model
     loaded = load_model()                       # the bundled all-MiniLM-L6-v2
     result = extract(loaded, "The cat sat on the mat.")
     result.weights.shape                        # (layers, heads, query, key)
@@ -15,14 +15,14 @@ torch and transformers: the app draws its first element while they load.
 import importlib
 
 _SOURCES = {
-    "ArticleSelfAttention": "article",
-    "MultiHeadSelfAttention": "attention",
-    "key_padding_mask": "attention",
-    "scaled_dot_product_attention": "attention",
-    "BertEncoder": "encoder",
-    "EncoderConfig": "encoder",
-    "Variant": "encoder",
-    "WeightMismatchError": "encoder",
+    "ArticleSelfAttention": "models.article",
+    "MultiHeadSelfAttention": "models.attention",
+    "key_padding_mask": "models.attention",
+    "scaled_dot_product_attention": "models.attention",
+    "BertEncoder": "models.encoder",
+    "EncoderConfig": "models.encoder",
+    "Variant": "models.encoder",
+    "WeightMismatchError": "models.encoder",
     "AttentionError": "extraction",
     "AttentionResult": "extraction",
     "Encoding": "extraction",
@@ -32,17 +32,17 @@ _SOURCES = {
     "attention_heatmap": "figures",
     "difference_heatmap": "figures",
     "head_grid": "figures",
-    "BUNDLED_MODEL": "loading",
-    "LoadedModel": "loading",
-    "ModelInfo": "loading",
-    "ModelLoadError": "loading",
-    "load_model": "loading",
-    "attention_rollout": "metrics",
-    "drop_tokens": "metrics",
-    "js_divergence": "metrics",
-    "max_abs_difference": "metrics",
-    "merge_word_pieces": "metrics",
-    "row_entropy": "metrics",
+    "BUNDLED_MODEL": "models.loading",
+    "LoadedModel": "models.loading",
+    "ModelInfo": "models.loading",
+    "ModelLoadError": "models.loading",
+    "load_model": "models.loading",
+    "attention_rollout": "analysis.rollout",
+    "drop_tokens": "analysis.views",
+    "js_divergence": "analysis.measures",
+    "max_abs_difference": "analysis.measures",
+    "merge_word_pieces": "analysis.views",
+    "row_entropy": "analysis.measures",
 }
 __all__ = [  # the public names; each is imported from its module on first use
     "BUNDLED_MODEL",

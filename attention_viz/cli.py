@@ -12,8 +12,8 @@ import json
 import os
 import sys
 
-from attention_viz.encoder import Variant
 from attention_viz.extraction import SOURCES
+from attention_viz.models.encoder import Variant
 
 
 class _Parser(argparse.ArgumentParser):
@@ -66,9 +66,8 @@ def _check_range(name: str, value: int | None, count: int) -> None:
 
 
 def _run(args: argparse.Namespace) -> str:
-    from attention_viz import export
-    from attention_viz.extraction import extract
-    from attention_viz.loading import load_model
+    from attention_viz.extraction import export, extract
+    from attention_viz.models.loading import load_model
 
     if args.command == "stats":
         return _run_stats(args)
@@ -89,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     from huggingface_hub.utils import logging as hub_logging
 
     from attention_viz.extraction import AttentionError, InputError
-    from attention_viz.loading import ModelLoadError
+    from attention_viz.models.loading import ModelLoadError
     from attention_viz.settings import SettingsError
 
     hub_logging.set_verbosity_error()  # no download-retry chatter: stderr is one line on failure
@@ -145,7 +144,7 @@ def _run_stats(args: argparse.Namespace) -> str:
     from tqdm import tqdm
 
     from attention_viz.analysis import corpus_statistics
-    from attention_viz.loading import load_model
+    from attention_viz.models.loading import load_model
 
     if args.batch_size < 1:
         raise _UsageError(f"--batch-size must be at least 1, got {args.batch_size}")

@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     settings = Settings.make(args.quick)
-    from attention_viz.loading import BUNDLED_MODEL
+    from attention_viz.models.loading import BUNDLED_MODEL
     from attention_viz.ui import cache
 
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").setLevel(logging.ERROR)

@@ -19,8 +19,8 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.local_script_runner import LocalScriptRunner
 from transformers import PreTrainedModel
 
-from attention_viz.encoder import BertEncoder
-from attention_viz.loading import LoadedModel
+from attention_viz.models.encoder import BertEncoder
+from attention_viz.models.loading import LoadedModel
 from benchmarks.harness import ROOT, Row, Settings, median, text_of_tokens
 
 APP = str(ROOT / "app.py")

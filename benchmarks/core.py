@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from attention_viz import extraction
-from attention_viz.loading import LoadedModel
+from attention_viz.models.loading import LoadedModel
 from benchmarks.harness import Row, Settings, corpus, interleaved, median, text_of_tokens
 
 

@@ -26,7 +26,7 @@ def main() -> None:
     from streamlit.testing.v1 import AppTest
     from streamlit.testing.v1.local_script_runner import LocalScriptRunner
 
-    from attention_viz.loading import load_model
+    from attention_viz.models.loading import load_model
     from benchmarks.apptest import ALL_HEADS, APP, _step
     from benchmarks.harness import text_of_tokens
 

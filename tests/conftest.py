@@ -12,7 +12,7 @@ from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from transformers import AutoTokenizer, BertConfig, BertModel
 
-from attention_viz.loading import bundled_model_path, load_model
+from attention_viz.models.loading import bundled_model_path, load_model
 
 TINY_CONFIGS = {
     "h32-l2-heads4": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37),

@@ -238,7 +238,7 @@ async def _drive(url: str, pid: int, report: Report, bundled) -> None:
 
 def run(sessions: int = 3, seconds: float = 10) -> Report:
     """Run the load test and return its figures (see :class:`Report`)."""
-    from attention_viz.loading import load_model
+    from attention_viz.models.loading import load_model
 
     bundled = load_model()
     report = Report(sessions=sessions, seconds=seconds)

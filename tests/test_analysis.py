@@ -7,16 +7,16 @@ import pytest
 import torch
 from numpy.testing import assert_allclose
 
-from attention_viz import metrics
+from attention_viz import analysis
 from attention_viz.analysis import (
     TokenKinds,
     ViewOptions,
     apply_view,
     head_divergence,
     head_statistics,
-    layer_flow,
     mds_layout,
     norm_based_attention,
+    rollout_and_norms,
     statistic_grid,
     statistic_sums,
     statistics_frame,
@@ -105,9 +105,9 @@ def test_c22_merge_refuses_a_grouping_that_leaves_out_a_token(bundled):
     encoding = encode(bundled.tokenizer, "I have a new GPU!")
     weights = np.full((encoding.num_tokens, encoding.num_tokens), 1 / encoding.num_tokens)
     with pytest.raises(ValueError, match="every token needs a group"):
-        metrics.merge_word_pieces(weights, encoding.word_ids)  # -1 for [CLS]/[SEP]
+        analysis.merge_word_pieces(weights, encoding.word_ids)  # -1 for [CLS]/[SEP]
     with pytest.raises(ValueError, match="without gaps"):
-        metrics.merge_word_pieces(np.eye(3), np.array([0, 2, 2]))
+        analysis.merge_word_pieces(np.eye(3), np.array([0, 2, 2]))
 
 
 def test_c22_word_level_keeps_cls_and_sep_and_rows_sum_to_one(bundled):
@@ -170,11 +170,11 @@ C12_A2 = np.array([[0.5, 0.25, 0.25], [0.3, 0.4, 0.3], [0.2, 0.2, 0.6]])
 def test_c12_rollout_up_to_a_layer():
     weights = np.stack([C12_A1, C12_A2])
     first = (C12_A1 + np.eye(3)) / 2
-    assert_allclose(metrics.attention_rollout(weights, up_to_layer=0), first / first.sum(-1, keepdims=True))
+    assert_allclose(analysis.attention_rollout(weights, up_to_layer=0), first / first.sum(-1, keepdims=True))
     expected = [[0.6188, 0.2125, 0.1688], [0.1975, 0.5550, 0.2475], [0.1300, 0.1300, 0.7400]]
-    assert_allclose(metrics.attention_rollout(weights, up_to_layer=1), expected, atol=1e-4)
+    assert_allclose(analysis.attention_rollout(weights, up_to_layer=1), expected, atol=1e-4)
     with pytest.raises(ValueError, match="out of range"):
-        metrics.attention_rollout(weights, up_to_layer=2)
+        analysis.attention_rollout(weights, up_to_layer=2)
 
 
 def test_norm_based_attention_by_hand():
@@ -204,15 +204,15 @@ def test_transformed_values_rebuild_the_attention_output(bundled):
     assert_allclose(rebuilt, attended[0].double().numpy(), atol=1e-4)
 
 
-def test_layer_flow(bundled):
+def test_rollout_and_norms(bundled):
     result = extract(bundled, "The cat sat on the mat.")
-    flow = layer_flow(bundled.encoder, result.encoding, 3)
-    assert_allclose(flow.raw, result.weights[3].mean(0), atol=1e-5)
-    assert_allclose(flow.rollout, metrics.attention_rollout(result.weights[:4]), atol=1e-5)
-    assert_allclose(flow.rollout.sum(-1), 1, atol=1e-9)
-    assert flow.norm.shape == (9, 9) and flow.norm_per_head.shape == (12, 9, 9) and (flow.norm >= 0).all()
+    maps = rollout_and_norms(bundled.encoder, result.encoding, 3)
+    assert_allclose(maps.raw, result.weights[3].mean(0), atol=1e-5)
+    assert_allclose(maps.rollout, analysis.attention_rollout(result.weights[:4]), atol=1e-5)
+    assert_allclose(maps.rollout.sum(-1), 1, atol=1e-9)
+    assert maps.norm.shape == (9, 9) and maps.norm_per_head.shape == (12, 9, 9) and (maps.norm >= 0).all()
     with pytest.raises(ValueError, match="out of range"):
-        layer_flow(bundled.encoder, result.encoding, 6)
+        rollout_and_norms(bundled.encoder, result.encoding, 6)
 
 
 def test_head_divergence_known_values_and_c23():
@@ -248,12 +248,12 @@ def test_read_only_cached_encodings_give_no_torch_warning(bundled):
     from attention_viz.analysis import head_importance
 
     encoding = encode(bundled.tokenizer, "The cat sat.")
-    expected = layer_flow(bundled.encoder, encoding, 1).rollout
+    expected = rollout_and_norms(bundled.encoder, encoding, 1).rollout
     for array in (encoding.input_ids, encoding.token_type_ids):
         array.flags.writeable = False
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         importance = head_importance(bundled.encoder, encoding)
-        flow = layer_flow(bundled.encoder, encoding, 1)
+        maps = rollout_and_norms(bundled.encoder, encoding, 1)
     assert importance.shape == (6, 12) and (importance >= 0).all()
-    assert_allclose(flow.rollout, expected)
+    assert_allclose(maps.rollout, expected)

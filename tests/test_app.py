@@ -12,8 +12,9 @@ from apptools import run_app as _app
 from apptools import view as _view
 from apptools import z as _z
 
-from attention_viz import extraction, figures, loading
+from attention_viz import extraction, figures
 from attention_viz.extraction import extract
+from attention_viz.models import loading
 from attention_viz.ui import cache, state
 
 

@@ -9,9 +9,9 @@ import pandas as pd
 from apptools import chart, decode, downloaded, no_errors, run_app, z
 from numpy.testing import assert_allclose
 
-from attention_viz import analysis, export, links
-from attention_viz.extraction import extract
-from attention_viz.ui import i18n, state
+from attention_viz import analysis
+from attention_viz.extraction import export, extract
+from attention_viz.ui import i18n, links, state
 
 GPU = "I have a new GPU!"  # cases C10 and C22: "gpu" is two WordPieces
 LAYER, HEAD = state.EXAMPLE_LAYER, state.EXAMPLE_HEAD
@@ -138,7 +138,7 @@ def test_all_heads_chart_saves_a_named_png_at_twice_the_scale(bundled):
 
 
 def test_the_numbers_stay_over_the_whole_token_level_head_in_any_view(bundled):
-    from attention_viz import metrics
+    from attention_viz import analysis
 
     text, pair = "The cat sat.", "It slept."
     at = run_app(text=text, pair=pair)
@@ -148,5 +148,5 @@ def test_the_numbers_stay_over_the_whole_token_level_head_in_any_view(bundled):
     no_errors(at)
     assert [m.value for m in at.metric] == before
     raw = extract(bundled, text, pair).weights[LAYER, HEAD]
-    assert f"{metrics.row_entropy(raw).mean():.3f}" in at.metric[2].value
+    assert f"{analysis.row_entropy(raw).mean():.3f}" in at.metric[2].value
     assert any(i18n.t("compare.numbers_tokens") in c.value for c in at.caption)

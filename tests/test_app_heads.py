@@ -8,13 +8,13 @@ import numpy as np
 from apptools import decode, figures, no_errors, run_app, z
 from numpy.testing import assert_allclose
 
-from attention_viz import analysis, metrics
+from attention_viz import analysis
 from attention_viz.extraction import extract
 from attention_viz.ui import head_links, state
 
 STATS = "attention_viz/ui/pages/head_stats.py"
 SIMILARITY = "attention_viz/ui/pages/head_similarity.py"
-FLOW = "attention_viz/ui/pages/flow.py"
+FLOW = "attention_viz/ui/pages/rollout.py"
 
 
 def _page(page: str, **state_before):
@@ -80,15 +80,15 @@ def test_rollout_and_norms_page_and_view_toggles(bundled):
     at = _page(FLOW)
     (raw,) = figures(at)  # one map at a time, chosen with a radio
     assert raw["layout"]["yaxis"]["scaleanchor"] == "x"  # square cells, as on Compare
-    at.radio(key="_flow_map").set_value("rollout").run()
+    at.radio(key="_rollout_map").set_value("rollout").run()
     (rollout,) = figures(at)
-    at.radio(key="_flow_map").set_value("norm").run()
+    at.radio(key="_rollout_map").set_value("norm").run()
     (norm,) = figures(at)
-    at.radio(key="_flow_map").set_value("raw").run()
+    at.radio(key="_rollout_map").set_value("raw").run()
     weights = extract(bundled, state.EXAMPLE_TEXT).weights
     layer = state.EXAMPLE_LAYER
     assert_allclose(z(raw), weights[layer].mean(0), atol=1e-5)
-    assert_allclose(z(rollout), metrics.attention_rollout(weights, layer), atol=1e-5)
+    assert_allclose(z(rollout), analysis.attention_rollout(weights, layer), atol=1e-5)
     assert (z(norm) >= 0).all()
     at.toggle(key="_word_level").set_value(True).run()
     no_errors(at)
@@ -106,7 +106,7 @@ def test_rollout_and_norms_page_and_view_toggles(bundled):
     assert at.toggle(key="_word_level").value and at.toggle(key="_hide_special").value  # survived a page change
 
 
-def test_pair_blocks_on_the_flow_page(bundled):
+def test_pair_blocks_on_the_rollout_page(bundled):
     at = _page(FLOW, text="The cat sat.", pair="It slept.")
     assert not at.selectbox(key="_block").disabled
     at.selectbox(key="_block").set_value("AB").run()

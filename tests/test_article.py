@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from attention_viz.article import ArticleSelfAttention
+from attention_viz.models.article import ArticleSelfAttention
 
 
 def _identity_projections(layer):

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from attention_viz import article_compare
-from attention_viz.article import ArticleSelfAttention
+from attention_viz.analysis import article_compare
+from attention_viz.models.article import ArticleSelfAttention
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import torch
 from torch import nn
 from torch.testing import assert_close
 
-from attention_viz.attention import MultiHeadSelfAttention, key_padding_mask, scaled_dot_product_attention
+from attention_viz.models.attention import MultiHeadSelfAttention, key_padding_mask, scaled_dot_product_attention
 
 
 def _scores_query(raw_scores, head_dim):

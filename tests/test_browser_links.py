@@ -7,7 +7,7 @@ import pytest
 from browser import ARTIFACTS, CHROMIUM_ARGS, chromium_path, streamlit_server
 from playwright.sync_api import expect, sync_playwright
 
-from attention_viz import links
+from attention_viz.ui import links
 
 
 @pytest.fixture(scope="module")

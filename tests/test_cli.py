@@ -159,7 +159,7 @@ def test_half_precision_and_no_token_types_folder(capsys, tmp_path, bundled):
     import torch
     from transformers import AutoModel
 
-    from attention_viz.loading import bundled_model_path
+    from attention_viz.models.loading import bundled_model_path
 
     AutoModel.from_pretrained(bundled_model_path()).half().save_pretrained(tmp_path)
     bundled.tokenizer.save_pretrained(tmp_path)

@@ -5,8 +5,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from attention_viz.encoder import BertEncoder, Variant, WeightMismatchError, load_bert_weights, transformers_name
 from attention_viz.extraction import extract
+from attention_viz.models.encoder import BertEncoder, Variant, WeightMismatchError, load_bert_weights, transformers_name
 
 SENTENCES = [
     "The cat sat on the mat.",

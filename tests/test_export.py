@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from attention_viz import export, figures
-from attention_viz.extraction import extract
+from attention_viz import figures
+from attention_viz.extraction import export, extract
 
 
 def test_csv_holds_the_matrix_and_its_labels(bundled):

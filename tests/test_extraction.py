@@ -7,17 +7,17 @@ import pytest
 import torch
 from transformers import AutoModel
 
-import attention_viz
 from attention_viz import extraction
 from attention_viz.extraction import (
     AttentionError,
     InputError,
+    capture,
     encode,
     extract,
     pretrained_attention,
     validate_attentions,
 )
-from attention_viz.loading import bundled_model_path
+from attention_viz.models.loading import bundled_model_path
 
 
 def test_c01_attentions_exist(bundled):
@@ -157,7 +157,7 @@ def no_token_types_dir(tmp_path_factory, tiny_model_dir):
 
 
 def test_c19_tokenizer_without_token_type_ids(no_token_types_dir):
-    from attention_viz.loading import load_model
+    from attention_viz.models.loading import load_model
 
     loaded = load_model(no_token_types_dir)
     assert "token_type_ids" not in loaded.tokenizer("The cat sat.")  # the fault this guards against
@@ -231,7 +231,7 @@ def test_c18_a_half_precision_model_is_named_as_the_cause(bundled):
 
 
 def _transformers_attention(model, encoding):
-    inputs = extraction._model_inputs(encoding)
+    inputs = extraction.model_inputs(encoding)
     with torch.inference_mode():
         return torch.cat(model(**inputs, output_attentions=True).attentions).numpy()  # (L, h, t, t)
 
@@ -256,7 +256,7 @@ def test_tiny_models_through_hooks_and_through_a_whole_forward_agree(tiny_model,
     encoding = encode(tiny_model.tokenizer, "The trophy didn't fit in the suitcase.")
     hooked = pretrained_attention(tiny_model.model, encoding)
     assert np.array_equal(hooked, _transformers_attention(tiny_model.model, encoding))
-    monkeypatch.setattr(extraction, "_hooked_self_attentions", lambda model: None)  # a model of another structure
+    monkeypatch.setattr(capture, "_hooked_self_attentions", lambda model: None)  # a model of another structure
     assert np.array_equal(pretrained_attention(tiny_model.model, encoding), hooked)
 
 
@@ -282,7 +282,7 @@ def test_sessions_extracting_at_once_from_one_model_each_get_their_own_weights(b
 
 def _count_in_place(monkeypatch) -> list[bool]:
     """Record, for each softmax a collected forward runs, whether it wrote straight into the result."""
-    fired, real = [], extraction._SoftmaxInto.__torch_function__
+    fired, real = [], capture._SoftmaxInto.__torch_function__
 
     def spy(self, func, types, args=(), kwargs=None):
         out = real(self, func, types, args, kwargs)
@@ -290,7 +290,7 @@ def _count_in_place(monkeypatch) -> list[bool]:
             fired.append(out is self.out)
         return out
 
-    monkeypatch.setattr(extraction._SoftmaxInto, "__torch_function__", spy)
+    monkeypatch.setattr(capture._SoftmaxInto, "__torch_function__", spy)
     return fired
 
 
@@ -333,10 +333,10 @@ def test_hooks_follow_a_reloaded_extraction_module(bundled, monkeypatch):
     encoding = encode(bundled.tokenizer, "The cat sat on the mat.")
     want = pretrained_attention(bundled.model, encoding)
     hooks = _hooks(bundled.model)
-    monkeypatch.delitem(sys.modules, "attention_viz.extraction")  # restored afterwards, with the old module
-    monkeypatch.setattr(attention_viz, "extraction", extraction)  # the import below rebinds it; restored too
-    reloaded = importlib.import_module("attention_viz.extraction")
-    assert reloaded is not extraction
+    monkeypatch.delitem(sys.modules, "attention_viz.extraction.capture")  # restored afterwards, with the old module
+    monkeypatch.setattr(extraction, "capture", capture)  # the import below rebinds it; restored too
+    reloaded = importlib.import_module("attention_viz.extraction.capture")
+    assert reloaded is not capture
     assert np.array_equal(reloaded.pretrained_attention(bundled.model, encoding), want)
     assert _hooks(bundled.model) == hooks  # the old hooks were replaced, not added to
     assert np.array_equal(pretrained_attention(bundled.model, encoding), want)  # and back again

@@ -16,9 +16,9 @@ from apptools import run_app as _app
 from apptools import z as _z
 from streamlit.testing.v1 import AppTest
 
-from attention_viz import article_compare, export, links, presets, steps
-from attention_viz.extraction import encode, extract
-from attention_viz.ui import i18n, sharing, state
+from attention_viz.analysis import article_compare, presets, steps
+from attention_viz.extraction import encode, export, extract
+from attention_viz.ui import i18n, links, sharing, state
 
 INSIDE = "attention_viz/ui/pages/inside.py"
 ARTICLE = "attention_viz/ui/pages/article.py"

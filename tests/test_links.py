@@ -1,7 +1,6 @@
 """The view in a link: state → query string → state, validation of what a link carries."""
 
-from attention_viz import links
-from attention_viz.ui import state
+from attention_viz.ui import links, state
 
 RULES = links.Rules(
     defaults={"text": "a", "pair": "", "layer": 3, "fit_range": False, "lang": "en", "temperature": 1.0},

@@ -10,7 +10,7 @@ import pytest
 from transformers import AutoTokenizer, RobertaConfig, RobertaModel
 
 from attention_viz import settings
-from attention_viz.loading import (
+from attention_viz.models.loading import (
     BUNDLED_MODEL,
     ModelLoadError,
     bundled_model_path,
@@ -115,7 +115,7 @@ def test_c18_half_precision_checkpoint_loads_as_float32(tmp_path, bundled, dtype
 def test_quantised_weights_get_a_message_naming_the_dtype(tmp_path, tiny_model_dir, monkeypatch):
     import torch
 
-    from attention_viz import loading
+    from attention_viz.models import loading
 
     real = loading._read_checkpoint
 
@@ -157,7 +157,7 @@ def test_pickle_weights_are_refused_even_beside_safetensors_names(tmp_path, tiny
 @pytest.fixture
 def no_transformers(monkeypatch):
     """Fail the test if transformers is asked to read anything."""
-    from attention_viz import loading
+    from attention_viz.models import loading
 
     def refuse(*args, **kwargs):
         raise AssertionError("transformers was called for a refused name")

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from attention_viz import presets
+from attention_viz.analysis import presets
 from attention_viz.extraction import extract
 
 

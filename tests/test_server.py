@@ -11,7 +11,7 @@ from urllib.parse import urlparse
 import pytest
 from browser import streamlit_server
 
-from attention_viz.loading import bundled_model_path
+from attention_viz.models.loading import bundled_model_path
 
 CONFIG = Path(__file__).resolve().parent.parent / ".streamlit" / "config.toml"
 

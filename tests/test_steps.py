@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from attention_viz import steps
+from attention_viz.analysis import steps
 from attention_viz.extraction import InputError, encode, extract
 
 TEXT = "The animal didn't cross the street because it was too tired."

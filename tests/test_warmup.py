@@ -36,7 +36,8 @@ def test_importing_the_package_and_the_warmup_loads_neither_torch_nor_transforme
 
 
 def test_every_public_name_resolves_from_its_module():
-    from attention_viz import extraction, loading
+    from attention_viz import extraction
+    from attention_viz.models import loading
 
     for name in attention_viz.__all__:
         assert getattr(attention_viz, name) is not None, name
@@ -44,9 +45,9 @@ def test_every_public_name_resolves_from_its_module():
     assert set(attention_viz.__all__) <= set(dir(attention_viz))
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
         attention_viz.nothing_here  # noqa: B018
-    code = "import attention_viz as av; print(av.figures.head_grid is av.head_grid, av.metrics.__name__)"
+    code = "import attention_viz as av; print(av.figures.head_grid is av.head_grid, av.analysis.measures.__name__)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["True", "attention_viz.metrics"]  # submodules, as before the lazy imports
+    assert done.stdout.split() == ["True", "attention_viz.analysis.measures"]  # submodules, as before the lazy imports
 
 
 def _run(clear: bool) -> AppTest:
@@ -77,7 +78,7 @@ async def serve():
         assert warmup._preload.done.wait(300)
 
 asyncio.run(serve())
-from attention_viz import loading
+from attention_viz.models import loading
 from attention_viz.ui import cache
 
 def refuse(*args, **kwargs):
@@ -112,7 +113,7 @@ def test_a_failed_preload_lets_sessions_go_on_and_logs_why(monkeypatch, caplog):
 def test_a_model_that_does_not_load_is_left_to_the_first_session_to_report(monkeypatch, caplog):
     """Cached like any load failure; the session shows the app's message and logs one line (C17: no
     traceback in the log)."""
-    from attention_viz.loading import ModelLoadError
+    from attention_viz.models.loading import ModelLoadError
     from attention_viz.ui import cache
 
     def missing(name):

@@ -1,12 +1,17 @@
-"""Exploring heads: per-head statistics, head importance, similarity, view options and attention flow.
+"""Analysis of attention: measures, views, rollout and norms, per-head statistics, importance, similarity, steps.
+
+- :mod:`~attention_viz.analysis.measures`: attention entropy, Jensen-Shannon divergence, largest difference.
 
 - :mod:`~attention_viz.analysis.stats`: per-head statistics and tags (Clark et al. 2019).
 - :mod:`~attention_viz.analysis.corpus`: the same over a corpus, batched, with progress and cancel.
 - :mod:`~attention_viz.analysis.importance`: head importance by ablation (Michel et al. 2019).
 - :mod:`~attention_viz.analysis.similarity`: JS divergence between heads and an MDS layout.
-- :mod:`~attention_viz.analysis.views`: word level, hidden [CLS]/[SEP], pair blocks.
-- :mod:`~attention_viz.analysis.flow`: rollout up to a layer (Abnar & Zuidema 2020) and norm-based
-  attention (Kobayashi et al. 2020).
+- :mod:`~attention_viz.analysis.views`: word level (merged WordPiece pieces), hidden [CLS]/[SEP], pair blocks.
+- :mod:`~attention_viz.analysis.rollout`: attention rollout up to a layer (Abnar & Zuidema 2020) and
+  norm-based attention (Kobayashi et al. 2020).
+- :mod:`~attention_viz.analysis.steps`: one head's computation step by step, with the model's weights.
+- :mod:`~attention_viz.analysis.article_compare`: the seed article's layer beside BERT's, one difference at a time.
+- :mod:`~attention_viz.analysis.presets`: the bundled examples and what each shows, read from the model.
 """
 
 from attention_viz.analysis.corpus import (
@@ -17,8 +22,15 @@ from attention_viz.analysis.corpus import (
     corpus_statistics,
     parse_corpus,
 )
-from attention_viz.analysis.flow import LayerFlow, layer_flow, norm_based_attention, transformed_values
 from attention_viz.analysis.importance import head_importance, importance_sums
+from attention_viz.analysis.measures import js_divergence, max_abs_difference, row_entropy
+from attention_viz.analysis.rollout import (
+    RolloutAndNorms,
+    attention_rollout,
+    norm_based_attention,
+    rollout_and_norms,
+    transformed_values,
+)
 from attention_viz.analysis.similarity import head_divergence, head_divergence_sums, mds_layout
 from attention_viz.analysis.stats import (
     STATISTICS,
@@ -30,31 +42,45 @@ from attention_viz.analysis.stats import (
     statistics_frame,
     tag_heads,
 )
-from attention_viz.analysis.views import BLOCKS, ViewMatrix, ViewOptions, apply_view, word_groups
+from attention_viz.analysis.views import (
+    BLOCKS,
+    ViewMatrix,
+    ViewOptions,
+    apply_view,
+    drop_tokens,
+    merge_word_pieces,
+    word_groups,
+)
 
 __all__ = [
     "BLOCKS",
     "STATISTICS",
     "CancelledError",
     "CorpusResult",
-    "LayerFlow",
+    "RolloutAndNorms",
     "StatisticSums",
     "TokenKinds",
     "ViewMatrix",
     "ViewOptions",
     "apply_view",
+    "attention_rollout",
     "batch_attention",
     "bundled_corpus",
     "corpus_statistics",
+    "drop_tokens",
     "head_divergence",
     "head_divergence_sums",
     "head_importance",
     "head_statistics",
     "importance_sums",
-    "layer_flow",
+    "js_divergence",
+    "max_abs_difference",
     "mds_layout",
+    "merge_word_pieces",
     "norm_based_attention",
     "parse_corpus",
+    "rollout_and_norms",
+    "row_entropy",
     "statistic_grid",
     "statistic_sums",
     "statistics_frame",

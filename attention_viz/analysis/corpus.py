@@ -20,7 +20,7 @@ import torch
 from attention_viz.analysis import importance as importance_module
 from attention_viz.analysis import similarity, stats
 from attention_viz.extraction import ROW_SUM_TOLERANCE, AttentionError, InputError, validate_attentions
-from attention_viz.loading import LoadedModel
+from attention_viz.models.loading import LoadedModel
 
 BUNDLED_CORPUS = Path(__file__).resolve().parents[2] / "assets" / "corpus" / "sentences.txt"
 Progress = Callable[[int, int], None]  # (texts done, texts in all)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_viz import metrics
+from attention_viz.analysis import measures
 
 
 def head_divergence_sums(weights: np.ndarray) -> tuple[np.ndarray, int]:
@@ -27,7 +27,7 @@ def head_divergence_sums(weights: np.ndarray) -> tuple[np.ndarray, int]:
     n = flat.shape[0]
     sums = np.zeros((n, n))
     for a in range(n):
-        divergence = metrics.js_divergence(np.broadcast_to(flat[a], flat[a:].shape), flat[a:])  # (n - a, t)
+        divergence = measures.js_divergence(np.broadcast_to(flat[a], flat[a:].shape), flat[a:])  # (n - a, t)
         sums[a, a:] = np.clip(divergence, 0.0, 1.0).sum(-1)  # clamped: round-off can go below 0 (case C23)
         sums[a:, a] = sums[a, a:]
     np.fill_diagonal(sums, 0.0)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from attention_viz import metrics
+from attention_viz.analysis import measures
 
 # Column name -> what it measures; the order of the table's columns.
 STATISTICS = {
@@ -135,7 +135,7 @@ def statistic_sums(weights: np.ndarray, kinds: TokenKinds) -> StatisticSums:
     diagonal = np.diagonal(weights, axis1=-2, axis2=-1)  # (L, h, t)
     in_a, in_b = kinds.segments == 0, kinds.segments == 1
     sums = {
-        "entropy": metrics.row_entropy(weights).sum(-1),  # (L, h)
+        "entropy": measures.row_entropy(weights).sum(-1),  # (L, h)
         "uniform_entropy": np.full(weights.shape[:2], t * np.log2(t)),
         "cls": weights[..., kinds.cls].sum((-1, -2)),
         "sep": weights[..., kinds.sep].sum((-1, -2)),

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_viz import metrics
-
 # Block id -> (query segment, key segment); None means both sentences.
 BLOCKS = {"all": (None, None), "AA": (0, 0), "AB": (0, 1), "BA": (1, 0), "BB": (1, 1)}
 
@@ -102,11 +100,11 @@ def apply_view(weights: np.ndarray, encoding, options: ViewOptions, renormalise:
     labels, special, segments = tuple(encoding.labels), np.asarray(encoding.special), np.asarray(encoding.segments)
     if options.word_level:
         groups, labels, special, segments = word_groups(encoding)
-        matrix = metrics.merge_word_pieces(matrix, groups)  # (..., w, w)
+        matrix = merge_word_pieces(matrix, groups)  # (..., w, w)
     if options.hide_special:
         keep = ~special
         # (..., k, k); attention rows are renormalised to sum to 1 (case C11), other values only cut
-        matrix = metrics.drop_tokens(matrix, keep) if renormalise else matrix[..., keep, :][..., keep]
+        matrix = drop_tokens(matrix, keep) if renormalise else matrix[..., keep, :][..., keep]
         labels = tuple(label for label, s in zip(labels, special, strict=True) if not s)
         segments = segments[~special]
     query_segment, key_segment = BLOCKS[options.block] if encoding.is_pair else (None, None)
@@ -119,3 +117,58 @@ def apply_view(weights: np.ndarray, encoding, options: ViewOptions, renormalise:
         tuple(label for label, c in zip(labels, columns, strict=True) if c),
         options.hide_special and renormalise,
     )
+
+
+def merge_word_pieces(weights: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Attention between words instead of WordPiece pieces (Clark et al. 2019, "What does BERT look at?").
+
+    Attention *to* a word is the sum over its pieces; attention *from* a word is the mean over its
+    pieces, so rows still sum to 1 (case C10). Every token must belong to a group: [CLS] and [SEP]
+    get groups of their own (see :func:`attention_viz.analysis.views.word_groups`), never dropped
+    (case C22).
+
+    Args:
+        weights: ``(..., t, t)``.
+        groups: ``(t,)`` int, the group (0 to ``w - 1``) each token belongs to; every group from 0 to
+            ``w - 1`` has at least one token.
+
+    Returns:
+        ``(..., w, w)``.
+
+    Raises:
+        ValueError: if ``groups`` does not cover every token with a group from 0 to ``w - 1`` (for
+            example ``-1`` for special tokens, as ``Encoding.word_ids`` has), leaves a group empty,
+            or does not match the number of tokens.
+    """
+    groups = np.asarray(groups)
+    weights = np.asarray(weights, dtype=np.float64)
+    if groups.ndim != 1 or groups.shape[0] != weights.shape[-1]:
+        raise ValueError(f"groups must be one group per token ({weights.shape[-1]}), got shape {groups.shape}")
+    if groups.size == 0 or groups.min() < 0:
+        raise ValueError("every token needs a group: give special tokens ([CLS], [SEP]) a group of their own")
+    counts = np.bincount(groups)
+    if (counts == 0).any():
+        raise ValueError(f"groups must be numbered 0 to w - 1 without gaps; group {int(np.argmin(counts))} is empty")
+    onehot = (groups[:, None] == np.arange(counts.size)[None, :]).astype(np.float64)  # (t, w)
+    to_words = weights @ onehot  # (..., t, w)
+    summed = np.swapaxes(onehot, 0, 1) @ to_words  # (..., w, w)
+    return summed / counts[:, None]
+
+
+def drop_tokens(weights: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Keep only some tokens (for example, hide [CLS]/[SEP]) and renormalise each row to sum to 1.
+
+    The result is a conditional distribution ("attention among the kept tokens"), not the model's raw
+    attention: say so wherever it is shown (case C11).
+
+    Args:
+        weights: ``(..., t, t)``.
+        keep: ``(t,)`` bool.
+
+    Returns:
+        ``(..., k, k)`` with ``k = keep.sum()``; a row whose kept weights are all 0 stays 0.
+    """
+    keep = np.asarray(keep, dtype=bool)
+    kept = np.asarray(weights, dtype=np.float64)[..., keep, :][..., keep]  # (..., k, k)
+    totals = kept.sum(-1, keepdims=True)
+    return np.divide(kept, totals, out=np.zeros_like(kept), where=totals > 0)

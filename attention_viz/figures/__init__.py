@@ -1,12 +1,15 @@
 """Plotly figures of attention: one head's map (windowed and labelled for any length), a difference map,
-a grid of every head, an overview, a token's bars and bertviz's line view.
+a grid of every head, an overview, a token's bars and bertviz's line view; the head overview and the
+head-similarity map; the step-by-step figures of one head.
 
 Figure functions take numpy arrays and strings and return ``plotly.graph_objects.Figure``; they know
 nothing of models or of Streamlit, so a notebook gets the same figures as the app. Sizes, windows and
 label shortening are plain functions in :mod:`attention_viz.figures.layout`.
 """
 
+from attention_viz.figures.focus import focus_bars, line_view, overview
 from attention_viz.figures.grid import THUMBNAIL_SIZE, head_grid, pool_attention
+from attention_viz.figures.heads import head_overview, similarity_map
 from attention_viz.figures.heatmaps import (
     ATTENTION_COLORSCALE,
     DIFFERENCE_COLORSCALE,
@@ -26,7 +29,7 @@ from attention_viz.figures.layout import (
     window_slice,
     window_start,
 )
-from attention_viz.figures.views import focus_bars, line_view, overview
+from attention_viz.figures.steps import key_bars, step_heatmap
 
 __all__ = [
     "ATTENTION_COLORSCALE",
@@ -40,12 +43,16 @@ __all__ = [
     "difference_heatmap",
     "focus_bars",
     "head_grid",
+    "head_overview",
+    "key_bars",
     "line_view",
     "map_style",
     "overview",
     "pool_attention",
     "shared_range",
     "shorten_label",
+    "similarity_map",
+    "step_heatmap",
     "unique_labels",
     "window_around",
     "window_slice",

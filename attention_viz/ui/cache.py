@@ -23,9 +23,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from attention_viz import analysis, article_compare, extraction, loading, metrics, settings, steps
+from attention_viz import analysis, extraction, settings
+from attention_viz.analysis import article_compare, steps
 from attention_viz.extraction import AttentionResult
-from attention_viz.loading import LoadedModel, ModelLoadError
+from attention_viz.models import loading
+from attention_viz.models.loading import LoadedModel, ModelLoadError
 
 SECRETS_SECTION = "attention_viz"  # [attention_viz] in .streamlit/secrets.toml: allowed_models, model_root, ...
 
@@ -125,7 +127,7 @@ def scratch(loaded: LoadedModel, text: str, pair: str | None, variant: str, seed
 @st.cache_data(max_entries=32, show_spinner=False)
 def _parity(_loaded: LoadedModel, model_name: str, text: str, pair: str | None) -> float:
     exact = scratch(_loaded, text, pair, "exact", 0).weights
-    return metrics.max_abs_difference(exact, pretrained(_loaded, text, pair).weights)
+    return analysis.max_abs_difference(exact, pretrained(_loaded, text, pair).weights)
 
 
 def parity(loaded: LoadedModel, text: str, pair: str | None) -> float:
@@ -228,11 +230,13 @@ def mds_layout(divergence: np.ndarray) -> np.ndarray:
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def _layer_flow(_loaded: LoadedModel, model_name: str, text: str, pair: str | None, layer: int) -> analysis.LayerFlow:
+def _rollout_and_norms(
+    _loaded: LoadedModel, model_name: str, text: str, pair: str | None, layer: int
+) -> analysis.RolloutAndNorms:
     encoding = pretrained(_loaded, text, pair).encoding
-    return analysis.layer_flow(_loaded.encoder, encoding, layer)
+    return analysis.rollout_and_norms(_loaded.encoder, encoding, layer)
 
 
-def layer_flow(loaded: LoadedModel, text: str, pair: str | None, layer: int) -> analysis.LayerFlow:
+def rollout_and_norms(loaded: LoadedModel, text: str, pair: str | None, layer: int) -> analysis.RolloutAndNorms:
     """Raw head average, rollout up to ``layer`` and norm-based attention for the current text."""
-    return _layer_flow(loaded, loaded.info.name, text, pair, layer)
+    return _rollout_and_norms(loaded, loaded.info.name, text, pair, layer)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attention_viz.loading import BUNDLED_MODEL, LoadedModel, ModelLoadError
+from attention_viz.models.loading import BUNDLED_MODEL, LoadedModel, ModelLoadError
 from attention_viz.ui import cache, feedback, presets_ui, state
 from attention_viz.ui.i18n import LANGUAGE_KEY, LANGUAGES, t
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from attention_viz import analysis
-from attention_viz.loading import LoadedModel
+from attention_viz.models.loading import LoadedModel
 from attention_viz.ui import cache, feedback
 from attention_viz.ui.i18n import t
 

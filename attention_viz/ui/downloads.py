@@ -13,8 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from attention_viz import export
-from attention_viz.extraction import AttentionResult
+from attention_viz.extraction import AttentionResult, export
 from attention_viz.ui.i18n import t
 
 

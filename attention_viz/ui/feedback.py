@@ -15,7 +15,7 @@ from typing import TypeVar
 import streamlit as st
 
 from attention_viz.extraction import AttentionError, Encoding, InputError
-from attention_viz.loading import ModelLoadError
+from attention_viz.models.loading import ModelLoadError
 from attention_viz.ui.i18n import DEFAULT_LANGUAGE, t, table
 
 T = TypeVar("T")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attention_viz import presets
-from attention_viz.loading import LoadedModel
+from attention_viz.analysis import presets
+from attention_viz.models.loading import LoadedModel
 from attention_viz.ui import cache
 from attention_viz.ui.i18n import language, t
 

@@ -13,8 +13,7 @@ from urllib.parse import urlsplit
 
 import streamlit as st
 
-from attention_viz import links
-from attention_viz.ui import state
+from attention_viz.ui import links, state
 from attention_viz.ui.i18n import t
 
 FALLBACK_ORIGIN = "http://localhost:8501"  # when the browser's address is unknown (tests)

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from attention_viz import links
 from attention_viz.analysis import BLOCKS
-from attention_viz.encoder import Variant
-from attention_viz.loading import BUNDLED_MODEL, ModelInfo
-from attention_viz.steps import SCALINGS
+from attention_viz.analysis.steps import SCALINGS
+from attention_viz.models.encoder import Variant
+from attention_viz.models.loading import BUNDLED_MODEL, ModelInfo
+from attention_viz.ui import links
 from attention_viz.ui.i18n import DEFAULT_LANGUAGE, LANGUAGE_KEY, LANGUAGES
 
 # A sentence that shows something on one click: in all-MiniLM-L6-v2, layer 3 head 1 sends 0.68 of
@@ -50,7 +50,7 @@ DEFAULTS = {
     "hide_special": False,
     "block": "all",
 }
-# What a link may carry beyond its default's type (see attention_viz.links.Rules); add a key's
+# What a link may carry beyond its default's type (see attention_viz.ui.links.Rules); add a key's
 # allowed values or range here when its type alone is not enough.
 CHOICES: dict[str, tuple] = {"variant": tuple(v.value for v in Variant), LANGUAGE_KEY: tuple(LANGUAGES)}
 CHOICES["scaling"] = SCALINGS
@@ -101,9 +101,13 @@ def link_rules(pages: tuple[str, ...] = ()) -> links.Rules:
     return links.Rules({**DEFAULTS, PAGE_KEY: ""}, choices, RANGES)
 
 
+_RENAMED_PAGES = {"flow": "rollout"}  # links made before a page was renamed still open it
+
+
 def requested_page(pages: tuple[str, ...]) -> str | None:
     """The page the session's link asked for, once (then ``None``); an unknown name gets a note."""
     requested = st.session_state.pop(_URL_PAGE, None)
+    requested = _RENAMED_PAGES.get(requested, requested)
     if requested and requested not in pages:
         st.session_state.setdefault(_URL_NOTES, []).append(("invalid", PAGE_KEY))
         return None

@@ -78,7 +78,7 @@ class _Preload:
             for name in APP_MODULES:
                 importlib.import_module(name)
             self.imported.set()
-            from attention_viz.loading import BUNDLED_MODEL, ModelLoadError
+            from attention_viz.models.loading import BUNDLED_MODEL, ModelLoadError
             from attention_viz.ui import cache
 
             # Into the cache every session reads. A ModelLoadError is cached too: the first session shows it

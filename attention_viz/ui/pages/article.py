@@ -5,7 +5,8 @@ import math
 import pandas as pd
 import streamlit as st
 
-from attention_viz import article_compare, figures, metrics
+from attention_viz import analysis, figures
+from attention_viz.analysis import article_compare
 from attention_viz.ui import cache, downloads, feedback, state
 from attention_viz.ui.i18n import t
 
@@ -88,9 +89,9 @@ for place, figure, key in zip(places, panels, ("correct", "changed", "difference
     place.plotly_chart(figure, key=f"article_{key}", theme=None, config=config)
 
 numbers = places[3]
-numbers.metric(t("article.entropy_correct"), f"{metrics.row_entropy(theirs).mean():.3f}")
-numbers.metric(t("article.entropy_changed"), f"{metrics.row_entropy(ours).mean():.3f}")
-numbers.metric(t("article.max_difference"), f"{metrics.max_abs_difference(ours, theirs):.3f}")
+numbers.metric(t("article.entropy_correct"), f"{analysis.row_entropy(theirs).mean():.3f}")
+numbers.metric(t("article.entropy_changed"), f"{analysis.row_entropy(ours).mean():.3f}")
+numbers.metric(t("article.max_difference"), f"{analysis.max_abs_difference(ours, theirs):.3f}")
 numbers.caption(t("article.reading", uniform=f"{math.log2(len(labels)):.3f}"))
 
 pretrained = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)

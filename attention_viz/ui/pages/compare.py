@@ -5,8 +5,8 @@ import functools
 
 import streamlit as st
 
-from attention_viz import analysis, figures, metrics
-from attention_viz.encoder import Variant
+from attention_viz import analysis, figures
+from attention_viz.models.encoder import Variant
 from attention_viz.ui import cache, downloads, feedback, state
 from attention_viz.ui.i18n import option_labels, t
 from attention_viz.ui.view_options import view_caption, view_options
@@ -257,11 +257,13 @@ st.plotly_chart(
 # distributions, so their entropy or divergence would mean nothing.
 ours, theirs = raw_ours, raw_theirs
 numbers = st.columns(2)
-numbers[0].metric(t("compare.max_difference"), f"{metrics.max_abs_difference(ours, theirs):.2e}")
-numbers[1].metric(t("compare.js"), t("compare.bits", value=f"{metrics.js_divergence(ours, theirs).mean():.4f}"))
+numbers[0].metric(t("compare.max_difference"), f"{analysis.max_abs_difference(ours, theirs):.2e}")
+numbers[1].metric(t("compare.js"), t("compare.bits", value=f"{analysis.js_divergence(ours, theirs).mean():.4f}"))
 numbers = st.columns(2)
-numbers[0].metric(t("compare.entropy_pretrained"), t("compare.bits", value=f"{metrics.row_entropy(theirs).mean():.3f}"))
-numbers[1].metric(t("compare.entropy_scratch"), t("compare.bits", value=f"{metrics.row_entropy(ours).mean():.3f}"))
+numbers[0].metric(
+    t("compare.entropy_pretrained"), t("compare.bits", value=f"{analysis.row_entropy(theirs).mean():.3f}")
+)
+numbers[1].metric(t("compare.entropy_scratch"), t("compare.bits", value=f"{analysis.row_entropy(ours).mean():.3f}"))
 if their_view is not None:
     st.caption(t("compare.numbers_tokens"))
 

@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from attention_viz import analysis_figures
+from attention_viz import figures
 from attention_viz.ui import cache, feedback, head_links, state
 from attention_viz.ui.corpus_picker import corpus_scope, run_corpus
 from attention_viz.ui.i18n import t
@@ -25,7 +25,7 @@ else:
     divergence = result.divergence
 with st.spinner(t("similarity.computing")):
     positions = cache.mds_layout(divergence)
-figure = analysis_figures.similarity_map(
+figure = figures.similarity_map(
     positions,
     info.num_heads,
     t("similarity.map_title"),

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from attention_viz import analysis, analysis_figures
+from attention_viz import analysis, figures
 from attention_viz.ui import cache, feedback, head_links, state
 from attention_viz.ui.corpus_picker import corpus_scope, run_corpus
 from attention_viz.ui.i18n import t
@@ -42,7 +42,7 @@ statistic = st.columns([2, 3])[0].selectbox(
     t("stats.statistic"), columns, format_func=lambda c: t(f"stats.col_{c}"), key="_stats_statistic"
 )
 importance_grid = analysis.statistic_grid(frame, "importance") if "importance" in frame else None
-figure = analysis_figures.head_overview(
+figure = figures.head_overview(
     analysis.statistic_grid(frame, statistic),
     [_shown_tags(tags, "tag") for tags in frame["tags"]],
     t("stats.overview_title", statistic=t(f"stats.col_{statistic}")),

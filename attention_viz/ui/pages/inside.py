@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from attention_viz import figures, metrics, presets, step_figures, steps
+from attention_viz import analysis, figures
+from attention_viz.analysis import presets, steps
 from attention_viz.ui import cache, downloads, feedback, presets_ui, state
 from attention_viz.ui.i18n import option_labels, t
 
@@ -99,7 +100,7 @@ def step(number: int, text: str, figure, key: str) -> None:
 step(
     1,
     t("inside.step_query", token=query_label, layer=layer, head=head, d=d),
-    step_figures.matrix_heatmap(
+    figures.step_heatmap(
         result.query[None], [query_label], t("inside.fig_query", d=d), t("inside.axis_head_dim")
     ),
     "step_query",
@@ -107,19 +108,19 @@ step(
 step(
     2,
     t("inside.step_keys"),
-    step_figures.matrix_heatmap(result.keys, labels, t("inside.fig_keys", n=n, d=d), t("inside.axis_head_dim")),
+    figures.step_heatmap(result.keys, labels, t("inside.fig_keys", n=n, d=d), t("inside.axis_head_dim")),
     "step_keys",
 )
 step(
     3,
     t("inside.step_dots", token=query_label),
-    step_figures.key_bars(result.dots, labels, t("inside.fig_dots", n=n), highlight=query_index, value_format=".1f"),
+    figures.key_bars(result.dots, labels, t("inside.fig_dots", n=n), highlight=query_index, value_format=".1f"),
     "step_dots",
 )
 step(
     4,
     t("inside.step_scores", scaling=f"{scaling:.4g}", temperature=f"{temperature:g}"),
-    step_figures.key_bars(
+    figures.key_bars(
         result.scores,
         labels,
         t("inside.fig_scores", n=n),
@@ -133,7 +134,7 @@ step(
 step(
     5,
     t("inside.step_weights", total=f"{result.weights.sum():.6f}"),
-    step_figures.key_bars(
+    figures.key_bars(
         result.weights, labels, t("inside.fig_weights", n=n), masked_keys, ".3f", query_index, t("inside.masked")
     ),
     "step_weights",
@@ -141,13 +142,13 @@ step(
 step(
     6,
     t("inside.step_values"),
-    step_figures.matrix_heatmap(result.values, labels, t("inside.fig_values", n=n, d=d), t("inside.axis_head_dim")),
+    figures.step_heatmap(result.values, labels, t("inside.fig_values", n=n, d=d), t("inside.axis_head_dim")),
     "step_values",
 )
 step(
     7,
     t("inside.step_context", token=query_label),
-    step_figures.matrix_heatmap(
+    figures.step_heatmap(
         result.context[None], [query_label], t("inside.fig_context", d=d), t("inside.axis_head_dim")
     ),
     "step_context",
@@ -157,11 +158,11 @@ st.subheader(t("inside.all_title"))
 theirs = pretrained.head(layer, head)
 as_bert = scaling_kind == "bert" and temperature == 1.0 and not masked_keys
 if as_bert:
-    worst = metrics.max_abs_difference(result.all_weights, theirs)
+    worst = analysis.max_abs_difference(result.all_weights, theirs)
     message = t("inside.parity", worst=f"{worst:.1e}", bound=f"{PARITY_BOUND:g}")
     (st.success if worst <= PARITY_BOUND else st.error)(message)
 else:
-    model_bits, our_bits = (float(metrics.row_entropy(m[query_index])) for m in (theirs, result.all_weights))
+    model_bits, our_bits = (float(analysis.row_entropy(m[query_index])) for m in (theirs, result.all_weights))
     st.info(t("inside.changed", token=query_label, model_bits=f"{model_bits:.3f}", our_bits=f"{our_bits:.3f}"))
 figure = figures.attention_heatmap(
     result.all_weights,

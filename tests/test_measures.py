@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from attention_viz.metrics import (
+from attention_viz.analysis import (
     attention_rollout,
     drop_tokens,
     js_divergence,

@@ -1,6 +1,6 @@
 """Inside one head, step by step: query, keys, dot products, scaling, softmax, weighted sum of values.
 
-Uses the model's real weights through our from-scratch layer (:class:`attention_viz.encoder.BertEncoder`):
+Uses the model's real weights through our from-scratch layer (:class:`attention_viz.models.encoder.BertEncoder`):
 the chosen layer's input is that layer's entry of the encoder's ``hidden_states``, and the query, key
 and value vectors of the head come from its ``attention.query``/``key``/``value`` projections. With
 BERT's scaling (``head_dim ** -0.5``), temperature 1 and no masked key, the weights are exactly BERT's
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attention_viz.encoder import BertEncoder
 from attention_viz.extraction import Encoding, InputError
+from attention_viz.models.encoder import BertEncoder
 
 SCALINGS = ("bert", "article", "none")  # head_dim ** -0.5, hidden ** -0.5 (the seed article), 1
 

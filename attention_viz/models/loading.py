@@ -19,7 +19,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from attention_viz import settings
-from attention_viz.encoder import BertEncoder, WeightMismatchError
+from attention_viz.models.encoder import BertEncoder, WeightMismatchError
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
 _BUNDLED_ALIASES = {BUNDLED_MODEL, f"sentence-transformers/{BUNDLED_MODEL}", "bundled"}

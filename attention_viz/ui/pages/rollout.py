@@ -14,24 +14,24 @@ loaded = cache.model(selection.model)
 layer = selection.layer
 style = figures.map_style(st.session_state["presentation"])
 
-st.header(t("flow.title", layer=layer))
-st.markdown(t("flow.intro"))
+st.header(t("rollout.title", layer=layer))
+st.markdown(t("rollout.intro"))
 result = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
 feedback.truncation(result.encoding)
 options = view_options(result.encoding.is_pair)
-flow = feedback.or_stop(cache.layer_flow, loaded, selection.text, selection.pair, layer)
-raw = analysis.apply_view(flow.raw, result.encoding, options)
-rollout = analysis.apply_view(flow.rollout, result.encoding, options)
+maps = feedback.or_stop(cache.rollout_and_norms, loaded, selection.text, selection.pair, layer)
+raw = analysis.apply_view(maps.raw, result.encoding, options)
+rollout = analysis.apply_view(maps.rollout, result.encoding, options)
 norm_options = analysis.ViewOptions(False, options.hide_special, options.block)  # norms are not distributions
-norm = analysis.apply_view(flow.norm, result.encoding, norm_options, renormalise=False)
+norm = analysis.apply_view(maps.norm, result.encoding, norm_options, renormalise=False)
 
 # one map at a time, drawn as large and labelled as Compare's: three side by side squash the cells
 shown = st.radio(
-    t("flow.view"),
+    t("rollout.view"),
     MAPS,
-    format_func=option_labels(MAPS, lambda m: f"flow.view_{m}"),
+    format_func=option_labels(MAPS, lambda m: f"rollout.view_{m}"),
     horizontal=True,
-    key=state.page_widget_key("flow_map"),
+    key=state.page_widget_key("rollout_map"),
 )
 view = {"raw": raw, "rollout": rollout, "norm": norm}[shown]
 queries, keys = len(view.query_labels), len(view.key_labels)
@@ -40,17 +40,17 @@ for axis, count in (("query", queries), ("key", keys)):
     starts[axis] = 0
     if count > style.window:  # a window of the tokens, as on Compare, instead of thinning the labels
         starts[axis] = st.slider(
-            t(f"flow.{axis}_window", size=style.window, total=count),
+            t(f"rollout.{axis}_window", size=style.window, total=count),
             0,
             count - style.window,
-            key=state.page_widget_key(f"flow_{axis}_start"),
+            key=state.page_widget_key(f"rollout_{axis}_start"),
         )
 rows = figures.window_slice(starts["query"], queries, style.window)
 columns = figures.window_slice(starts["key"], keys, style.window)
 chart = figures.attention_heatmap(
     view.matrix[rows, columns],
     list(view.query_labels[rows]),
-    t(f"flow.{shown}", layer=layer),
+    t(f"rollout.{shown}", layer=layer),
     None if shown == "norm" else (0.0, 1.0),
     key_labels=list(view.key_labels[columns]),
     style=style,
@@ -59,6 +59,6 @@ chart = figures.attention_heatmap(
     query_title=t("figures.axis_query"),
     key_title=t("figures.axis_key"),
 )
-st.plotly_chart(chart, key="flow_map", theme=None, config={"displayModeBar": False})
+st.plotly_chart(chart, key="rollout_map", theme=None, config={"displayModeBar": False})
 view_caption(raw, options)
-st.caption(t("flow.caption"))
+st.caption(t("rollout.caption"))

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from attention_viz.attention import MultiHeadSelfAttention
+from attention_viz.models.attention import MultiHeadSelfAttention
 
 _ACTIVATIONS = {
     "gelu": F.gelu,

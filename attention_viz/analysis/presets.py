@@ -15,7 +15,7 @@ import numpy as np
 
 from attention_viz.extraction import Encoding
 
-PRESETS_FILE = Path(__file__).resolve().parent.parent / "assets" / "presets" / "presets.toml"
+PRESETS_FILE = Path(__file__).resolve().parents[2] / "assets" / "presets" / "presets.toml"
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 Both layers get the same input (BERT's hidden states entering a layer) and weights drawn from the same
 seed: the article's layer has no pretrained weights, so neither uses the model's. Starting from the
-correct :class:`~attention_viz.attention.MultiHeadSelfAttention`, each of the article's choices (see
-:class:`~attention_viz.article.ArticleSelfAttention` and ``shared/seed/NOTES.md``) can be applied alone:
+correct :class:`~attention_viz.models.attention.MultiHeadSelfAttention`, each of the article's choices (see
+:class:`~attention_viz.models.article.ArticleSelfAttention` and ``shared/seed/NOTES.md``) can be applied alone:
 with none the result is the correct layer's; with ``shared`` and ``embed_scaling`` it is the article's
 layer as designed; adding ``unprojected`` gives the article's code as printed.
 """
@@ -16,8 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from attention_viz.article import ArticleSelfAttention
-from attention_viz.attention import MultiHeadSelfAttention, scaled_dot_product_attention
+from attention_viz.models.article import ArticleSelfAttention
+from attention_viz.models.attention import MultiHeadSelfAttention, scaled_dot_product_attention
 
 # The article's choices that change the attention weights, in the order the page lists them.
 DIFFERENCES = ("shared", "embed_scaling", "unprojected")

@@ -1,6 +1,6 @@
 """Small plotly figures for the step-by-step views: vectors and matrices as heatmaps, per-key bars.
 
-Like :mod:`attention_viz.figures`, these take numpy arrays and strings and return
+These take numpy arrays and strings and return
 ``plotly.graph_objects.Figure``; they know nothing of models or Streamlit. Every title carries the
 array's shape, e.g. ``keys K (tokens, head_dim) = (16, 32)``.
 """
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from attention_viz.figures import unique_labels
+from attention_viz.figures.heatmaps import unique_labels
 
 VECTOR_COLORSCALE = "RdBu_r"
 MASKED_COLOR = "#bbbbbb"
@@ -28,7 +28,7 @@ def _layout(figure: go.Figure, title: str, height: int) -> go.Figure:
     return figure
 
 
-def matrix_heatmap(matrix: np.ndarray, row_labels: Sequence[str], title: str, column_title: str = "") -> go.Figure:
+def step_heatmap(matrix: np.ndarray, row_labels: Sequence[str], title: str, column_title: str = "") -> go.Figure:
     """A ``(rows, columns)`` matrix (vectors as rows) on a diverging scale centred at 0.
 
     Args:

@@ -1,6 +1,6 @@
 """Beyond raw weights for one layer: attention rollout up to it and norm-based attention.
 
-Rollout (Abnar & Zuidema 2020) is :func:`attention_viz.metrics.attention_rollout` with
+Rollout (Abnar & Zuidema 2020) is :func:`attention_viz.attention_rollout` with
 ``up_to_layer``. Norm-based attention (Kobayashi et al. 2020, "Attention is Not Only a Weight:
 Analyzing Transformers with Vector Norms") weighs each attention weight by the size of what the key
 actually sends: ``‖α_ij f(x_j)‖`` with ``f(x) = (x W_V + b_V) W_O`` per head, read from our
@@ -14,12 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attention_viz import metrics
-from attention_viz.encoder import BertEncoder
+from attention_viz.models.encoder import BertEncoder
 
 
 @dataclass(frozen=True)
-class LayerFlow:
+class RolloutAndNorms:
     """Three views of one layer, each ``(t, t)`` with rows = queries, columns = keys.
 
     Attributes:
@@ -84,7 +83,7 @@ def norm_based_attention(weights: np.ndarray, transformed: np.ndarray) -> tuple[
     return per_head, layer
 
 
-def layer_flow(encoder: BertEncoder, encoding, layer: int) -> LayerFlow:
+def rollout_and_norms(encoder: BertEncoder, encoding, layer: int) -> RolloutAndNorms:
     """Raw head average, rollout up to ``layer`` and norm-based attention for one encoded input.
 
     Args:
@@ -93,7 +92,7 @@ def layer_flow(encoder: BertEncoder, encoding, layer: int) -> LayerFlow:
         layer: the layer (from 0).
 
     Returns:
-        :class:`LayerFlow`.
+        :class:`RolloutAndNorms`.
 
     Raises:
         ValueError: if ``layer`` is out of range.
@@ -108,4 +107,38 @@ def layer_flow(encoder: BertEncoder, encoding, layer: int) -> LayerFlow:
     weights = torch.cat(output.attentions).double().numpy()  # (L, h, t, t)
     transformed = transformed_values(encoder, layer, output.hidden_states[layer][0])
     per_head, norm = norm_based_attention(weights[layer], transformed)
-    return LayerFlow(layer, weights[layer].mean(0), metrics.attention_rollout(weights, layer), norm, per_head)
+    return RolloutAndNorms(layer, weights[layer].mean(0), attention_rollout(weights, layer), norm, per_head)
+
+
+def attention_rollout(weights: np.ndarray, up_to_layer: int | None = None) -> np.ndarray:
+    """Attention rollout (Abnar & Zuidema 2020, "Quantifying Attention Flow in Transformers").
+
+    Heads are averaged; each layer's map gets the residual connection, ``(A + I) / 2``, rows are
+    renormalised, and layers are multiplied with later layers on the left:
+    ``R = Â_l ··· Â_1 Â_0`` (case C12).
+
+    Args:
+        weights: ``(layers, heads, t, t)`` or head-averaged ``(layers, t, t)``.
+        up_to_layer: the last layer (from 0) to include; ``None`` for all layers.
+
+    Returns:
+        ``(t, t)``: row ``i`` is how much of token ``i`` at the output of layer ``up_to_layer``
+        flows from each input token; rows sum to 1.
+
+    Raises:
+        ValueError: if ``up_to_layer`` is out of range.
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.ndim == 4:
+        weights = weights.mean(1)  # (L, t, t)
+    if up_to_layer is not None:
+        if not 0 <= up_to_layer < weights.shape[0]:
+            raise ValueError(f"up_to_layer {up_to_layer} is out of range: layers 0-{weights.shape[0] - 1}")
+        weights = weights[: up_to_layer + 1]  # (l + 1, t, t)
+    identity = np.eye(weights.shape[-1])
+    rollout = identity
+    for layer in weights:
+        residual = (layer + identity) / 2
+        residual = residual / residual.sum(-1, keepdims=True)
+        rollout = residual @ rollout
+    return rollout

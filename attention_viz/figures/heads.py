@@ -1,4 +1,4 @@
-"""Plotly figures for exploring heads: the head overview, the head-similarity map and (query, key) views.
+"""Plotly figures for exploring heads: the head overview, the head-similarity map.
 
 Figures take arrays and strings (axis titles come from the page, in the user's language), know nothing
 of models or Streamlit, and return ``plotly.graph_objects.Figure``. Points carry ``(layer, head)`` in
@@ -11,8 +11,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-
-from attention_viz.figures import ATTENTION_COLORSCALE, unique_labels
 
 OVERVIEW_COLORSCALE = "Viridis"
 MARK_SIZE = (10, 34)  # px: smallest and largest mark in the overview
@@ -170,66 +168,5 @@ def similarity_map(
         yaxis={"showticklabels": False, "zeroline": False, "title": "", "scaleanchor": "x"},
         clickmode="event+select",
         dragmode=False,
-    )
-    return figure
-
-
-def matrix_heatmap(
-    matrix: np.ndarray,
-    query_labels: Sequence[str],
-    key_labels: Sequence[str],
-    title: str,
-    axis_titles: tuple[str, str] = ("key (attended to)", "query (attending)"),
-    zrange: tuple[float, float] | None = (0.0, 1.0),
-    colorscale: str = ATTENTION_COLORSCALE,
-) -> go.Figure:
-    """A (query, key) matrix, square or not (pair blocks), query 0 at the top (case C13).
-
-    Args:
-        matrix: ``(q, k)``.
-        query_labels, key_labels: ``q`` row and ``k`` column labels.
-        title: figure title.
-        axis_titles: x (keys) and y (queries) titles.
-        zrange: colour range; ``None`` fits it to the values.
-        colorscale: a plotly colour scale.
-
-    Returns:
-        A figure with one heatmap trace; hover reads "query → key: value".
-
-    Raises:
-        ValueError: if the shape does not match the labels.
-    """
-    matrix = np.asarray(matrix, dtype=np.float32)
-    if matrix.shape != (len(query_labels), len(key_labels)):
-        raise ValueError(f"expected ({len(query_labels)}, {len(key_labels)}), got shape {matrix.shape}")
-    zmin, zmax = zrange or (float(matrix.min()), float(max(matrix.max(), matrix.min() + 1e-12)))
-    figure = go.Figure(
-        go.Heatmap(
-            z=matrix,
-            x=unique_labels(key_labels),
-            y=unique_labels(query_labels),
-            colorscale=colorscale,
-            zmin=zmin,
-            zmax=zmax,
-            hovertemplate="%{y} → %{x}: %{z:.4f}<extra></extra>",
-            colorbar={"thickness": 12, "len": 0.8, "y": 1, "yanchor": "top"},
-        )
-    )
-    n = max(len(query_labels), len(key_labels))
-    ticks = {"tickmode": "linear", "dtick": 1} if n <= 80 else {}
-    ticks["tickfont"] = {"size": 12 if n <= 24 else 10 if n <= 48 else 8}
-    figure.update_layout(
-        template="plotly_white",
-        title={"text": title, "x": 0.5, "xanchor": "center", "font": {"size": 14}},
-        height=int(np.clip(150 + 12 * len(query_labels), 340, 720)),
-        margin={"l": 10, "r": 10, "t": 48, "b": 10},
-        xaxis={"title": axis_titles[0], "type": "category", "automargin": True, "tickangle": -60, **ticks},
-        yaxis={
-            "title": axis_titles[1],
-            "type": "category",
-            "automargin": True,
-            "autorange": "reversed",
-            **ticks,
-        },
     )
     return figure

@@ -1,0 +1,193 @@
+"""Tokenisation with display labels: text (or a sentence pair) to the :class:`Encoding` a model is given.
+
+Labels are the characters the user typed for each WordPiece piece (from the tokenizer's offsets), so a
+map's axes read as the sentence does. Results are frozen dataclasses of numpy arrays: they pickle (for
+``st.cache_data``) and go straight to pandas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attention_viz import settings
+
+
+class InputError(ValueError):
+    """The user's input cannot be encoded (for example, empty text); the message says what to do.
+
+    Attributes:
+        code: a stable id for the app's translated message: ``empty`` (nothing left after BERT's
+            normaliser), ``too_long`` (more characters than the limit; fields ``which``, ``chars``,
+            ``limit``), ``unknown_source``, ``unknown_variant``.
+        fields: what the translated message needs.
+    """
+
+    def __init__(self, message: str, code: str = "invalid", **fields: object) -> None:
+        super().__init__(message)
+        self.code = code
+        self.fields = fields
+
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """One input (a text or a sentence pair) as the model sees it; ``t`` tokens after truncation.
+
+    Attributes:
+        input_ids: ``(t,)`` int64 WordPiece ids, with [CLS]/[SEP].
+        token_type_ids: ``(t,)`` int64 segment ids given to the model.
+        tokens: ``t`` WordPiece tokens (``##`` marks a continuation piece).
+        labels: ``t`` display labels: the characters the user typed for each piece (from the
+            tokenizer's character offsets), ``##`` before a continuation piece, `` [UNK]`` after a
+            piece the vocabulary does not know, and the token itself for [CLS]/[SEP].
+        word_ids: ``(t,)`` int64 index of the word each token belongs to, counted across both
+            sentences of a pair; -1 for special tokens.
+        segments: ``(t,)`` int64, 0 for sentence A and 1 for sentence B, from the tokenizer's
+            ``sequence_ids()``; a special token takes the segment of the text before it (so [CLS] and
+            the first [SEP] are A, the last [SEP] of a pair is B), as BERT's token types do.
+        special: ``(t,)`` bool, True for tokens the tokenizer added ([CLS], [SEP]).
+        num_input_tokens: tokens the input had before truncation.
+        truncated: whether the input was cut to the model's maximum length.
+        cut: tokens cut from sentence A and from sentence B (``longest_first``: the longer one loses
+            tokens first); ``(0, 0)`` when nothing was cut.
+    """
+
+    input_ids: np.ndarray
+    token_type_ids: np.ndarray
+    tokens: tuple[str, ...]
+    labels: tuple[str, ...]
+    word_ids: np.ndarray
+    segments: np.ndarray
+    special: np.ndarray
+    num_input_tokens: int
+    truncated: bool
+    cut: tuple[int, int] = (0, 0)
+
+    @property
+    def num_tokens(self) -> int:
+        """Tokens the model saw (``t``)."""
+        return len(self.tokens)
+
+    @property
+    def is_pair(self) -> bool:
+        return bool((self.segments == 1).any())
+
+
+
+def encode(
+    tokenizer, text: str, pair: str | None = None, max_length: int = 512, limits: settings.Limits | None = None
+) -> Encoding:
+    """Tokenise a text or a sentence pair, cut to ``max_length`` tokens.
+
+    Text that BERT's normaliser turns into nothing (zero-width spaces, byte-order marks, soft hyphens,
+    control characters) is empty; such a second sentence means no pair, so the model is given exactly
+    what is reported (case C20). Segment ids are asked for explicitly: tokenizers whose
+    ``model_input_names`` leave them out would return none (case C19).
+
+    Args:
+        tokenizer: a fast (Rust-backed) transformers tokenizer: offsets and ``sequence_ids()`` are
+            needed.
+        text: sentence A.
+        pair: sentence B, or ``None``/blank for a single text.
+        max_length: the model's maximum positions; longer inputs are cut (``longest_first``).
+        limits: characters and tokens accepted (default: :func:`attention_viz.settings.load`); the
+            token limit is the smaller of ``limits.max_tokens`` and ``max_length``.
+
+    Returns:
+        :class:`Encoding`.
+
+    Raises:
+        InputError: if ``text`` is empty once normalised (code ``empty``), or a sentence has more
+            characters than ``limits.max_chars`` (code ``too_long``).
+    """
+    limits = settings.load().limits if limits is None else limits
+    for which, value in (("text", text), ("pair", pair)):
+        if value and len(value) > limits.max_chars:
+            raise InputError(
+                f"the {'second sentence' if which == 'pair' else 'text'} has {len(value):,} characters; "
+                f"the limit is {limits.max_chars:,}: shorten it",
+                "too_long",
+                which=which,
+                chars=len(value),
+                limit=limits.max_chars,
+            )
+    if not (text and text.strip()):
+        raise InputError("the text is empty: type a sentence", "empty")
+    pair = pair if pair and pair.strip() else None
+    max_length = limits.tokens_for(max_length)
+
+    def tokenize(pair: str | None, cut: bool):
+        options = {"truncation": True, "max_length": max_length} if cut else {"truncation": False}
+        return tokenizer(text, pair, return_offsets_mapping=True, return_token_type_ids=True, verbose=False, **options)
+
+    # One call in the common case: the whole input, counted per sentence; a second only to cut it.
+    enc = tokenize(pair, cut=False)
+    a_tokens, b_tokens = enc.sequence_ids().count(0), enc.sequence_ids().count(1)
+    if not a_tokens:
+        raise InputError("the text is empty: type a sentence", "empty")
+    if pair is not None and not b_tokens:  # BERT's normaliser left nothing of it: no pair (C20)
+        pair = None
+        enc = tokenize(None, cut=False)
+    num_input_tokens = len(enc["input_ids"])
+    if num_input_tokens > max_length:
+        enc = tokenize(pair, cut=True)
+    sequence_ids = enc.sequence_ids()
+    special = np.array([s is None for s in sequence_ids])
+    kept = (sequence_ids.count(0), sequence_ids.count(1))
+    tokens = tuple(tokenizer.convert_ids_to_tokens(enc["input_ids"]))
+    return Encoding(
+        input_ids=np.asarray(enc["input_ids"], dtype=np.int64),
+        token_type_ids=np.asarray(enc["token_type_ids"], dtype=np.int64),
+        tokens=tokens,
+        labels=_labels(enc, tokens, (text, pair), tokenizer.unk_token),
+        word_ids=_word_ids(enc.word_ids(), sequence_ids),
+        segments=_segments(sequence_ids),
+        special=special,
+        num_input_tokens=num_input_tokens,
+        truncated=num_input_tokens > len(enc["input_ids"]),
+        cut=(a_tokens - kept[0], b_tokens - kept[1]),
+    )
+
+
+def _segments(sequence_ids: list[int | None]) -> np.ndarray:
+    segments, current = [], 0
+    for sequence_id in sequence_ids:
+        current = current if sequence_id is None else sequence_id
+        segments.append(current)
+    return np.asarray(segments, dtype=np.int64)
+
+
+def _word_ids(word_ids: list[int | None], sequence_ids: list[int | None]) -> np.ndarray:
+    """Word indices counted across both sentences (the tokenizer restarts them at sentence B)."""
+    pairs = list(zip(word_ids, sequence_ids, strict=True))
+    a_words = 1 + max((w for w, s in pairs if s == 0 and w is not None), default=-1)
+    shifted = [-1 if w is None else w + (a_words if s == 1 else 0) for w, s in pairs]
+    return np.asarray(shifted, dtype=np.int64)
+
+
+def _labels(enc, tokens: tuple[str, ...], texts: tuple[str, str | None], unk_token: str) -> tuple[str, ...]:
+    pieces = zip(tokens, enc["offset_mapping"], enc.sequence_ids(), enc.word_ids(), strict=True)
+    labels, previous_word = [], None
+    for token, (start, end), s, w in pieces:
+        typed = texts[s][start:end] if s is not None else ""
+        label = typed or token
+        if typed and token == unk_token:
+            label = f"{typed} {token}"  # the model saw [UNK], not what was typed
+        if s is not None and (s, w) == previous_word:
+            label = "##" + label
+        labels.append(label)
+        previous_word = None if s is None else (s, w)
+    return tuple(labels)
+
+
+
+def model_inputs(encoding: Encoding) -> dict[str, torch.Tensor]:
+    """The tensors a BERT forward takes for one input, each ``(1, t)``."""
+    return {
+        "input_ids": torch.tensor(encoding.input_ids)[None],  # (1, t)
+        "token_type_ids": torch.tensor(encoding.token_type_ids)[None],  # (1, t)
+        "attention_mask": torch.ones(1, encoding.num_tokens, dtype=torch.int64),  # (1, t)
+    }

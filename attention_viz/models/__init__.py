@@ -1,0 +1,28 @@
+"""The models: our from-scratch attention and encoder, the seed article's layer, and loading a checkpoint.
+
+- :mod:`~attention_viz.models.attention`: scaled dot-product attention and multi-head self-attention.
+- :mod:`~attention_viz.models.article`: the seed article's simplified ``SelfAttention``, as written there.
+- :mod:`~attention_viz.models.encoder`: a from-scratch BERT encoder that takes a checkpoint's weights.
+- :mod:`~attention_viz.models.loading`: a checkpoint (bundled, cached or a folder) loaded for attention.
+"""
+
+from attention_viz.models.article import ArticleSelfAttention
+from attention_viz.models.attention import MultiHeadSelfAttention, key_padding_mask, scaled_dot_product_attention
+from attention_viz.models.encoder import BertEncoder, EncoderConfig, Variant, WeightMismatchError
+from attention_viz.models.loading import BUNDLED_MODEL, LoadedModel, ModelInfo, ModelLoadError, load_model
+
+__all__ = [
+    "BUNDLED_MODEL",
+    "ArticleSelfAttention",
+    "BertEncoder",
+    "EncoderConfig",
+    "LoadedModel",
+    "ModelInfo",
+    "ModelLoadError",
+    "MultiHeadSelfAttention",
+    "Variant",
+    "WeightMismatchError",
+    "key_padding_mask",
+    "load_model",
+    "scaled_dot_product_attention",
+]
