@@ -171,7 +171,9 @@ CORPUS_RESULTS_KEPT = 8
 @st.cache_data(max_entries=32, show_spinner=False)
 def _text_statistics(_loaded: LoadedModel, model_name: str, text: str, pair: str | None) -> pd.DataFrame:
     result = pretrained(_loaded, text, pair)
-    frame = analysis.head_statistics(result.weights, analysis.TokenKinds.from_encoding(result.encoding))
+    tokenizer = _loaded.tokenizer
+    kinds = analysis.TokenKinds.from_encoding(result.encoding, tokenizer.cls_token, tokenizer.sep_token)
+    frame = analysis.head_statistics(result.weights, kinds, _loaded.info.causal)
     frame["importance"] = analysis.head_importance(_loaded.encoder, result.encoding).reshape(-1)  # layer-major
     return frame
 
