@@ -32,10 +32,10 @@ def _transformers(loaded, encoding) -> tuple[torch.Tensor, ...]:
         return loaded.model(**family.model_kwargs(model_inputs(encoding)), output_attentions=True).attentions
 
 
-def _ours(loaded, encoding, scaling=None) -> tuple[torch.Tensor, ...]:
+def _ours(loaded, encoding) -> tuple[torch.Tensor, ...]:
     inputs = model_inputs(encoding)
     with torch.inference_mode():
-        return loaded.encoder(inputs["input_ids"], inputs["token_type_ids"], inputs["attention_mask"], scaling).attentions
+        return loaded.encoder(inputs["input_ids"], inputs["token_type_ids"], inputs["attention_mask"]).attentions
 
 
 def test_families_are_found_by_model_type():
