@@ -233,3 +233,29 @@ def test_settings_the_encoder_lacks_are_refused(family_model, family, setting, m
     config = family_model(family).model.config.__class__(**family_model(family).model.config.to_dict() | setting)
     with pytest.raises(WeightMismatchError, match=message):
         families.family_for(family).encoder_config(config)
+
+
+def test_catalog_lists_cached_models_and_root_folders_by_family(tmp_path, family_dir):
+    import shutil
+
+    from attention_viz import settings
+    from attention_viz.models import catalog
+
+    cache = tmp_path / "hub"
+    for family, repo in [("roberta", "models--FacebookAI--roberta-base"), ("gpt2", "models--gpt2")]:
+        shutil.copytree(family_dir(family), cache / repo / "snapshots" / "abc123")
+        (cache / repo / "refs").mkdir()
+        (cache / repo / "refs" / "main").write_text("abc123")
+    root = tmp_path / "models"
+    shutil.copytree(family_dir("albert"), root / "org" / "tiny-albert")
+    (root / "notes").mkdir()  # not a checkpoint
+    shutil.copytree(family_dir("bert"), root / "pickled")
+    (root / "pickled" / "model.safetensors").unlink()  # would not load: not offered
+    found = catalog.find_models(settings.ModelPolicy(), str(cache))
+    assert [(m.name, m.family_name, m.where) for m in found] == [
+        ("FacebookAI/roberta-base", "RoBERTa", "cache"),
+        ("gpt2", "GPT-2", "cache"),
+    ]
+    found = catalog.find_models(settings.ModelPolicy(allowed=("gpt2",), root=str(root)), str(cache))
+    assert [(m.name, m.family) for m in found] == [("gpt2", "gpt2"), ("org/tiny-albert", "albert")]
+    assert catalog.find_models(settings.ModelPolicy(), str(tmp_path / "no-cache")) == []

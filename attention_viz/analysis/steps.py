@@ -89,7 +89,8 @@ def layer_input(encoder: BertEncoder, encoding: Encoding, layer: int) -> np.ndar
     types = torch.tensor(encoding.token_type_ids)[None]  # (1, t)
     with torch.inference_mode():
         output = encoder(ids, types)
-    return encoder.attention_input(output.hidden_states, layer)[0].float().numpy()  # (t, hidden)
+        seen = encoder.attention_input(output.hidden_states, layer)  # (1, t, hidden)
+    return seen[0].float().numpy()  # (t, hidden)
 
 
 def head_vectors(encoder: BertEncoder, hidden: np.ndarray, layer: int, head: int) -> tuple[np.ndarray, ...]:
