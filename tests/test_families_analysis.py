@@ -12,7 +12,11 @@ from attention_viz.cli import main
 from attention_viz.extraction import encode, extract
 
 TEXT = "The animal didn't cross the street because it was too tired."
-CORPUS = [("The cat sat on the mat.", None), ("Where is it?", "It is in the box."), ("Attention is all you need.", None)]
+CORPUS = [
+    ("The cat sat on the mat.", None),
+    ("Where is it?", "It is in the box."),
+    ("Attention is all you need.", None),
+]
 
 
 def _upper(t: int) -> np.ndarray:
