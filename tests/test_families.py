@@ -259,3 +259,16 @@ def test_catalog_lists_cached_models_and_root_folders_by_family(tmp_path, family
     found = catalog.find_models(settings.ModelPolicy(allowed=("gpt2",), root=str(root)), str(cache))
     assert [(m.name, m.family) for m in found] == [("gpt2", "gpt2"), ("org/tiny-albert", "albert")]
     assert catalog.find_models(settings.ModelPolicy(), str(tmp_path / "no-cache")) == []
+
+
+def test_special_tokens_that_look_like_html_are_drawn_literally(family_model):
+    """Plotly reads text as a little HTML: an unescaped <s> strikes through and upsets the axis."""
+    from attention_viz.figures import attention_heatmap, line_view
+
+    encoding = encode(family_model("roberta").tokenizer, *PAIR)
+    t = encoding.num_tokens
+    figure = attention_heatmap(np.full((t, t), 1 / t), encoding.labels)
+    y = list(figure.data[0].y)
+    assert y[0] == "&lt;s&gt;" and y[-1].startswith("&lt;/s&gt;") and not any("<" in label for label in y)
+    lines = line_view(np.full((t, t), 1 / t), encoding.labels)
+    assert not any("<" in str(text) for trace in lines.data for text in (trace.text or ()))

@@ -14,9 +14,8 @@ from attention_viz.ui.i18n import t
 def layers(info: ModelInfo) -> None:
     """Under a view of layers: ALBERT's layers share weights; a decoder's maps are lower-triangular."""
     if info.layer_weight_sets:
-        st.caption(
-            t("families.shared_layers", family=info.family_name, layers=info.num_layers, sets=info.layer_weight_sets)
-        )
+        key = "families.shared_layers_one" if info.layer_weight_sets == 1 else "families.shared_layers"
+        st.caption(t(key, family=info.family_name, layers=info.num_layers, sets=info.layer_weight_sets))
     if info.causal:
         st.caption(t("families.causal", family=info.family_name))
 
