@@ -26,13 +26,15 @@ class _UsageError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m attention_viz", description="Attention weights of a BERT model.")
+    parser = _Parser(prog="python -m attention_viz", description="Attention weights of a BERT-family model or GPT-2.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     attention = commands.add_parser("attention", help="print the attention for a text or a sentence pair")
     attention.add_argument("text", help="the sentence (sentence A of a pair)")
     attention.add_argument("--pair", help="sentence B of a pair")
     attention.add_argument(
-        "--model", default=None, help="hub name or local folder (default: the bundled all-MiniLM-L6-v2)"
+        "--model",
+        default=None,
+        help="hub name or local folder of a supported family (default: the bundled all-MiniLM-L6-v2)",
     )
     attention.add_argument("--source", choices=SOURCES, default="pretrained")
     attention.add_argument(

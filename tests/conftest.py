@@ -1,4 +1,4 @@
-"""Shared fixtures: the bundled model, tiny random BERTs built offline in a temp dir."""
+"""Shared fixtures: the bundled model, tiny random BERTs and tiny models of every family, built offline."""
 
 from __future__ import annotations
 
@@ -55,6 +55,34 @@ def tiny_model(request, tmp_path_factory):
 def tiny_model_dir(tmp_path_factory):
     """Folder of one tiny random BERT (4 heads, 2 layers, 64 positions)."""
     return make_tiny_bert(tmp_path_factory.mktemp("tiny"), **TINY_CONFIGS["h32-l2-heads4"])
+
+
+@pytest.fixture(scope="session")
+def family_dir(tmp_path_factory):
+    """``family_dir(model_type)``: the folder of a tiny random checkpoint of that family, built once."""
+    from tiny_families import make_tiny
+
+    built = {}
+
+    def folder(family: str) -> str:
+        if family not in built:
+            built[family] = make_tiny(family, tmp_path_factory.mktemp(f"tiny-{family}"))
+        return built[family]
+
+    return folder
+
+
+@pytest.fixture(scope="session")
+def family_model(family_dir):
+    """``family_model(model_type)``: that family's tiny checkpoint through load_model, loaded once."""
+    loaded = {}
+
+    def model(family: str):
+        if family not in loaded:
+            loaded[family] = load_model(family_dir(family))
+        return loaded[family]
+
+    return model
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ import torch
 from attention_viz.analysis import importance as importance_module
 from attention_viz.analysis import similarity, stats
 from attention_viz.extraction import ROW_SUM_TOLERANCE, AttentionError, InputError, validate_attentions
+from attention_viz.models import families
 from attention_viz.models.loading import LoadedModel
 
 BUNDLED_CORPUS = Path(__file__).resolve().parents[2] / "assets" / "corpus" / "sentences.txt"
@@ -73,14 +74,31 @@ def parse_corpus(text: str) -> list[tuple[str, str | None]]:
     return texts
 
 
+def _pad(encoded: list, pad_id: int) -> dict[str, torch.Tensor]:
+    """``input_ids``, ``token_type_ids`` and ``attention_mask``, each ``(b, t)``, padded on the right.
+
+    Padded with the tokenizer's own padding id where it has one (RoBERTa's positions depend on it);
+    GPT-2 has none, and any id does there: padded keys are masked.
+    """
+    t = max(len(e["input_ids"]) for e in encoded)
+    ids = torch.full((len(encoded), t), pad_id, dtype=torch.int64)  # (b, t)
+    types, mask = torch.zeros_like(ids), torch.zeros_like(ids)  # (b, t)
+    for row, e in enumerate(encoded):
+        n = len(e["input_ids"])
+        ids[row, :n], types[row, :n], mask[row, :n] = torch.tensor(e["input_ids"]), torch.tensor(e["token_type_ids"]), 1
+    return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
+
+
 def _batch_inputs(tokenizer, chunk: Texts, max_length: int):
-    """``(inputs, rows)``: padded ``(b, t)`` tensors, and per text its ids, special flags and segments."""
+    """``(inputs, rows)``: padded ``(b, t)`` tensors, and per text its ids, special flags and segments.
+
+    A tokenizer with no separator token (a decoder's) reads a pair as one text, the two joined by a space.
+    """
+    if tokenizer.sep_token is None:
+        chunk = [(a if b is None else f"{a} {b}", None) for a, b in chunk]
     encoded = [tokenizer(a, b, truncation=True, max_length=max_length, return_token_type_ids=True) for a, b in chunk]
-    inputs = tokenizer.pad(
-        [{k: e[k] for k in ("input_ids", "token_type_ids", "attention_mask")} for e in encoded],
-        padding=True,
-        return_tensors="pt",
-    )
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    inputs = _pad(encoded, pad_id)
     rows = []
     for e in encoded:
         segments, current = [], 0
@@ -97,7 +115,8 @@ def batch_attention(
     """The pretrained model's attention for each text, computed in padded batches.
 
     Token type ids are asked for explicitly (``return_token_type_ids=True``): some tokenizers leave
-    them out by default (case C19).
+    them out by default (case C19); the model is given them only if its family takes them. A decoder
+    (GPT-2) reads each pair as one text, sentence A and B joined by a space.
 
     Yields:
         ``(inputs, items)`` per batch: ``inputs`` the padded ``(b, t)`` tensors given to the model;
@@ -111,10 +130,11 @@ def batch_attention(
     if batch_size < 1:
         raise InputError(f"the batch size must be at least 1, got {batch_size}")
     tokenizer, model, info = loaded.tokenizer, loaded.model, loaded.info
+    family = families.family_for(info.family)
     for start in range(0, len(texts), batch_size):
         inputs, rows = _batch_inputs(tokenizer, texts[start : start + batch_size], info.max_positions)
         with torch.inference_mode():
-            outputs = model(**inputs, output_attentions=True)
+            outputs = model(**family.model_kwargs(inputs), output_attentions=True)
         attentions = getattr(outputs, "attentions", None)
         if not attentions:
             validate_attentions(attentions, info.num_layers, info.num_heads, 0)  # raises the clear message
@@ -175,7 +195,7 @@ def corpus_statistics(
                 continue
             n = weights.shape[-1]
             used, tokens, truncated = used + 1, tokens + n, truncated + (n >= loaded.info.max_positions)
-            text_sums = stats.statistic_sums(weights, kinds)
+            text_sums = stats.statistic_sums(weights, kinds, causal=loaded.info.causal)
             sums = text_sums if sums is None else sums + text_sums
             if divergence:
                 d, q = similarity.head_divergence_sums(weights)

@@ -34,7 +34,8 @@ class HeadSteps:
         scores: ``(t,)`` ``dots * scaling / temperature``; ``-inf`` on masked keys.
         weights: ``(t,)`` softmax of ``scores``: sums to 1, exactly 0 on masked keys.
         context: ``(d,)`` ``weights @ values``, this head's output for the query token.
-        all_weights: ``(t, t)`` the same computation for every query (rows sum to 1).
+        all_weights: ``(t, t)`` the same computation for every query (rows sum to 1; a row whose keys
+            are all masked is 0).
         scaling: the factor the dot products were multiplied by.
         temperature: the divisor after scaling (1 = the model's).
         masked: the masked key positions, sorted.
@@ -72,11 +73,12 @@ def scaling_factor(kind: str, head_dim: int, hidden_size: int) -> float:
 
 
 def layer_input(encoder: BertEncoder, encoding: Encoding, layer: int) -> np.ndarray:
-    """The hidden states that enter ``layer`` (the embeddings for layer 0).
+    """The hidden states ``layer``'s attention sees: those that enter it (the embeddings for layer 0),
+    after the block's first LayerNorm in a pre-LayerNorm model (GPT-2's ``ln_1``).
 
     Returns:
-        float32 ``(t, hidden)``: ``hidden_states[layer]`` of the from-scratch encoder, which
-        reproduces transformers' to about 1e-6.
+        float32 ``(t, hidden)``: ``hidden_states[layer]`` of the from-scratch encoder (normalised for
+        a pre-LayerNorm block), which reproduces transformers'.
 
     Raises:
         IndexError: if ``layer`` is out of range.
@@ -87,7 +89,8 @@ def layer_input(encoder: BertEncoder, encoding: Encoding, layer: int) -> np.ndar
     types = torch.tensor(encoding.token_type_ids)[None]  # (1, t)
     with torch.inference_mode():
         output = encoder(ids, types)
-    return output.hidden_states[layer][0].float().numpy()  # (t, hidden)
+        seen = encoder.attention_input(output.hidden_states, layer)  # (1, t, hidden)
+    return seen[0].float().numpy()  # (t, hidden)
 
 
 def head_vectors(encoder: BertEncoder, hidden: np.ndarray, layer: int, head: int) -> tuple[np.ndarray, ...]:
@@ -126,6 +129,7 @@ def head_steps(
     scaling: float,
     temperature: float = 1.0,
     masked: Iterable[int] = (),
+    causal: bool = False,
 ) -> HeadSteps:
     """The computation of one head, step by step.
 
@@ -135,6 +139,8 @@ def head_steps(
         scaling: factor for the dot products (:func:`scaling_factor`).
         temperature: scores are divided by it (> 0); 1 is the model's own.
         masked: key positions to hide: their score is ``-inf``, their weight exactly 0.
+        causal: a decoder's mask as well: each query sees only itself and earlier keys (later keys
+            score ``-inf``); ``masked`` hides keys on top of it.
 
     Returns:
         :class:`HeadSteps`.
@@ -157,7 +163,13 @@ def head_steps(
     mask[list(masked)] = -np.inf
     dots_all = queries @ keys.T  # (t, s)
     scores_all = (dots_all * np.float32(scaling) / np.float32(temperature) + mask).astype(np.float32)  # (t, s)
-    weights_all = softmax(scores_all).astype(np.float32)  # (t, s)
+    if causal:
+        scores_all[np.triu_indices(t, k=1)] = -np.inf  # (t, s): key j > query i is not seen
+    if not np.isfinite(scores_all[query_index]).any():
+        raise InputError("every key this query can see is masked: leave at least one unmasked", code="all_masked")
+    seen = np.isfinite(scores_all).any(-1)  # (t,): rows with a key left (causal and masked can hide all)
+    weights_all = np.zeros_like(scores_all)  # (t, s): a row with no key left stays 0
+    weights_all[seen] = softmax(scores_all[seen]).astype(np.float32)
     weights = weights_all[query_index]  # (s,)
     return HeadSteps(
         query_index=query_index,

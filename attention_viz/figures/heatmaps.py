@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attention_viz.figures import plotting
-from attention_viz.figures.layout import NORMAL, MapStyle, shorten_label
+from attention_viz.figures.layout import NORMAL, MapStyle, plotly_text, shorten_label
 
 ATTENTION_COLORSCALE = "Blues"
 DIFFERENCE_COLORSCALE = "RdBu_r"
@@ -32,14 +32,15 @@ def unique_labels(labels: Sequence[str]) -> list[str]:
     Plotly merges equal category labels ("the" ... "the") into one row. The n-th repeat of a label
     gets n written in binary with zero-width characters (a few characters even at 512 repeats), so
     labels look the same on the axis and in the hover text. Tokenizers drop these characters from
-    the input, so a suffixed label cannot collide with a typed one.
+    the input, so a suffixed label cannot collide with a typed one. Labels are written for plotly
+    (:func:`~attention_viz.figures.layout.plotly_text`): ``<s>`` shows as ``<s>``.
     """
     seen: dict[str, int] = {}
     out = []
     for label in labels:
         count = seen.get(label, 0)
         seen[label] = count + 1
-        out.append(label + (format(count, "b").translate(_INVISIBLE_DIGITS) if count else ""))
+        out.append(plotly_text(label) + (format(count, "b").translate(_INVISIBLE_DIGITS) if count else ""))
     return out
 
 

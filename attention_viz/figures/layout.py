@@ -8,6 +8,7 @@ queries and a range of keys) instead of thinning the labels.
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 ELLIPSIS = "…"
@@ -57,12 +58,23 @@ def map_style(presentation: bool = False, tokens: int = 0) -> MapStyle:
     return DENSE if tokens > NORMAL.window else NORMAL
 
 
+def plotly_text(label: str) -> str:
+    """``label`` as plotly shows it literally: ``&``, ``<`` and ``>`` written as entities.
+
+    Plotly reads text as a little HTML: ``<s>`` (RoBERTa's first token) strikes through everything
+    after it, ``<b>`` turns bold, and an unclosed tag upsets the axis layout. Plotly turns the
+    entities back into the characters on screen.
+    """
+    return html.escape(label, quote=False)
+
+
 def shorten_label(label: str, limit: int = LABEL_LIMIT) -> str:
-    """``label`` cut to ``limit`` characters, the last one an ellipsis, so one long word cannot shrink the map.
+    """``label`` cut to ``limit`` characters, the last one an ellipsis, so one long word cannot shrink the map;
+    written for plotly (:func:`plotly_text`).
 
     Case C21: a 120-character [UNK] piece becomes its first 19 characters and "…".
     """
-    return label if len(label) <= limit else label[: limit - 1] + ELLIPSIS
+    return plotly_text(label if len(label) <= limit else label[: limit - 1] + ELLIPSIS)
 
 
 def window_start(start: int, total: int, size: int) -> int:

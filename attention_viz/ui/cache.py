@@ -26,7 +26,7 @@ import streamlit as st
 from attention_viz import analysis, extraction, settings
 from attention_viz.analysis import article_compare, steps
 from attention_viz.extraction import AttentionResult
-from attention_viz.models import loading
+from attention_viz.models import catalog, loading
 from attention_viz.models.loading import LoadedModel, ModelLoadError
 
 SECRETS_SECTION = "attention_viz"  # [attention_viz] in .streamlit/secrets.toml: allowed_models, model_root, ...
@@ -62,6 +62,19 @@ def _load(name: str, policy: settings.ModelPolicy) -> LoadedModel | ModelLoadErr
     if not gc.get_freeze_count():
         gc.freeze()
     return loaded
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def _found_models(allowed: tuple[str, ...], root: str | None) -> dict[str, str]:
+    found = catalog.find_models(settings.ModelPolicy(allowed, root))
+    return {model.name: model.family_name for model in found}
+
+
+def found_models() -> dict[str, str]:
+    """``{name: family name}`` of the models on this machine that would load (cache and model folder);
+    looked up again at most once a minute."""
+    policy = app_settings().models
+    return _found_models(policy.allowed, policy.root)
 
 
 def model(name: str) -> LoadedModel:
@@ -171,7 +184,9 @@ CORPUS_RESULTS_KEPT = 8
 @st.cache_data(max_entries=32, show_spinner=False)
 def _text_statistics(_loaded: LoadedModel, model_name: str, text: str, pair: str | None) -> pd.DataFrame:
     result = pretrained(_loaded, text, pair)
-    frame = analysis.head_statistics(result.weights, analysis.TokenKinds.from_encoding(result.encoding))
+    tokenizer = _loaded.tokenizer
+    kinds = analysis.TokenKinds.from_encoding(result.encoding, tokenizer.cls_token, tokenizer.sep_token)
+    frame = analysis.head_statistics(result.weights, kinds, _loaded.info.causal)
     frame["importance"] = analysis.head_importance(_loaded.encoder, result.encoding).reshape(-1)  # layer-major
     return frame
 

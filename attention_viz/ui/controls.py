@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
 from attention_viz.models.loading import BUNDLED_MODEL, LoadedModel, ModelLoadError
@@ -20,6 +22,14 @@ def kept_slider(label: str, key: str, count: int, **options) -> int:
     if moved is not None:
         st.caption(t("sidebar.model_clamped", control=label, old=moved[0], last=count - 1, new=moved[1]))
     return value
+
+
+def model_choices(typed: str | None) -> tuple[list[str], Callable[[str], str]]:
+    """The Model box's options (the bundled model, the models found on this machine, what was typed)
+    and how each is shown: a found model with its family ("roberta-base · RoBERTa")."""
+    found = cache.found_models()
+    options = list(dict.fromkeys([BUNDLED_MODEL, *found, *([typed] if typed else [])]))
+    return options, lambda name: t("families.found", name=name, family=found[name]) if name in found else name
 
 
 def _model() -> LoadedModel | None:
@@ -54,9 +64,11 @@ def sidebar() -> LoadedModel | None:
     with st.sidebar:
         st.radio(t("sidebar.language"), list(LANGUAGES), key=LANGUAGE_KEY, format_func=LANGUAGES.get, horizontal=True)
         presets_ui.picker()
+        options, shown = model_choices(typed)
         st.selectbox(
             t("sidebar.model"),
-            [BUNDLED_MODEL] + ([typed] if typed and typed != BUNDLED_MODEL else []),
+            options,
+            format_func=shown,
             key="model",
             accept_new_options=True,
             help=t("sidebar.model_help"),

@@ -7,7 +7,7 @@ import streamlit as st
 
 from attention_viz import analysis, figures
 from attention_viz.models.encoder import Variant
-from attention_viz.ui import cache, downloads, feedback, state
+from attention_viz.ui import cache, downloads, feedback, model_notes, state
 from attention_viz.ui.i18n import option_labels, t
 from attention_viz.ui.view_options import view_caption, view_options
 
@@ -173,6 +173,7 @@ st.plotly_chart(
 )
 if their_view is not None:
     view_caption(their_view, options)
+model_notes.layers(info)
 windowed = queries > size or keys > size
 if windowed:  # below the map: the map stays at the top of the page
     if queries == keys:

@@ -84,7 +84,9 @@ masked_keys = right.multiselect(
 )
 
 scaling = steps.scaling_factor(scaling_kind, info.head_dim, info.hidden_size)
-result = feedback.or_stop(steps.head_steps, queries, keys, values, query_index, scaling, temperature, masked_keys)
+result = feedback.or_stop(
+    steps.head_steps, queries, keys, values, query_index, scaling, temperature, masked_keys, info.causal
+)
 query_label = labels[query_index]
 d = info.head_dim
 config = downloads.chart_config(info.name, layer, head, "inside")
