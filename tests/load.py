@@ -11,14 +11,15 @@ Full form (about two minutes with start-up)::
 
     .venv/bin/python tests/load.py --sessions 20 --seconds 60
 
-The short form (3 sessions, 10 s) runs in the test suite (tests/test_load.py). Figures go to stdout
-and ``test-artifacts/load.json``.
+The short form (3 sessions, 10 s) runs in the test suite (tests/test_load.py), against the suite's shared
+server. Figures go to stdout and ``test-artifacts/load.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -33,7 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # browser.py beside this file
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the package, when run as a script
 
-from browser import ARTIFACTS, CHROMIUM_ARGS, MAP_DRAWN, chromium_path, streamlit_server
+from browser import ARTIFACTS, CHROMIUM_ARGS, MAP_DRAWN, Running, chromium_path, streamlit_server
 
 # Every selector the load test depends on, in one place (the pages' layout may change around them).
 SENTENCE_BOX = "Sentence"  # the text area's label
@@ -105,21 +106,6 @@ class Report:
             "head_switch_max_s": round(switches[-1], 2) if switches else None,
             "passed": self.passed,
         }
-
-
-def _server_pid(port: int) -> int:
-    """The pid of our own child ``streamlit run`` listening on ``port``."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-            ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == os.getpid() and b"streamlit" in b" ".join(cmdline) and str(port).encode() in cmdline:
-            return int(entry)
-    raise RuntimeError(f"no streamlit server of ours on port {port}")
 
 
 def _rss_mb(pid: int) -> float:
@@ -236,19 +222,22 @@ async def _drive(url: str, pid: int, report: Report, bundled) -> None:
         await browser.close()
 
 
-def run(sessions: int = 3, seconds: float = 10) -> Report:
-    """Run the load test and return its figures (see :class:`Report`)."""
-    from attention_viz.models.loading import load_model
+def run(sessions: int = 3, seconds: float = 10, server: Running | None = None, bundled=None) -> Report:
+    """Run the load test and return its figures (see :class:`Report`). ``server`` is a running server (as
+    :func:`browser.streamlit_server` yields); without one, one is started for the run. ``bundled`` is the
+    loaded bundled model (loaded here if not given)."""
+    if bundled is None:
+        from attention_viz.models.loading import load_model
 
-    bundled = load_model()
+        bundled = load_model()
     report = Report(sessions=sessions, seconds=seconds)
-    with streamlit_server() as (url, _log, _started):
-        pid = _server_pid(int(url.rsplit(":", 1)[1]))
+    with contextlib.nullcontext(server) if server is not None else streamlit_server() as running:
+        url = running[0]
         stop = threading.Event()
         watcher = threading.Thread(target=_watch_health, args=(url, report, stop), daemon=True)
         watcher.start()
         try:
-            asyncio.run(_drive(url, pid, report, bundled))
+            asyncio.run(_drive(url, running.process.pid, report, bundled))
         finally:
             stop.set()
             watcher.join(timeout=15)
