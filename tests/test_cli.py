@@ -137,12 +137,13 @@ def test_module_entry_point(capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("text", ["\u200b", "\ufeff\u00ad"])
-def test_c20_invisible_text_exits_2_like_empty_text(capsys, text):
+def test_invisible_text_exits_2_like_empty_text(capsys, text):
+    """Text that BERT's normaliser deletes entirely (zero-width space, byte-order mark, soft hyphen) is empty."""
     status, out, err = _run(capsys, "attention", text)
     assert status == 2 and out == "" and err == "error: the text is empty: type a sentence\n"
 
 
-def test_c20_invisible_pair_is_reported_as_no_pair(capsys):
+def test_invisible_pair_is_reported_as_no_pair(capsys):
     status, out, _ = _run(capsys, "attention", "The cat sat.", "--pair", "\u200b")
     payload = json.loads(out)
     assert status == 0 and not payload["is_pair"] and payload["segments"] == [0] * 6
