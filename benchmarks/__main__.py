@@ -1,7 +1,7 @@
 """Run the benchmark suite: ``python -m benchmarks [--quick] [--only 1,3] [--output FILE]``.
 
 Each figure is measured next to a baseline in the same run (median after a warm-up, ours and the
-baseline interleaved), printed as a table of ratios against the targets of issue 10, and written with
+baseline interleaved), printed as a table of ratios against the targets (benchmarks/README.md), and written with
 the machine, versions and date to ``benchmarks/results/<date>-<mode>.json``.
 """
 

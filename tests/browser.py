@@ -1,5 +1,9 @@
-"""Helpers for real-browser tests: a ``streamlit run app.py`` server on a free loopback port, and
-Debian's chromium driven by playwright (never ``playwright install``)."""
+"""Helpers for real-browser tests: a ``streamlit run app.py`` server on a free loopback port, Debian's
+chromium driven by playwright (never ``playwright install``), and waits for what the page shows.
+
+Every wait here is for a condition (a selector, a finished script run, a chart that stopped moving),
+never for a fixed time: a loaded machine makes any fixed time too short, an idle one too long.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,50 +41,62 @@ def free_port() -> int:
 
 MAP = ".st-key-map .js-plotly-plot"  # Compare's map (a cold start sends an empty warm-up chart before it)
 MAP_DRAWN = MAP + " .heatmaplayer"
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 
 
 class Running(tuple):
-    """``(url, log_path, started_at)``, with the server's ``process`` as an attribute."""
+    """``(url, log_path, started_at)``, with the server's ``process`` as an attribute (and, on the shared
+    server of ``conftest.py``, ``preloaded_s``)."""
 
     process: subprocess.Popen
+    preloaded_s: float | None = None
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float, what: str, every_s: float = 0.1) -> float:
+    """Poll ``condition`` until it holds; return the seconds it took. Raises AssertionError with ``what``
+    after ``timeout_s``."""
+    started = time.monotonic()
+    while not condition():
+        if time.monotonic() - started > timeout_s:
+            raise AssertionError(f"{what} (waited {timeout_s:.0f} s)")
+        time.sleep(every_s)
+    return time.monotonic() - started
 
 
 @contextlib.contextmanager
-def streamlit_server():
-    """Start the app; yield ``(url, log_path, started_at)`` (a :class:`Running`); stop it afterwards."""
+def streamlit_server(
+    *options: str, cwd: Path = ROOT, env: dict | None = None, timeout_s: float = 120
+) -> Iterator[Running]:
+    """Start ``streamlit run app.py`` in ``cwd`` with extra command-line ``options``; yield ``(url, log_path,
+    started_at)`` (a :class:`Running`) once its health endpoint answers; stop it afterwards."""
     port = free_port()
     log = Path(tempfile.mkdtemp()) / "streamlit.log"
-    env = dict(os.environ, HF_HUB_OFFLINE="1")
-    command = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "app.py",
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-    ]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", **(env or {}))
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
+    command += ["--server.address", "127.0.0.1", *options]
     started = time.monotonic()
     with log.open("w") as out:
-        server = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
+        server = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
+
+    def healthy() -> bool:
+        if server.poll() is not None:
+            raise RuntimeError(f"streamlit exited with status {server.returncode}:\n{log.read_text()[-3000:]}")
+        with contextlib.suppress(OSError):
+            return urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).status == 200
+        return False
+
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            with contextlib.suppress(OSError):
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).status == 200:
-                    break
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"streamlit did not start:\n{log.read_text()}")
-            time.sleep(0.25)
+        try:
+            wait_until(healthy, timeout_s, "streamlit did not answer on /_stcore/health")
+        except AssertionError as exc:
+            raise RuntimeError(f"{exc}:\n{log.read_text()[-3000:]}") from None
         running = Running((url, log, started))
         running.process = server
         yield running
     finally:
         server.terminate()
-        server.wait(timeout=20)
+        server.wait(timeout=30)
 
 
 def chromium_path() -> str:
@@ -87,3 +104,85 @@ def chromium_path() -> str:
     if path is None:
         raise RuntimeError("Debian's chromium is needed: apt-get install -y chromium")
     return path
+
+
+# --- waits for what the page shows -------------------------------------------------------------------
+
+# Counts the script runs that start from now on: Streamlit marks its root with the script's state. The whole
+# document is watched, as React may replace the root element (a reconnect re-renders the app).
+_COUNT_RUNS = """() => {
+    const state = () => document.querySelector("[data-testid='stApp']")?.getAttribute('data-test-script-state');
+    if (window.__runWatch) window.__runWatch.disconnect();
+    window.__runsStarted = 0;
+    window.__lastState = state();
+    window.__runWatch = new MutationObserver(() => {
+        const now = state();
+        if (now === 'running' && window.__lastState !== 'running') window.__runsStarted++;
+        window.__lastState = now;
+    });
+    window.__runWatch.observe(document.body, {
+        subtree: true, childList: true, attributes: true, attributeFilter: ['data-test-script-state'],
+    });
+}"""
+_RUN_FINISHED = """() => window.__runsStarted > 0
+    && document.querySelector("[data-testid='stApp']")?.getAttribute('data-test-script-state') === 'notRunning'"""
+
+
+@contextlib.contextmanager
+def script_run(page, timeout_ms: int = 90_000) -> Iterator[None]:
+    """Around an action that makes the app rerun (a key press, a click): after it, wait until a script run
+    that started after the action began has finished."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page.evaluate(_COUNT_RUNS)
+    yield
+    try:
+        page.wait_for_function(_RUN_FINISHED, timeout=timeout_ms)
+    except PlaywrightTimeout:
+        seen = page.evaluate("() => [window.__runsStarted, window.__lastState]")
+        raise AssertionError(f"no script run finished after the action (runs started, state): {seen}") from None
+
+
+# The geometry of a plotly chart and of its tick labels, in window coordinates: equal in consecutive frames
+# once plotly has finished drawing (including its automargin redraw) and the page has stopped scrolling.
+_SETTLED = """([selector, frames]) => {
+    const el = document.querySelector(selector);
+    if (!el || !el._fullLayout) return false;
+    const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    const full = el._fullLayout;
+    const shape = JSON.stringify([full._size, full.width, full.height, box(el),
+        Array.from(el.querySelectorAll('.xtick text, .ytick text, .gtitle, .cbfills'), box)]);
+    const seen = (window.__settled ||= {});
+    if (seen[selector] && seen[selector].shape === shape) return ++seen[selector].frames >= frames;
+    seen[selector] = {shape, frames: 0};
+    return false;
+}"""
+
+
+def settled(page, selector: str, frames: int = 10, timeout_ms: int = 60_000) -> None:
+    """Wait until the plotly chart at ``selector`` has the same geometry for ``frames`` animation frames
+    in a row (drawn, margins final, not scrolling)."""
+    page.evaluate("() => { window.__settled = {}; }")  # count from this call on
+    page.wait_for_function(_SETTLED, arg=[selector, frames], polling="raf", timeout=timeout_ms)
+
+
+def set_slider(page, label: str, value: int) -> None:
+    """Move a slider with quick key presses, as a person does (none may be lost to a rerun)."""
+    from playwright.sync_api import expect
+
+    slider = page.get_by_role("slider", name=label)  # Streamlit's slider is an <input type="range">
+    connected = page.locator("[data-testid='stApp'][data-test-connection-state='CONNECTED']")
+    slider.focus()
+    slider.press("Home")
+    for _ in range(value):
+        # Streamlit disables every widget while its WebSocket reconnects (seen once on a loaded CI machine); a
+        # key pressed then is the browser's loss, not a rerun's
+        expect(connected).to_have_count(1, timeout=30_000)
+        slider.press("ArrowRight")
+    expect(slider).to_have_value(str(value))
+
+
+def wait_for_header(page, text: str) -> None:
+    from playwright.sync_api import expect
+
+    expect(page.get_by_role("heading", name=text)).to_be_visible(timeout=60_000)

@@ -15,10 +15,10 @@ and the same against 2 replicas behind nginx (deploy/replicas.py; every session 
 
     .venv/bin/python tests/load.py --sessions 40 --seconds 300 --interval 5 --new-sentence-every 60 --replicas 2
 
-Without ``--interval`` rounds follow each other at once (a stress test). The short forms (3 sessions, 10 s; and
-2 replicas) run in the test suite (tests/test_load.py). The CPU seconds of the servers and of the load
-generator (this process and its Chromium) are measured from /proc and reported, so a run says what one
-session costs the server. Figures go to stdout and ``test-artifacts/load.json``.
+Without ``--interval`` rounds follow each other at once (a stress test). The short forms (3 sessions, 10 s;
+and 2 replicas) run in the test suite (tests/test_load.py), the first against the suite's shared server. The
+CPU seconds of the servers and of the load generator (this process and its Chromium) are measured from /proc
+and reported, so a run says what one session costs the server. Figures go to stdout and ``test-artifacts/load.json``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # browser.py beside this file
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the package, when run as a script
 
-from browser import ARTIFACTS, CHROMIUM_ARGS, MAP_DRAWN, chromium_path, streamlit_server
+from browser import ARTIFACTS, CHROMIUM_ARGS, MAP_DRAWN, Running, chromium_path, streamlit_server
 
 # Every selector the load test depends on, in one place (the pages' layout may change around them).
 SENTENCE_BOX = "Sentence"  # the text area's label
@@ -128,21 +128,6 @@ class Report:
 
 def _percentile(values: list[float], q: float) -> float | None:
     return round(float(np.percentile(values, q)), 3) if values else None
-
-
-def _server_pid(port: int) -> int:
-    """The pid of our own child ``streamlit run`` listening on ``port``."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-            ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == os.getpid() and b"streamlit" in b" ".join(cmdline) and str(port).encode() in cmdline:
-            return int(entry)
-    raise RuntimeError(f"no streamlit server of ours on port {port}")
 
 
 def _rss_mb(pid: int) -> float:
@@ -322,20 +307,26 @@ async def _drive(url: str, pids: list[int], report: Report, bundled) -> None:
 
 
 @contextlib.contextmanager
-def _servers(replicas: int):
-    """``(url, pids, deployment)``: one ``streamlit run``, or ``replicas`` of them behind nginx."""
-    if not replicas:
-        with streamlit_server() as (url, _log, _started):
-            yield url, [_server_pid(int(url.rsplit(":", 1)[1]))], None
-        return
-    from deploy.replicas import replicas_behind_nginx
+def _servers(replicas: int, server: Running | None):
+    """``(url, pids, deployment)``: the given server, a new ``streamlit run``, or ``replicas`` behind nginx."""
+    if replicas:
+        from deploy.replicas import replicas_behind_nginx
 
-    with replicas_behind_nginx(replicas) as deployment:
-        yield deployment.url, deployment.replica_pids, deployment
+        with replicas_behind_nginx(replicas) as deployment:
+            yield deployment.url, deployment.replica_pids, deployment
+        return
+    with contextlib.nullcontext(server) if server is not None else streamlit_server() as running:
+        yield running[0], [running.process.pid], None
 
 
 def run(
-    sessions: int = 3, seconds: float = 10, interval: float = 0, new_sentence_every: float = 0, replicas: int = 0
+    sessions: int = 3,
+    seconds: float = 10,
+    interval: float = 0,
+    new_sentence_every: float = 0,
+    replicas: int = 0,
+    server: Running | None = None,
+    bundled=None,
 ) -> Report:
     """Run the load test and return its figures (see :class:`Report`).
 
@@ -345,12 +336,16 @@ def run(
         interval: seconds from the start of one round to the next (0: at once).
         new_sentence_every: every this many seconds each session types a new sentence (0: never).
         replicas: 0 for one server; else this many replicas behind nginx (deploy/replicas.py).
+        server: a running server (as :func:`browser.streamlit_server` yields) to use when ``replicas`` is 0;
+            without one, one is started for the run.
+        bundled: the loaded bundled model (loaded here if not given).
     """
-    from attention_viz.models.loading import load_model
+    if bundled is None:
+        from attention_viz.models.loading import load_model
 
-    bundled = load_model()
+        bundled = load_model()
     report = Report(sessions, seconds, interval, new_sentence_every, replicas)
-    with _servers(replicas) as (url, pids, deployment):
+    with _servers(replicas, server) as (url, pids, deployment):
         stop = threading.Event()
         watcher = threading.Thread(target=_watch_health, args=(url, report, stop), daemon=True)
         watcher.start()

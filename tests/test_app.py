@@ -190,13 +190,14 @@ def test_half_precision_folder_shows_its_dtype(tmp_path, bundled):
 
 
 @pytest.mark.parametrize("text", ["\u200b", "\ufeff \u00ad"])
-def test_c20_invisible_text_gets_the_empty_hint(text):
+def test_invisible_text_gets_the_empty_hint(text):
+    """Zero-width spaces, byte-order marks and soft hyphens normalise to nothing: an empty input, kept."""
     at = _app(text=text)
     _no_errors(at)
     assert not _figures(at) and "empty" in at.info[0].value and "kept" in at.info[0].value
 
 
-def test_c20_invisible_pair_is_a_single_sentence(bundled):
+def test_invisible_pair_is_a_single_sentence(bundled):
     at = _app(text="The cat sat.", pair="\u200b")
     _no_errors(at)
     assert np.array_equal(
@@ -260,7 +261,9 @@ def counted(monkeypatch):
     cache.attention.clear()
 
 
-def test_c15_model_loads_once_and_head_changes_do_not_rerun_it(counted):
+def test_model_loads_once_and_head_changes_do_not_rerun_it(counted):
+    """Two sessions and 20 head changes each: one model load, and the attention (pretrained and from scratch)
+    computed once for both sessions."""
     first, second = _app(), _app()  # two sessions
     assert counted == {"load": 1, "extract": 2}  # pretrained + from scratch, once for both sessions
     for i in range(20):
@@ -272,7 +275,9 @@ def test_c15_model_loads_once_and_head_changes_do_not_rerun_it(counted):
     assert counted == {"load": 1, "extract": 2}
 
 
-def test_c16_switching_models_switches_the_attention(counted, tiny_model_dir, bundled):
+def test_switching_models_switches_the_attention(counted, tiny_model_dir, bundled):
+    """The cached attention is keyed by the model's name too: another model in the same process shows its own
+    attention, not the previous model's."""
     bundled_map = _z(_chart(_app(), "map"))
     at = _app(model=tiny_model_dir, layer=5, head=11)  # same process, same caches, another model
     _no_errors(at)

@@ -1,5 +1,5 @@
 """Compare with the view toggles (word level, hide [CLS]/[SEP], pair blocks), its downloads and the link's
-choices for its settings (issues 8 and 9)."""
+choices for its settings."""
 
 import io
 import json
@@ -13,7 +13,7 @@ from attention_viz import analysis
 from attention_viz.extraction import export, extract
 from attention_viz.ui import i18n, links, state
 
-GPU = "I have a new GPU!"  # cases C10 and C22: "gpu" is two WordPieces
+GPU = "I have a new GPU!"  # "gpu" is two WordPieces, gp and ##u
 LAYER, HEAD = state.EXAMPLE_LAYER, state.EXAMPLE_HEAD
 
 
@@ -29,8 +29,8 @@ def _what(at) -> str:
 
 
 def _clark_merge(weights: np.ndarray, word_ids) -> np.ndarray:
-    """C10 by hand: to a word, sum over its pieces; from a word, mean over its pieces; each special token
-    ([CLS], [SEP]: no word id) a group of its own (C22)."""
+    """Clark et al.'s merge by hand: to a word, sum over its pieces; from a word, mean over its pieces; each
+    special token ([CLS], [SEP]: no word id) a group of its own."""
     groups, previous = [], object()
     for index, word in enumerate(word_ids):
         special = word is None or word < 0
@@ -43,7 +43,9 @@ def _clark_merge(weights: np.ndarray, word_ids) -> np.ndarray:
     return np.stack([to_words[g].mean(0) for g in groups])  # (w, w)
 
 
-def test_c10_c22_word_level_keeps_cls_and_sep_and_rows_sum_to_1(bundled, media):
+def test_word_level_keeps_cls_and_sep_and_rows_sum_to_1(bundled, media):
+    """Words, not pieces, on "I have a new GPU!": the map, its CSV, bars and lines are over words, with
+    [CLS] and [SEP] kept as rows and columns of their own, so every row still sums to 1."""
     at = run_app(text=GPU)
     no_errors(at)
     at.toggle(key="_word_level").set_value(True).run()
@@ -68,7 +70,7 @@ def test_c10_c22_word_level_keeps_cls_and_sep_and_rows_sum_to_1(bundled, media):
     assert_allclose(decode(bars["data"][0]["y"]), expected[words.index("GPU")], atol=1e-6)
 
 
-def test_c11_hide_special_renormalises_and_says_so(bundled):
+def test_hide_special_renormalises_and_says_so(bundled):
     at = run_app(text=GPU)
     at.toggle(key="_hide_special").set_value(True).run()
     no_errors(at)
@@ -76,7 +78,7 @@ def test_c11_hide_special_renormalises_and_says_so(bundled):
     result = extract(bundled, GPU)
     keep = ~np.asarray(result.encoding.special)
     raw = result.weights[LAYER, HEAD].astype(np.float64)[keep][:, keep]
-    assert_allclose(z(shown), raw / raw.sum(-1, keepdims=True), atol=1e-6)  # C11 by hand
+    assert_allclose(z(shown), raw / raw.sum(-1, keepdims=True), atol=1e-6)  # each row renormalised by hand
     assert "[CLS]" not in "".join(shown["data"][0]["x"]) and "[SEP]" not in "".join(shown["data"][0]["y"])
     assert any(i18n.t("views.note_renormalised") in c.value for c in at.caption)
 

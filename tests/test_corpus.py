@@ -53,7 +53,8 @@ def test_corpus_of_one_text_equals_the_text_view(bundled):
 
 
 def test_pairs_in_a_padded_batch_get_their_token_types(bundled):
-    """C02/C19: sentence B is embedded as B in a batch too (token_type_ids asked for explicitly)."""
+    """Sentence B is embedded as B in a batch too (token_type_ids asked for explicitly, as some tokenizers
+    return none)."""
     ((inputs, items),) = list(batch_attention(bundled, [(LONG, None), ("The cat sat.", "It slept.")], batch_size=2))
     assert inputs["token_type_ids"][1].tolist()[:10] == [0, 0, 0, 0, 0, 0, 1, 1, 1, 1]
     assert_allclose(items[1][0], extract(bundled, "The cat sat.", "It slept.").weights, atol=2e-6)

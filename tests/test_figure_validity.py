@@ -1,4 +1,4 @@
-"""Figures are built from dicts without plotly's validation (attention_viz/figures/plotting.py, issue 10 #3).
+"""Figures are built from dicts without plotly's validation (attention_viz/figures/plotting.py), for speed.
 
 What validation would have caught is caught here: each figure, rebuilt by ``go.Figure(fig.to_dict())``
 with validation on, must build without error and come out unchanged. A misspelt property raises; a colour

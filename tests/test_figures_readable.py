@@ -20,7 +20,7 @@ from attention_viz.figures import (
     window_start,
 )
 
-LONG = "acgt" * 30  # case C21: one 120-character word, a single [UNK]
+LONG = "acgt" * 30  # one 120-character word: WordPiece makes it a single [UNK], labelled as typed
 
 
 def _weights(q, k, seed=0):
@@ -28,7 +28,7 @@ def _weights(q, k, seed=0):
     return raw / raw.sum(-1, keepdims=True)
 
 
-def test_c21_long_labels_are_shortened_on_the_axis_and_full_in_the_hover():
+def test_long_labels_are_shortened_on_the_axis_and_full_in_the_hover():
     assert shorten_label(LONG) == LONG[:19] + "…" and len(shorten_label(LONG)) == 20
     assert shorten_label("animal") == "animal" and shorten_label("x" * 20) == "x" * 20
     labels = ["[CLS]", "the", "sequence", LONG, "was", "long", ".", "[SEP]"]

@@ -1,11 +1,11 @@
-"""The short forms of the load test (tests/load.py): 3 browser sessions for 10 s against one server, and 4
-sessions against 2 replicas behind nginx."""
+"""The short forms of the load test (tests/load.py): 3 browser sessions for 10 s against the shared server, and
+4 sessions against 2 replicas behind nginx."""
 
 from load import run
 
 
-def test_three_sessions_each_see_their_own_sentence():
-    report = run(sessions=3, seconds=10)
+def test_three_sessions_each_see_their_own_sentence(server, bundled):
+    report = run(sessions=3, seconds=10, server=server, bundled=bundled)
     summary = report.summary()
     assert not report.failures, summary
     assert report.checks == 3 * report.rounds and report.rounds >= 5, summary
