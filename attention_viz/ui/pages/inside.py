@@ -102,9 +102,7 @@ def step(number: int, text: str, figure, key: str) -> None:
 step(
     1,
     t("inside.step_query", token=query_label, layer=layer, head=head, d=d),
-    figures.step_heatmap(
-        result.query[None], [query_label], t("inside.fig_query", d=d), t("inside.axis_head_dim")
-    ),
+    figures.step_heatmap(result.query[None], [query_label], t("inside.fig_query", d=d), t("inside.axis_head_dim")),
     "step_query",
 )
 step(
@@ -150,9 +148,7 @@ step(
 step(
     7,
     t("inside.step_context", token=query_label),
-    figures.step_heatmap(
-        result.context[None], [query_label], t("inside.fig_context", d=d), t("inside.axis_head_dim")
-    ),
+    figures.step_heatmap(result.context[None], [query_label], t("inside.fig_context", d=d), t("inside.axis_head_dim")),
     "step_context",
 )
 
