@@ -17,7 +17,15 @@ from pathlib import Path
 from benchmarks.harness import ROOT, Row, Settings, median, text_of_tokens
 
 sys.path.insert(0, str(ROOT / "tests"))
-from browser import CHROMIUM_ARGS, MAP_DRAWN, chromium_path, script_run, streamlit_server  # tests/browser.py
+from browser import (
+    CHROMIUM_ARGS,
+    MAP,
+    MAP_DRAWN,
+    chromium_path,
+    shown,
+    streamlit_server,
+    wait_for_change,
+)  # tests/browser.py
 
 # Peak memory from VmHWM, which exec resets: ru_maxrss would count the forking parent's pages too.
 BASELINE = """
@@ -31,7 +39,7 @@ AutoModel.from_pretrained(path, attn_implementation="eager").eval()
 peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 print(json.dumps({"peak_rss_bytes": int(peak.split()[1]) * 1024}))
 """
-HEATMAP = ".js-plotly-plot .heatmaplayer"
+GRID = ".st-key-head_grid .js-plotly-plot"  # the all-heads grid
 
 
 def _env() -> dict:
@@ -67,11 +75,12 @@ def server():
         yield running[0], running.process, running[2]
 
 
-def _rerun_and_draw(page, action) -> None:
-    """Do ``action`` (it makes the app rerun), wait for that run to finish, then for a heatmap."""
-    with script_run(page, timeout_ms=180_000):
-        action()
-    page.wait_for_selector(HEATMAP, timeout=180_000)
+def _rerun_and_draw(page, action, chart: str) -> None:
+    """Do ``action`` (it makes the app rerun); wait until the plotly chart at ``chart`` shows something new and
+    the run has finished."""
+    before = shown(page, chart)
+    action()
+    wait_for_change(page, chart, before, timeout_ms=180_000)
 
 
 def _peak(pid: int) -> int:
@@ -125,8 +134,8 @@ def cold_start_and_memory(tokenizer, settings: Settings) -> list[Row]:
                     try:
                         text = page.locator("textarea").first
                         text.fill(long_text)
-                        _rerun_and_draw(page, lambda text=text: text.press("Control+Enter"))
-                        _rerun_and_draw(page, page.locator("a[href$='all_heads']").first.click)
+                        _rerun_and_draw(page, lambda text=text: text.press("Control+Enter"), MAP)
+                        _rerun_and_draw(page, page.locator("a[href$='all_heads']").first.click, GRID)
                         peaks.append(_peak(process.pid))
                     except Exception as exc:  # report, never lose the cold-start numbers
                         notes.append(f"memory run failed: {type(exc).__name__}: {str(exc)[:200]}")

@@ -8,6 +8,7 @@ never for a fixed time: a loaded machine makes any fixed time too short, an idle
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -108,39 +109,32 @@ def chromium_path() -> str:
 
 # --- waits for what the page shows -------------------------------------------------------------------
 
-# Counts the script runs that start from now on: Streamlit marks its root with the script's state. The whole
-# document is watched, as React may replace the root element (a reconnect re-renders the app).
-_COUNT_RUNS = """() => {
-    const state = () => document.querySelector("[data-testid='stApp']")?.getAttribute('data-test-script-state');
-    if (window.__runWatch) window.__runWatch.disconnect();
-    window.__runsStarted = 0;
-    window.__lastState = state();
-    window.__runWatch = new MutationObserver(() => {
-        const now = state();
-        if (now === 'running' && window.__lastState !== 'running') window.__runsStarted++;
-        window.__lastState = now;
-    });
-    window.__runWatch.observe(document.body, {
-        subtree: true, childList: true, attributes: true, attributeFilter: ['data-test-script-state'],
-    });
+# What a plotly chart shows: each trace's row labels, number of rows and first row of values (None while there
+# is no chart at the selector).
+_SHOWN = """selector => {
+    const el = document.querySelector(selector);
+    if (!el || !el._fullData) return null;
+    return JSON.stringify(el._fullData.map(trace => [trace.type, trace.y && Array.from(trace.y),
+        trace.z && trace.z.length, trace.z && Array.from(trace.z[0] || [])]));
 }"""
-_RUN_FINISHED = """() => window.__runsStarted > 0
-    && document.querySelector("[data-testid='stApp']")?.getAttribute('data-test-script-state') === 'notRunning'"""
 
 
-@contextlib.contextmanager
-def script_run(page, timeout_ms: int = 90_000) -> Iterator[None]:
-    """Around an action that makes the app rerun (a key press, a click): after it, wait until a script run
-    that started after the action began has finished."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+def shown(page, selector: str) -> str | None:
+    """What the plotly chart at ``selector`` shows, as a string to compare (None when there is none)."""
+    return page.evaluate(_SHOWN, selector)
 
-    page.evaluate(_COUNT_RUNS)
-    yield
-    try:
-        page.wait_for_function(_RUN_FINISHED, timeout=timeout_ms)
-    except PlaywrightTimeout:
-        seen = page.evaluate("() => [window.__runsStarted, window.__lastState]")
-        raise AssertionError(f"no script run finished after the action (runs started, state): {seen}") from None
+
+def wait_for_change(page, selector: str, before: str | None, timeout_ms: int = 90_000) -> None:
+    """Wait until the chart at ``selector`` shows something other than ``before`` (from :func:`shown`), then
+    until the script run that drew it has finished.
+
+    A change on the page is what says that a run happened: Streamlit's script state on its root element can
+    go from running to idle in one render when a run is quick, so a run cannot be told from its states.
+    """
+    page.wait_for_function(
+        f"selector => ({_SHOWN})(selector) !== {json.dumps(before)}", arg=selector, timeout=timeout_ms
+    )
+    page.wait_for_selector(IDLE, timeout=timeout_ms)
 
 
 # The geometry of a plotly chart and of its tick labels, in window coordinates: equal in consecutive frames

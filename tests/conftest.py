@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing in the tests may reach the hub
 
@@ -124,12 +125,12 @@ def server():
     """
     weights = str(bundled_model_path() / "model.safetensors")
     with streamlit_server() as running:
-        maps = f"/proc/{running.process.pid}/maps"
+        maps = Path(f"/proc/{running.process.pid}/maps")
 
         def mapped() -> bool:
             if running.process.poll() is not None or "preloading failed" in running[1].read_text():
                 raise RuntimeError("the server stopped or its preload failed")
-            return weights in open(maps).read()
+            return weights in maps.read_text()
 
         with contextlib.suppress(AssertionError, RuntimeError):  # tests/test_server.py reports it
             wait_until(mapped, 240, "the bundled model was not loaded at server start", every_s=0.25)

@@ -9,11 +9,15 @@ other tests' sessions, while the first visit here must reach a server whose prel
 import shutil
 
 import pytest
-from browser import IDLE, MAP_DRAWN, ROOT, script_run, streamlit_server
+from browser import IDLE, MAP_DRAWN, ROOT, streamlit_server
+from playwright.sync_api import expect
 
 from attention_viz.ui import warmup
 
 LIVE_RELOAD = ("--server.fileWatcherType", "auto", "--server.runOnSave", "true")  # README's developer options
+# Appended to the running app's copy of app.py: the session shows it once it has rerun with the new source.
+CHANGED = "Source changed while the server runs."
+CHANGE = f'\n\nif __name__ == "__main__":\n    st.caption("{CHANGED}")\n'
 # Whether the warm-up chart was ever on the page, recorded from the first byte of the page on.
 SEE_WARMUP = f"""
 window.__warmupSeen = false;
@@ -64,11 +68,13 @@ def test_a_first_visit_during_the_preload_draws_an_empty_chart_and_clears_it(fir
 def test_log_is_clean_at_start_and_when_a_source_file_changes(live_server, first_visit):
     """An app that imports torch once made Streamlit's file watcher log a traceback about ``torch.classes``
     when it walked the loaded modules. With the watcher on, a change to ``app.py`` reruns the open session
-    (waited for, so the watcher did see it), and the log has no traceback, error or inotify complaint."""
+    (it shows what the change added, so the watcher did see it), and the log has no traceback, error or
+    inotify complaint."""
     (_, log, _), app = live_server
     page, _ = first_visit
-    with script_run(page):
-        app.write_text(app.read_text() + "\n# changed while the server runs\n")
+    app.write_text(app.read_text() + CHANGE)
+    expect(page.get_by_text(CHANGED)).to_be_visible(timeout=90_000)  # rerun with the new source
+    page.wait_for_selector(IDLE, timeout=90_000)
     text = log.read_text()
     assert "You can now view your Streamlit app" in text
     for noise in ("Traceback", "torch.classes", "Error", "Inotify"):

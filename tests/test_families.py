@@ -272,3 +272,22 @@ def test_special_tokens_that_look_like_html_are_drawn_literally(family_model):
     assert y[0] == "&lt;s&gt;" and y[-1].startswith("&lt;/s&gt;") and not any("<" in label for label in y)
     lines = line_view(np.full((t, t), 1 / t), encoding.labels)
     assert not any("<" in str(text) for trace in lines.data for text in (trace.text or ()))
+
+
+@pytest.mark.parametrize("family", ["roberta", "xlm-roberta", "albert"])
+def test_hide_specials_and_blocks_know_the_familys_specials(family_model, family):
+    from attention_viz.analysis import ViewOptions, apply_view
+
+    loaded = family_model(family)
+    result = extract(loaded, *PAIR)
+    hidden = apply_view(result.weights[1, 0], result.encoding, ViewOptions(hide_special=True))
+    first, last = SPECIALS[family]
+    assert first not in hidden.query_labels and last not in hidden.query_labels
+    assert len(hidden.query_labels) == result.encoding.num_tokens - int(result.encoding.special.sum())
+    np.testing.assert_allclose(hidden.matrix.sum(-1), 1, atol=1e-6)
+    block = apply_view(result.weights[1, 0], result.encoding, ViewOptions(block="BA"))
+    segments = result.encoding.segments
+    labels = result.encoding.labels
+    assert block.query_labels == tuple(label for label, s in zip(labels, segments, strict=True) if s == 1)
+    assert block.key_labels == tuple(label for label, s in zip(labels, segments, strict=True) if s == 0)
+    assert block.key_labels[0] == first and block.query_labels[-1] == last  # B's rows, A's columns
