@@ -85,6 +85,7 @@ __all__ = [
     "statistic_sums",
     "statistics_frame",
     "tag_heads",
+    "text_statistics",
     "transformed_values",
     "word_groups",
 ]
