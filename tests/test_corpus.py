@@ -203,3 +203,14 @@ def test_a_long_text_runs_in_chunks_with_the_same_numbers(tiny_model, monkeypatc
     whole = importance_sums(tiny_model.encoder, *batch)
     monkeypatch.setattr(importance, "ATTENTION_CELLS", 1)  # one sequence per layer call
     assert_allclose(importance_sums(tiny_model.encoder, *batch), whole, atol=1e-6, rtol=0)
+
+
+def test_text_statistics_are_the_statistics_and_the_importance_of_one_text(tiny_model):
+    from attention_viz.analysis import text_statistics
+
+    result = extract(tiny_model, SHORT, "It slept.")
+    frame = text_statistics(tiny_model.encoder, result.weights, result.encoding)
+    expected = head_statistics(result.weights, TokenKinds.from_encoding(result.encoding))
+    pd.testing.assert_frame_equal(frame.drop(columns="importance"), expected)
+    importance = head_importance(tiny_model.encoder, result.encoding)
+    np.testing.assert_array_equal(frame["importance"].to_numpy(), importance.reshape(-1))  # layer-major
