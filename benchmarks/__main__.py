@@ -21,7 +21,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the bundled model only; never as
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="CI smoke run: fewer sizes and repeats (< 1 min)")
-    parser.add_argument("--only", default="1,2,3,4,5,6,7", help="comma-separated figure numbers (default all)")
+    parser.add_argument("--only", default="1,2,3,4,5,6,7,8,9", help="comma-separated figure numbers (default all)")
     parser.add_argument("--output", type=Path, help="results file (default benchmarks/results/<date>-<mode>.json)")
     args = parser.parse_args(argv)
     wanted = {part.strip() for part in args.only.split(",")}
@@ -75,6 +75,14 @@ def main(argv: list[str] | None = None) -> int:
             lambda: server.cold_start_and_memory(loaded.tokenizer, settings),
         )
     section("6", "corpus statistics", lambda: core.corpus_rows(loaded, settings))
+    if "8" in wanted:
+        from benchmarks import importance
+
+        section("8", "head importance", lambda: importance.importance_rows(loaded, settings))
+    if "9" in wanted:
+        from benchmarks import apptest
+
+        section("9", "Inside a head", lambda: apptest.inside_rows(loaded, settings))
     rows.sort(key=lambda row: row.id)
     path = write_results(rows, settings, started, args.output, durations)
     print(table(rows))
