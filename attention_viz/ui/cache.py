@@ -190,13 +190,15 @@ def head_vectors(loaded: LoadedModel, text: str, pair: str | None, layer: int, h
     return found, tuple(vectors[:, head])
 
 
-@st.cache_data(max_entries=16, ttl=RESULT_TTL, show_spinner=False)
-def _article_maps(key: tuple, heads: int, seed: int, differences: tuple, _hidden: np.ndarray):
-    return article_compare.article_maps(_hidden, heads, seed, differences)
+@st.cache_resource(max_entries=16, ttl=RESULT_TTL, show_spinner=False)
+def _article_maps(
+    model_name: str, text: str, pair: str | None, limits, layer: int, seed: int, differences: tuple, _hidden, heads
+):
+    return tuple(_read_only(weights) for weights in article_compare.article_maps(_hidden, heads, seed, differences))
 
 
 def article_maps(loaded: LoadedModel, text: str, pair: str | None, layer: int, seed: int, differences: tuple):
-    """``(encoding, correct, with_differences)``: both ``(heads, query, key)`` on the layer's input.
+    """``(encoding, correct, with_differences)``: both ``(heads, query, key)`` on the layer's input, read-only.
 
     Raises:
         IndexError: a layer out of range.
@@ -205,9 +207,9 @@ def article_maps(loaded: LoadedModel, text: str, pair: str | None, layer: int, s
     hidden = _layer_inputs(loaded, loaded.info.name, text, pair, limits, found)  # (L, t, hidden)
     if not 0 <= layer < len(hidden):
         raise IndexError(f"layer {layer} out of range: 0-{len(hidden) - 1}")
-    key = (loaded.info.name, text, pair, limits, layer)
+    differences = tuple(sorted(differences))
     heads = loaded.info.num_heads
-    return found, *_article_maps(key, heads, seed, tuple(sorted(differences)), hidden[layer])
+    return found, *_article_maps(loaded.info.name, text, pair, limits, layer, seed, differences, hidden[layer], heads)
 
 
 # --- Exploring heads: statistics, importance, similarity, rollout and norms ----------------------------
