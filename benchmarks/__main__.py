@@ -23,8 +23,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="CI smoke run: fewer sizes and repeats (< 1 min)")
     parser.add_argument(
         "--only",
-        default="1,2,3,4,5,6,7",
-        help="comma-separated figure numbers (default 1-7; 8, the other families at base size, on request)",
+        default="1,2,3,4,5,6,7,8,9",
+        help="comma-separated figure numbers (default 1-9; 10, the other families at base size, on request)",
     )
     parser.add_argument("--output", type=Path, help="results file (default benchmarks/results/<date>-<mode>.json)")
     args = parser.parse_args(argv)
@@ -80,10 +80,18 @@ def main(argv: list[str] | None = None) -> int:
         )
     section("6", "corpus statistics", lambda: core.corpus_rows(loaded, settings))
     if "8" in wanted:
+        from benchmarks import importance
+
+        section("8", "head importance", lambda: importance.importance_rows(loaded, settings))
+    if "9" in wanted:
+        from benchmarks import apptest
+
+        section("9", "Inside a head", lambda: apptest.inside_rows(loaded, settings))
+    if "10" in wanted:
         from benchmarks import families
 
-        section("8", "other families (RoBERTa, GPT-2)", lambda: families.family_rows(settings))
-    rows.sort(key=lambda row: row.id)
+        section("10", "other families (RoBERTa, GPT-2)", lambda: families.family_rows(settings))
+    rows.sort(key=lambda row: int(row.id))
     path = write_results(rows, settings, started, args.output, durations)
     print(table(rows))
     print(f"\nwritten to {path} in {time.monotonic() - started:.0f} s")

@@ -1,4 +1,4 @@
-"""#8 families besides BERT: extraction ÷ a bare forward and our encoder ÷ transformers, for RoBERTa and GPT-2.
+"""#10 families besides BERT: extraction ÷ a bare forward and our encoder ÷ transformers, for RoBERTa and GPT-2.
 
 Both at their base size (12 layers × 12 heads, hidden 768; RoBERTa 514 positions, GPT-2 1,024) with
 random weights, which cost what trained ones do, and a byte-level BPE vocabulary trained here on the
@@ -62,7 +62,7 @@ def base_model(family: str) -> LoadedModel:
 
 
 def family_rows(settings: Settings) -> list[Row]:
-    """#8: per family and size, ``extract`` ÷ a bare eager forward, and our encoder ÷ transformers' forward."""
+    """#10: per family and size, ``extract`` ÷ a bare eager forward, and our encoder ÷ transformers' forward."""
     rows = []
     for family in FAMILIES:
         loaded = base_model(family)
@@ -95,7 +95,7 @@ def _row(family: str, n: int, what: str, ours: list, base: list, baseline: str, 
     ratio = median(ours) / median(base)
     scratch = exact is not None
     return Row(
-        id="8",
+        id="10",
         figure=f"{family}: {what}",
         size=f"{n} tokens",
         ours=median(ours),

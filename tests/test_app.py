@@ -253,9 +253,9 @@ def counted(monkeypatch):
         calls["extract"] += 1
         return real_extract(*args, **kwargs)
 
-    real_load, real_extract = loading.load_model, extraction.extract
+    real_load, real_extract = loading.load_model, extraction.extract_encoded
     monkeypatch.setattr(loading, "load_model", load)
-    monkeypatch.setattr(extraction, "extract", run)
+    monkeypatch.setattr(extraction, "extract_encoded", run)
     yield calls
     cache._load.clear()
     cache.attention.clear()

@@ -23,7 +23,7 @@ def test_quick_suite_runs_and_writes_valid_results(tmp_path, capsys):
     assert results["mode"] == "quick"
     assert results["machine"]["cpus"] >= 1 and results["versions"]["torch"] and results["date"]
     rows = results["results"]
-    assert {row["id"] for row in rows} == {"1", "2", "3", "4", "5", "6", "7"}
+    assert {row["id"] for row in rows} == {"1", "2", "3", "4", "5", "6", "7", "8", "9"}
     failed = [row for row in rows if row["note"].startswith("failed")]
     assert not failed, failed
     for row in rows:
@@ -34,6 +34,10 @@ def test_quick_suite_runs_and_writes_valid_results(tmp_path, capsys):
     head_changes = [row for row in rows if row["id"] == "3"]
     assert len(head_changes) == 2 and all(row["baseline"] == 0 for row in head_changes)  # 0 forwards
     assert all(row["ours"] > 0 and len(row["samples"]["seconds"]) >= 3 for row in head_changes)
+    importance = next(row for row in rows if row["id"] == "8")
+    assert importance["samples"]["max_abs_difference"] <= 1e-6  # the same values as one forward per head
+    inside = next(row for row in rows if row["id"] == "9")
+    assert inside["baseline"] == 0 and len(inside["samples"]["seconds"]) >= 3  # no forward on a head change
     encoder = next(row for row in rows if row["id"] == "2")
     assert encoder["samples"]["max_abs_difference"] <= 1e-5
     sizes = {row["size"] for row in rows if row["id"] == "4"}

@@ -355,3 +355,29 @@ def test_hooks_follow_a_reloaded_extraction_module(bundled, monkeypatch):
     assert np.array_equal(reloaded.pretrained_attention(bundled.model, encoding), want)
     assert _hooks(bundled.model) == hooks  # the old hooks were replaced, not added to
     assert np.array_equal(pretrained_attention(bundled.model, encoding), want)  # and back again
+
+
+def test_extract_encoded_is_extract_without_a_second_tokenisation(tiny_model):
+    encoding = extraction.encode(tiny_model.tokenizer, "The cat sat.", "It slept.")
+    for source, variant, seed in (("pretrained", "exact", 0), ("scratch", "exact", 0), ("scratch", "random", 3)):
+        ours = extraction.extract_encoded(tiny_model, encoding, source, variant, seed)
+        whole = extraction.extract(tiny_model, "The cat sat.", "It slept.", source, variant, seed)
+        assert ours.encoding is encoding and (ours.source, ours.variant, ours.seed) == (
+            whole.source,
+            whole.variant,
+            whole.seed,
+        )
+        np.testing.assert_array_equal(ours.weights, whole.weights)
+    with pytest.raises(extraction.InputError, match="unknown source"):
+        extraction.extract_encoded(tiny_model, encoding, "theirs")
+    with pytest.raises(extraction.InputError, match="unknown variant"):
+        extraction.extract_encoded(tiny_model, encoding, "scratch", "upside-down")
+
+
+def test_check_length_refuses_either_sentence_over_the_limit():
+    from attention_viz.settings import Limits
+
+    extraction.check_length("x" * 10, "y" * 10, Limits(max_chars=10))
+    with pytest.raises(extraction.InputError) as refused:
+        extraction.check_length("x" * 10, "y" * 11, Limits(max_chars=10))
+    assert refused.value.code == "too_long" and refused.value.fields == {"which": "pair", "chars": 11, "limit": 10}

@@ -222,3 +222,32 @@ def test_downloads_hold_the_shown_matrix_and_charts_save_named_pngs(page, media,
             config["toImageButtonOptions"]
             == export.image_config("all-MiniLM-L6-v2", 3, 1, what)["toImageButtonOptions"]
         )
+
+
+def test_inside_a_head_runs_no_forward_when_the_head_or_layer_changes(bundled):
+    import torch
+    from transformers import PreTrainedModel
+
+    from attention_viz.models.encoder import BertEncoder
+
+    at = _app()
+    at.switch_page(INSIDE).run()
+    _no_errors(at)
+    forwards = []
+
+    def count(module, _inputs):
+        if isinstance(module, PreTrainedModel | BertEncoder):
+            forwards.append(type(module).__name__)
+
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(count)
+    try:
+        for layer, head in ((2, 7), (2, 8), (5, 0), (0, 11)):
+            at.slider(key="layer").set_value(layer).run()
+            at.slider(key="head").set_value(head).run()
+            _no_errors(at)
+            assert at.header[0].value.startswith(f"Inside layer {layer}, head {head}:")
+    finally:
+        handle.remove()
+    assert forwards == []
+    expected = extract(bundled, state.EXAMPLE_TEXT).weights[0, 11]
+    np.testing.assert_allclose(_z(_figures(at)[-1]), expected, atol=1e-5)  # the map of the head now chosen

@@ -22,7 +22,7 @@ from attention_viz.analysis.corpus import (
     corpus_statistics,
     parse_corpus,
 )
-from attention_viz.analysis.importance import head_importance, importance_sums
+from attention_viz.analysis.importance import head_importance, importance_sums, text_statistics
 from attention_viz.analysis.measures import js_divergence, max_abs_difference, row_entropy
 from attention_viz.analysis.rollout import (
     RolloutAndNorms,
@@ -85,6 +85,7 @@ __all__ = [
     "statistic_sums",
     "statistics_frame",
     "tag_heads",
+    "text_statistics",
     "transformed_values",
     "word_groups",
 ]

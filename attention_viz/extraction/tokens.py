@@ -83,6 +83,26 @@ class Encoding:
         return bool((self.segments == 1).any())
 
 
+def check_length(text: str | None, pair: str | None, limits: settings.Limits) -> None:
+    """Refuse a sentence longer than ``limits.max_chars`` characters, without tokenising it.
+
+    Cheap enough to run before a long text is hashed or tokenised: a 1 MB paste costs only the message.
+
+    Raises:
+        InputError: code ``too_long``, with fields ``which`` (``text`` or ``pair``), ``chars`` and ``limit``.
+    """
+    for which, value in (("text", text), ("pair", pair)):
+        if value and len(value) > limits.max_chars:
+            raise InputError(
+                f"the {'second sentence' if which == 'pair' else 'text'} has {len(value):,} characters; "
+                f"the limit is {limits.max_chars:,}: shorten it",
+                "too_long",
+                which=which,
+                chars=len(value),
+                limit=limits.max_chars,
+            )
+
+
 def encode(
     tokenizer, text: str, pair: str | None = None, max_length: int = 512, limits: settings.Limits | None = None
 ) -> Encoding:
@@ -111,16 +131,7 @@ def encode(
             without a separator token, as a decoder's (code ``pair_unsupported``).
     """
     limits = settings.load().limits if limits is None else limits
-    for which, value in (("text", text), ("pair", pair)):
-        if value and len(value) > limits.max_chars:
-            raise InputError(
-                f"the {'second sentence' if which == 'pair' else 'text'} has {len(value):,} characters; "
-                f"the limit is {limits.max_chars:,}: shorten it",
-                "too_long",
-                which=which,
-                chars=len(value),
-                limit=limits.max_chars,
-            )
+    check_length(text, pair, limits)
     if not (text and text.strip()):
         raise InputError("the text is empty: type a sentence", "empty")
     pair = pair if pair and pair.strip() else None
