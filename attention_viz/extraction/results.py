@@ -90,7 +90,8 @@ def extract(
     """
     if source not in SOURCES:
         raise InputError(f"unknown source {source!r}: choose one of {', '.join(SOURCES)}", "unknown_source")
-    encoding = encode(loaded.tokenizer, text, pair, loaded.info.max_positions, limits)
+    types = loaded.encoder.config.type_vocab_size
+    encoding = encode(loaded.tokenizer, text, pair, loaded.info.max_positions, limits, types)
     if source == "pretrained":
         weights = pretrained_attention(loaded.model, encoding)
         return AttentionResult(weights, encoding, loaded.info.name, source)

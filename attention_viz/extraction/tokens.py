@@ -31,7 +31,6 @@ class InputError(ValueError):
         self.fields = fields
 
 
-
 @dataclass(frozen=True)
 class Encoding:
     """One input (a text or a sentence pair) as the model sees it; ``t`` tokens after truncation.
@@ -53,6 +52,8 @@ class Encoding:
         truncated: whether the input was cut to the model's maximum length.
         cut: tokens cut from sentence A and from sentence B (``longest_first``: the longer one loses
             tokens first); ``(0, 0)`` when nothing was cut.
+        one_segment: a sentence pair given to a model with one token type (``type_vocab_size=1``): both
+            sentences get token type 0, as such models read a pair (``segments`` still tell them apart).
     """
 
     input_ids: np.ndarray
@@ -65,6 +66,7 @@ class Encoding:
     num_input_tokens: int
     truncated: bool
     cut: tuple[int, int] = (0, 0)
+    one_segment: bool = False
 
     @property
     def num_tokens(self) -> int:
@@ -76,9 +78,13 @@ class Encoding:
         return bool((self.segments == 1).any())
 
 
-
 def encode(
-    tokenizer, text: str, pair: str | None = None, max_length: int = 512, limits: settings.Limits | None = None
+    tokenizer,
+    text: str,
+    pair: str | None = None,
+    max_length: int = 512,
+    limits: settings.Limits | None = None,
+    type_vocab_size: int = 2,
 ) -> Encoding:
     """Tokenise a text or a sentence pair, cut to ``max_length`` tokens.
 
@@ -95,6 +101,8 @@ def encode(
         max_length: the model's maximum positions; longer inputs are cut (``longest_first``).
         limits: characters and tokens accepted (default: :func:`attention_viz.settings.load`); the
             token limit is the smaller of ``limits.max_tokens`` and ``max_length``.
+        type_vocab_size: the model's token types (``config.type_vocab_size``); with one, a pair's
+            sentence B gets type 0 too (:attr:`Encoding.one_segment`) instead of an index the model lacks.
 
     Returns:
         :class:`Encoding`.
@@ -138,9 +146,11 @@ def encode(
     special = np.array([s is None for s in sequence_ids])
     kept = (sequence_ids.count(0), sequence_ids.count(1))
     tokens = tuple(tokenizer.convert_ids_to_tokens(enc["input_ids"]))
+    token_type_ids = np.asarray(enc["token_type_ids"], dtype=np.int64)
+    one_segment = bool(token_type_ids.max(initial=0) >= type_vocab_size)
     return Encoding(
         input_ids=np.asarray(enc["input_ids"], dtype=np.int64),
-        token_type_ids=np.asarray(enc["token_type_ids"], dtype=np.int64),
+        token_type_ids=np.minimum(token_type_ids, type_vocab_size - 1),
         tokens=tokens,
         labels=_labels(enc, tokens, (text, pair), tokenizer.unk_token),
         word_ids=_word_ids(enc.word_ids(), sequence_ids),
@@ -149,6 +159,7 @@ def encode(
         num_input_tokens=num_input_tokens,
         truncated=num_input_tokens > len(enc["input_ids"]),
         cut=(a_tokens - kept[0], b_tokens - kept[1]),
+        one_segment=one_segment,
     )
 
 
@@ -181,7 +192,6 @@ def _labels(enc, tokens: tuple[str, ...], texts: tuple[str, str | None], unk_tok
         labels.append(label)
         previous_word = None if s is None else (s, w)
     return tuple(labels)
-
 
 
 def model_inputs(encoding: Encoding) -> dict[str, torch.Tensor]:
