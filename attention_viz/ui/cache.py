@@ -32,18 +32,33 @@ from attention_viz.models.loading import LoadedModel, ModelLoadError
 SECRETS_SECTION = "attention_viz"  # [attention_viz] in .streamlit/secrets.toml: allowed_models, model_root, ...
 
 
+def _secrets() -> dict:
+    try:
+        return dict(st.secrets[SECRETS_SECTION]) if st.secrets.load_if_toml_exists() else {}
+    except KeyError:
+        return {}
+
+
 def app_settings() -> settings.Settings:
     """The operator's settings: ``ATTENTION_VIZ_*`` environment variables, then ``[attention_viz]`` in
-    ``.streamlit/secrets.toml``; the defaults (with the reason in the log) if a value is invalid."""
+    ``.streamlit/secrets.toml``; the defaults (with the reason in the log) if a value is invalid.
+
+    The server's start loads the bundled model through here (:mod:`attention_viz.ui.warmup`), so an
+    invalid value is in the log from the start; :func:`settings_problem` lets a page say so too."""
     try:
-        secrets = dict(st.secrets[SECRETS_SECTION]) if st.secrets.load_if_toml_exists() else {}
-    except KeyError:
-        secrets = {}
-    try:
-        return settings.load(overrides=secrets)
+        return settings.load(overrides=_secrets())
     except settings.SettingsError as exc:
         logging.getLogger("attention_viz").error("invalid setting, using the defaults: %s", exc)
         return settings.Settings()
+
+
+def settings_problem() -> str | None:
+    """Why the operator's settings are not used (the defaults are), or ``None`` when they are."""
+    try:
+        settings.load(overrides=_secrets())
+    except settings.SettingsError as exc:
+        return str(exc)
+    return None
 
 
 @st.cache_resource(max_entries=4, show_spinner="Loading the model…")
@@ -135,9 +150,17 @@ def parity(loaded: LoadedModel, text: str, pair: str | None) -> float:
     return _parity(loaded, loaded.info.name, text, pair)
 
 
+def _encode(loaded: LoadedModel, text: str, pair: str | None) -> extraction.Encoding:
+    """The input as the model sees it, within the operator's limits (what :func:`pretrained` is given)."""
+    limits = app_settings().limits
+    return extraction.encode(
+        loaded.tokenizer, text, pair, loaded.info.max_positions, limits, loaded.encoder.config.type_vocab_size
+    )
+
+
 @st.cache_data(max_entries=32, show_spinner=False)
 def _head_vectors(_loaded: LoadedModel, model_name: str, text: str, pair: str | None, layer: int, head: int):
-    encoding = extraction.encode(_loaded.tokenizer, text, pair, _loaded.info.max_positions)
+    encoding = _encode(_loaded, text, pair)
     hidden = steps.layer_input(_loaded.encoder, encoding, layer)
     return encoding, steps.head_vectors(_loaded.encoder, hidden, layer, head)
 
@@ -151,7 +174,7 @@ def head_vectors(loaded: LoadedModel, text: str, pair: str | None, layer: int, h
 def _article_maps(
     _loaded: LoadedModel, model_name: str, text: str, pair: str | None, layer: int, seed: int, differences: tuple
 ):
-    encoding = extraction.encode(_loaded.tokenizer, text, pair, _loaded.info.max_positions)
+    encoding = _encode(_loaded, text, pair)
     hidden = steps.layer_input(_loaded.encoder, encoding, layer)
     correct, article = article_compare.seeded_layers(_loaded.info.hidden_size, _loaded.info.num_heads, seed)
     base = article_compare.variant_weights(hidden, correct, article)
@@ -192,10 +215,10 @@ def corpus_statistics(
 ) -> analysis.CorpusResult:
     """Statistics (and head divergence; importance if asked) over a corpus text, computed once per model,
     corpus and options; ``progress(done, total)`` is called while it runs. Streamlit stops the run when
-    the user changes the input (the next progress update raises), and nothing is stored then.
+    the user changes the input or presses Stop (the next progress update raises), and nothing is stored then.
 
     Raises:
-        InputError: an empty corpus.
+        InputError: an empty corpus, or one over the operator's limits.
     """
     digest = hashlib.sha256(corpus.encode("utf-8")).hexdigest()
     key = (loaded.info.name, digest, batch_size, importance)
@@ -205,7 +228,10 @@ def corpus_statistics(
             store.move_to_end(key)
             return store[key]
     texts = analysis.parse_corpus(corpus)
-    result = analysis.corpus_statistics(loaded, texts, batch_size, progress, importance=importance, divergence=True)
+    limits = app_settings().limits
+    result = analysis.corpus_statistics(
+        loaded, texts, batch_size, progress, importance=importance, divergence=True, limits=limits
+    )
     with lock:
         store[key] = result
         while len(store) > CORPUS_RESULTS_KEPT:
