@@ -55,9 +55,10 @@ def main() -> None:
         st.switch_page(pages[requested])
     loaded = controls.sidebar()
     state.write_url(page)
-    sharing.link_box(page)
+    link_note = sharing.link_box(page)
     if loaded is None:
         warmup.clear(warming)
+        sharing.opened_link(link_note)
         st.title(t("app.title"))
         st.info(t("app.model_failed"))
         st.stop()
@@ -66,6 +67,7 @@ def main() -> None:
         navigation.run()
     finally:  # also when the page stops early (st.stop) to show a message
         warmup.clear(warming)
+        sharing.opened_link(link_note)  # after the page: it names the settings the page had to change too
 
 
 if __name__ == "__main__":  # Streamlit runs this file as every session's script

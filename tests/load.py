@@ -46,13 +46,13 @@ from browser import ARTIFACTS, CHROMIUM_ARGS, MAP_DRAWN, Running, chromium_path,
 SENTENCE_BOX = "Sentence"  # the text area's label
 SLIDER_LAYER, SLIDER_HEAD = "Layer", "Head"
 # The first plotly chart whose first trace is a heatmap with exactly these (query) labels; plotly.js
-# keeps each chart's decoded data on its div (_fullData); label suffixes that keep duplicates apart
-# are invisible characters, stripped here.
+# keeps each chart's decoded data on its div (_fullData); the bidi isolates around each label and the
+# suffixes that keep duplicates apart are invisible characters, stripped here.
 HEATMAP_FOR_LABELS = """labels => {
   for (const el of document.querySelectorAll('.js-plotly-plot')) {
     const trace = el._fullData && el._fullData[0];
     if (!trace || trace.type !== 'heatmap' || !trace.y) continue;
-    const y = Array.from(trace.y, s => String(s).replace(/[\\u200b\\u200c]+$/, ''));
+    const y = Array.from(trace.y, s => String(s).replace(/[\\u200b\\u200c]+$/, '').replace(/^\\u2068|\\u2069$/g, ''));
     if (y.length === labels.length && y.every((s, i) => s === labels[i]))
       return Array.from(trace.z, row => Array.from(row));
   }

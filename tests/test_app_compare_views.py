@@ -11,6 +11,7 @@ from numpy.testing import assert_allclose
 
 from attention_viz import analysis
 from attention_viz.extraction import export, extract
+from attention_viz.figures import label_text
 from attention_viz.ui import i18n, links, state
 
 GPU = "I have a new GPU!"  # "gpu" is two WordPieces, gp and ##u
@@ -57,7 +58,7 @@ def test_word_level_keeps_cls_and_sep_and_rows_sum_to_1(bundled, media):
     expected = _clark_merge(raw, encoding.word_ids)
     assert_allclose(z(shown), expected, atol=1e-6)
     assert_allclose(z(shown).sum(-1), 1, atol=1e-6)  # [CLS]/[SEP] kept: nothing leaks out of a row
-    words = [label.strip() for label in shown["data"][0]["y"]]
+    words = [label_text(label) for label in shown["data"][0]["y"]]
     assert words[0] == "[CLS]" and words[-1] == "[SEP]" and "GPU" in words and "gp" not in words
     assert any(i18n.t("views.note_words") in c.value for c in at.caption)
     # the CSV holds the shown (word-level) matrix with the words as labels

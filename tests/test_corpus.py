@@ -65,11 +65,11 @@ def test_corpus_progress_cancel_skip_and_errors(bundled):
     calls = []
     texts = [(SHORT, None), ("\u200b", None), (LONG, None)]  # a zero-width space normalises to nothing
     result = corpus_statistics(bundled, texts, batch_size=2, progress=lambda done, total: calls.append((done, total)))
-    assert calls == [(2, 3), (3, 3)]
+    assert calls == [(0, 3), (2, 3), (3, 3)]
     assert (result.num_texts, result.num_skipped) == (2, 1)
     assert result.statistics.shape[0] == 72 and {"layer", "head", "tags"} <= set(result.statistics.columns)
     with pytest.raises(CancelledError, match="after 2 of 3"):
-        corpus_statistics(bundled, texts, batch_size=2, cancel=lambda: bool(calls.append(None)) or len(calls) > 3)
+        corpus_statistics(bundled, texts, batch_size=2, cancel=lambda: bool(calls.append(None)) or len(calls) > 4)
     with pytest.raises(InputError, match="at least 1"):
         corpus_statistics(bundled, texts, batch_size=0)
     with pytest.raises(InputError, match="empty"):

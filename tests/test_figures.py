@@ -10,6 +10,8 @@ from attention_viz.figures import (
     attention_heatmap,
     difference_heatmap,
     head_grid,
+    isolate,
+    label_text,
     pool_attention,
     shared_range,
     unique_labels,
@@ -40,8 +42,8 @@ def test_rows_are_queries_top_to_bottom():
     figure = attention_heatmap(weights, LABELS, title="layer 0, head 0")
     trace = figure.data[0]
     assert np.array_equal(trace.z, weights)  # z[i] is query i's row
-    assert [y.rstrip("\u200b\u200c") for y in trace.y] == LABELS
-    assert [x.rstrip("\u200b\u200c") for x in trace.x] == LABELS
+    assert [label_text(y) for y in trace.y] == LABELS
+    assert [label_text(x) for x in trace.x] == LABELS
     assert tuple(figure.layout.yaxis.range) == (len(LABELS) - 0.5, -0.5)  # query 0 ([CLS]) at the top
     assert figure.layout.yaxis.scaleanchor == "x"  # square cells
     assert trace.hovertemplate.startswith("%{y} → %{x}: %{z")
@@ -51,9 +53,11 @@ def test_rows_are_queries_top_to_bottom():
 def test_every_token_has_its_own_row_even_when_labels_repeat():
     figure = attention_heatmap(_weights(len(LABELS)), LABELS)
     assert len(set(figure.data[0].y)) == len(LABELS)
-    assert unique_labels(["a", "b", "a", "a", "a"]) == ["a", "b", "a\u200c", "a\u200c\u200b", "a\u200c\u200c"]
+    a, b = isolate("a"), isolate("b")
+    assert unique_labels(["a", "b", "a", "a", "a"]) == [a, b, a + "\u200c", a + "\u200c\u200b", a + "\u200c\u200c"]
     repeated = unique_labels(["hello"] * 512)
-    assert len(set(repeated)) == 512 and max(map(len, repeated)) == len("hello") + 9  # log2(511) digits
+    assert len(set(repeated)) == 512 and max(map(len, repeated)) == len(isolate("hello")) + 9  # log2(511) digits
+    assert {label_text(label) for label in repeated} == {"hello"}
 
 
 def test_fitted_and_shared_colour_range():

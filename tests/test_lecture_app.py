@@ -14,6 +14,7 @@ from apptools import figures as _figures
 from apptools import no_errors as _no_errors
 from apptools import run_app as _app
 from apptools import z as _z
+from markup import shown
 from streamlit.testing.v1 import AppTest
 
 from attention_viz.analysis import article_compare, presets, steps
@@ -124,7 +125,7 @@ def test_each_example_is_one_click_and_shows_its_finding(preset, bundled):
     result = extract(bundled, preset.text, preset.pair or None)
     query, key, weight = presets.finding(preset, result.encoding, result.weights[preset.layer, preset.head])
     labels = result.encoding.labels
-    assert f'"{labels[query]}" → "{labels[key]}": {weight:.2f}' in at.info[0].value
+    assert f'"{labels[query]}" → "{labels[key]}": {weight:.2f}' in shown(at.info[0].value).text  # tokens literal
     assert preset.look_for["en"] in at.info[0].value
 
 

@@ -89,7 +89,8 @@ def extract(
         AttentionError: the model gave no or invalid attention weights.
     """
     _check_source(source)
-    encoding = encode(loaded.tokenizer, text, pair, loaded.info.max_positions, limits)
+    types = loaded.encoder.config.type_vocab_size
+    encoding = encode(loaded.tokenizer, text, pair, loaded.info.max_positions, limits, types)
     return extract_encoded(loaded, encoding, source, variant, seed)
 
 

@@ -59,6 +59,8 @@ class Encoding:
         words: the typed text of each word, ``words[word_ids[i]]`` for token ``i`` (each character
             once, even where several pieces share it); empty for a word of whitespace only, and ``()``
             for an encoding made without them.
+        one_segment: a sentence pair given to a model with one token type (``type_vocab_size=1``): both
+            sentences get token type 0, as such models read a pair (``segments`` still tell them apart).
     """
 
     input_ids: np.ndarray
@@ -72,6 +74,7 @@ class Encoding:
     truncated: bool
     cut: tuple[int, int] = (0, 0)
     words: tuple[str, ...] = ()
+    one_segment: bool = False
 
     @property
     def num_tokens(self) -> int:
@@ -104,7 +107,12 @@ def check_length(text: str | None, pair: str | None, limits: settings.Limits) ->
 
 
 def encode(
-    tokenizer, text: str, pair: str | None = None, max_length: int = 512, limits: settings.Limits | None = None
+    tokenizer,
+    text: str,
+    pair: str | None = None,
+    max_length: int = 512,
+    limits: settings.Limits | None = None,
+    type_vocab_size: int = 2,
 ) -> Encoding:
     """Tokenise a text or a sentence pair, cut to ``max_length`` tokens.
 
@@ -121,6 +129,8 @@ def encode(
         max_length: the model's maximum positions; longer inputs are cut (``longest_first``).
         limits: characters and tokens accepted (default: :func:`attention_viz.settings.load`); the
             token limit is the smaller of ``limits.max_tokens`` and ``max_length``.
+        type_vocab_size: the model's token types (``config.type_vocab_size``); with one, a pair's
+            sentence B gets type 0 too (:attr:`Encoding.one_segment`) instead of an index the model lacks.
 
     Returns:
         :class:`Encoding`.
@@ -164,9 +174,11 @@ def encode(
     tokens = tuple(tokenizer.convert_ids_to_tokens(enc["input_ids"]))
     word_ids = _word_ids(enc.word_ids(), sequence_ids)
     labels, words = _labels(tokenizer, enc, tokens, (text, pair), word_ids)
+    token_type_ids = np.asarray(enc["token_type_ids"], dtype=np.int64)
+    one_segment = bool(0 < type_vocab_size <= token_type_ids.max(initial=0))
     return Encoding(
         input_ids=np.asarray(enc["input_ids"], dtype=np.int64),
-        token_type_ids=np.asarray(enc["token_type_ids"], dtype=np.int64),
+        token_type_ids=np.minimum(token_type_ids, max(type_vocab_size, 1) - 1),  # 0: the model reads none
         tokens=tokens,
         labels=labels,
         word_ids=word_ids,
@@ -176,6 +188,7 @@ def encode(
         truncated=num_input_tokens > len(enc["input_ids"]),
         cut=(a_tokens - kept[0], b_tokens - kept[1]),
         words=words,
+        one_segment=one_segment,
     )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 ELLIPSIS = "…"
 LABEL_LIMIT = 20  # characters kept on an axis; the hover shows the full label
+FSI, PDI = "\u2068", "\u2069"  # FIRST STRONG ISOLATE, POP DIRECTIONAL ISOLATE (Unicode bidi, UAX #9)
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,23 @@ def shorten_label(label: str, limit: int = LABEL_LIMIT) -> str:
     Case C21: a 120-character [UNK] piece becomes its first 19 characters and "…".
     """
     return plotly_text(label if len(label) <= limit else label[: limit - 1] + ELLIPSIS)
+
+
+def isolate(label: str) -> str:
+    """``label`` between FSI and PDI: shown in its own direction, it cannot reorder the text around it.
+
+    A Hebrew or Arabic token in "query → key: weight" would otherwise take the arrow and the colon into
+    its right-to-left run and the hover would read "weight :key → query". Figures isolate every token
+    label (ticks, hover, bars, lines); the exports keep the labels as they are.
+    """
+    return f"{FSI}{label}{PDI}"
+
+
+def label_text(shown: str) -> str:
+    """The label a figure shows, back as the token's label: without isolates and the invisible suffix that
+    keeps repeats apart (see :func:`attention_viz.figures.unique_labels`), and with plotly's entities read
+    back (:func:`plotly_text`)."""
+    return html.unescape(shown.rstrip("\u200b\u200c").removeprefix(FSI).removesuffix(PDI))
 
 
 def window_start(start: int, total: int, size: int) -> int:

@@ -32,18 +32,33 @@ from attention_viz.models.loading import LoadedModel, ModelLoadError
 SECRETS_SECTION = "attention_viz"  # [attention_viz] in .streamlit/secrets.toml: allowed_models, model_root, ...
 
 
+def _secrets() -> dict:
+    try:
+        return dict(st.secrets[SECRETS_SECTION]) if st.secrets.load_if_toml_exists() else {}
+    except KeyError:
+        return {}
+
+
 def app_settings() -> settings.Settings:
     """The operator's settings: ``ATTENTION_VIZ_*`` environment variables, then ``[attention_viz]`` in
-    ``.streamlit/secrets.toml``; the defaults (with the reason in the log) if a value is invalid."""
+    ``.streamlit/secrets.toml``; the defaults (with the reason in the log) if a value is invalid.
+
+    The server's start loads the bundled model through here (:mod:`attention_viz.ui.warmup`), so an
+    invalid value is in the log from the start; :func:`settings_problem` lets a page say so too."""
     try:
-        secrets = dict(st.secrets[SECRETS_SECTION]) if st.secrets.load_if_toml_exists() else {}
-    except KeyError:
-        secrets = {}
-    try:
-        return settings.load(overrides=secrets)
+        return settings.load(overrides=_secrets())
     except settings.SettingsError as exc:
         logging.getLogger("attention_viz").error("invalid setting, using the defaults: %s", exc)
         return settings.Settings()
+
+
+def settings_problem() -> str | None:
+    """Why the operator's settings are not used (the defaults are), or ``None`` when they are."""
+    try:
+        settings.load(overrides=_secrets())
+    except settings.SettingsError as exc:
+        return str(exc)
+    return None
 
 
 @st.cache_resource(max_entries=4, show_spinner="Loading the model…")
@@ -118,7 +133,8 @@ def _input(loaded: LoadedModel, text: str, pair: str | None) -> tuple[settings.L
 
 @st.cache_resource(max_entries=64, ttl=RESULT_TTL, show_spinner=False)
 def _encoding(_loaded: LoadedModel, model_name: str, text: str, pair: str | None, limits: settings.Limits):
-    return _read_only(extraction.encode(_loaded.tokenizer, text, pair, _loaded.info.max_positions, limits))
+    types = _loaded.encoder.config.type_vocab_size  # one token type: a pair is read as one segment
+    return _read_only(extraction.encode(_loaded.tokenizer, text, pair, _loaded.info.max_positions, limits, types))
 
 
 # 32 entries bound the memory: a 512-token result of the bundled model is 75 MB.
@@ -260,10 +276,10 @@ def corpus_statistics(
 ) -> analysis.CorpusResult:
     """Statistics (and head divergence; importance if asked) over a corpus text, computed once per model,
     corpus and options; ``progress(done, total)`` is called while it runs. Streamlit stops the run when
-    the user changes the input (the next progress update raises), and nothing is stored then.
+    the user changes the input or presses Stop (the next progress update raises), and nothing is stored then.
 
     Raises:
-        InputError: an empty corpus.
+        InputError: an empty corpus, or one over the operator's limits.
     """
     digest = hashlib.sha256(corpus.encode("utf-8")).hexdigest()
     key = (loaded.info.name, digest, batch_size, importance)
@@ -273,7 +289,10 @@ def corpus_statistics(
             store.move_to_end(key)
             return store[key]
     texts = analysis.parse_corpus(corpus)
-    result = analysis.corpus_statistics(loaded, texts, batch_size, progress, importance=importance, divergence=True)
+    limits = app_settings().limits
+    result = analysis.corpus_statistics(
+        loaded, texts, batch_size, progress, importance=importance, divergence=True, limits=limits
+    )
     with lock:
         store[key] = result
         while len(store) > CORPUS_RESULTS_KEPT:

@@ -9,15 +9,22 @@ import streamlit as st
 from attention_viz.models.loading import BUNDLED_MODEL, LoadedModel, ModelLoadError
 from attention_viz.ui import cache, feedback, presets_ui, state
 from attention_viz.ui.i18n import LANGUAGE_KEY, LANGUAGES, t
+from attention_viz.ui.safe_text import Markdown
 
 
-def kept_slider(label: str, key: str, count: int, **options) -> int:
+def kept_slider(label: Markdown, key: str, count: int, **options) -> int:
     """A slider over ``0 .. count - 1`` whose choice survives a change of ``count`` (case C24).
 
     A choice still in range is kept; one out of range is clamped, with a note under the slider. Any
-    page can use it for a control whose range follows the model.
+    page can use it for a control whose range follows the model. With one choice (a model of one layer
+    or one head) there is nothing to slide, and ``st.slider`` refuses equal ends: a caption says 0.
     """
     moved = state.keep_choice(key, range(count))
+    if count == 1:
+        if st.session_state.get(key) != 0:  # the unrendered slider's last value can come back: set it each run
+            st.session_state[key] = 0
+        st.caption(t("sidebar.only_choice", control=label))
+        return 0
     value = st.slider(label, 0, count - 1, key=key, **options)
     if moved is not None:
         st.caption(t("sidebar.model_clamped", control=label, old=moved[0], last=count - 1, new=moved[1]))
@@ -33,7 +40,11 @@ def model_choices(typed: str | None) -> tuple[list[str], Callable[[str], str]]:
 
 
 def _model() -> LoadedModel | None:
-    """The typed model; if it fails, the previous one (the bundled one before any) and a message."""
+    """The typed model; if it fails, the previous one (the bundled one before any) and a message.
+
+    Called before the Model box is drawn: after a failure the box shows the model that is shown (the
+    message names the one that failed).
+    """
     wanted = state.typed_model()
     try:
         loaded = cache.model(wanted)
@@ -48,7 +59,7 @@ def _model() -> LoadedModel | None:
         feedback.model_failed(exc, previous)  # in the main area, above the page
         if loaded is None:
             return None
-        wanted = previous
+        wanted = st.session_state["model"] = previous
     state.set_active_model(wanted)
     return loaded
 
@@ -60,6 +71,8 @@ def sidebar() -> LoadedModel | None:
     every control keeps its value.
     """
     state.init()
+    feedback.settings_problem()
+    loaded = _model()
     typed = st.session_state["model"]
     with st.sidebar:
         st.radio(t("sidebar.language"), list(LANGUAGES), key=LANGUAGE_KEY, format_func=LANGUAGES.get, horizontal=True)
@@ -75,7 +88,6 @@ def sidebar() -> LoadedModel | None:
         )
         st.text_area(t("sidebar.text"), key="text", height=100)
         st.text_input(t("sidebar.pair"), key="pair", help=t("sidebar.pair_help"))
-    loaded = _model()
     with st.sidebar:
         layers, heads = state.model_shape(None if loaded is None else loaded.info)
         kept_slider(t("sidebar.layer"), "layer", layers, disabled=loaded is None)

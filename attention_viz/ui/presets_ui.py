@@ -8,6 +8,7 @@ from attention_viz.analysis import presets
 from attention_viz.models.loading import LoadedModel
 from attention_viz.ui import cache
 from attention_viz.ui.i18n import language, t
+from attention_viz.ui.safe_text import Markdown
 
 _PICKER = "_preset"  # a one-shot widget: reset after each choice, so the same example can be chosen again
 
@@ -29,7 +30,7 @@ def picker() -> None:
         t("presets.label"),
         [p.id for p in presets.load()],
         key=_PICKER,
-        format_func={p.id: p.title[language()] for p in presets.load()}.__getitem__,  # fixed at draw time
+        format_func={p.id: Markdown(p.title[language()]) for p in presets.load()}.__getitem__,  # fixed at draw time
         on_change=_apply,
         help=t("presets.help"),
     )
@@ -50,7 +51,7 @@ def look_for(loaded: LoadedModel) -> None:
     if not (preset.layer < loaded.info.num_layers and preset.head < loaded.info.num_heads):
         return
     found = presets.finding(preset, result.encoding, result.weights[preset.layer, preset.head])
-    text = preset.look_for[language()]
+    text = Markdown(preset.look_for[language()])  # the project's own words (assets/presets), in Markdown
     if found is not None:
         query, key, weight = found
         labels = result.encoding.labels
@@ -62,4 +63,4 @@ def look_for(loaded: LoadedModel) -> None:
             key=labels[key],
             weight=f"{weight:.2f}",
         )
-    st.info(t("presets.active", title=preset.title[language()]) + " " + text, icon=":material/lightbulb:")
+    st.info(t("presets.active", title=Markdown(preset.title[language()])) + " " + text, icon=":material/lightbulb:")

@@ -13,6 +13,7 @@ import streamlit as st
 from attention_viz.analysis import BLOCKS, ViewMatrix, ViewOptions
 from attention_viz.ui import state
 from attention_viz.ui.i18n import option_labels, t
+from attention_viz.ui.safe_text import Markdown
 
 
 def view_options(is_pair: bool) -> ViewOptions:
@@ -65,4 +66,4 @@ def view_caption(view: ViewMatrix, options: ViewOptions) -> None:
     if options.block != "all":
         notes.append(t("views.note_block", block=t(f"views.block_{options.block}")))
     if notes:
-        st.caption(" ".join(notes))
+        st.caption(Markdown(" ").join(notes))

@@ -8,7 +8,7 @@ import streamlit as st
 from attention_viz import analysis, figures
 from attention_viz.models.encoder import Variant
 from attention_viz.ui import cache, downloads, feedback, model_notes, state
-from attention_viz.ui.i18n import option_labels, t
+from attention_viz.ui.i18n import option_labels, plain, t
 from attention_viz.ui.view_options import view_caption, view_options
 
 VIEWS = state.MAP_VIEWS
@@ -217,7 +217,7 @@ no_focus = t("compare.focus_none")  # fixed at draw time: format_func may run ou
 st.selectbox(
     t("compare.focus"),
     [-1, *range(queries)],
-    format_func=lambda i: no_focus if i < 0 else f"{i}: {figures.shorten_label(row_labels[i])}",
+    format_func=lambda i: no_focus if i < 0 else f"{i}: {figures.isolate(figures.shorten_label(row_labels[i]))}",
     key=_page_widget("focus"),
     on_change=_on_focus_box,
     args=(queries, size),
@@ -228,7 +228,7 @@ if focus >= 0:
         figures.focus_bars(
             bars,
             key_labels[columns],
-            t("compare.bars_title", token=row_labels[focus], index=focus),
+            plain("compare.bars_title", token=figures.isolate(row_labels[focus]), index=focus),  # a chart: no Markdown
             style,
             columns.start,
         ),

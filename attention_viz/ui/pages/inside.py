@@ -6,6 +6,7 @@ from attention_viz import analysis, figures
 from attention_viz.analysis import presets, steps
 from attention_viz.ui import cache, downloads, feedback, presets_ui, state
 from attention_viz.ui.i18n import option_labels, t
+from attention_viz.ui.safe_text import Markdown
 
 PARITY_BOUND = 1e-5
 
@@ -33,8 +34,12 @@ def _remember_mask() -> None:
 
 
 stored_query = st.session_state["inside_query"]
+if stored_query >= n:  # a token past this text's end (an old choice, a link): the default query instead
+    st.session_state["inside_query"] = stored_query = -1
 query_index = stored_query if 0 <= stored_query < n else _default_query()
 masked_keys = [int(k) for k in st.session_state["masked"].split(",") if k.strip().isdigit() and int(k) < n]
+if st.session_state["masked"] != ",".join(map(str, masked_keys)):  # keys past the end dropped: say so in the state
+    st.session_state["masked"] = ",".join(map(str, sorted(set(masked_keys))))
 
 st.header(t("inside.title", layer=layer, head=head, query=labels[query_index]))
 st.markdown(t("inside.intro", head_dim=info.head_dim, hidden=info.hidden_size))
@@ -45,7 +50,7 @@ query_index = left.selectbox(
     t("inside.query"),
     range(n),
     index=query_index,
-    format_func=lambda i: f"{i}: {labels[i]}",
+    format_func=lambda i: f"{i}: {figures.isolate(labels[i])}",
     key=state.page_widget_key("inside_query"),
     on_change=state.remember,
     args=("inside_query",),
@@ -76,7 +81,7 @@ masked_keys = right.multiselect(
     t("inside.mask"),
     range(n),
     default=masked_keys,
-    format_func=lambda i: f"{i}: {labels[i]}",
+    format_func=lambda i: f"{i}: {figures.isolate(labels[i])}",
     help=t("inside.mask_help"),
     placeholder=t("inside.mask_placeholder"),
     key=state.page_widget_key("masked"),
@@ -92,7 +97,7 @@ d = info.head_dim
 config = downloads.chart_config(info.name, layer, head, "inside")
 
 
-def step(number: int, text: str, figure, key: str) -> None:
+def step(number: int, text: Markdown, figure, key: str) -> None:
     """One step: its explanation on the left, its chart on the right."""
     words, chart = st.columns([1, 2])
     words.markdown(f"**{number}.** {text}")
