@@ -52,6 +52,7 @@ MEASURE = """el => {
 
 def _wait_for_map(page, first_label: str, rows: int) -> None:
     """Wait until the main map shows ``rows`` rows starting with ``first_label``, drawn and settled."""
+    first_label = figures.unique_labels([first_label])[0]  # as the figure writes it (bidi-isolated)
     page.wait_for_function(
         """([sel, first, n]) => { const all = document.querySelectorAll(sel), el = all[0];
             const running = document.querySelector('[data-testid="stStatusWidget"]');
