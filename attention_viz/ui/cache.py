@@ -282,14 +282,14 @@ def corpus_statistics(
         InputError: an empty corpus, or one over the operator's limits.
     """
     digest = hashlib.sha256(corpus.encode("utf-8")).hexdigest()
-    key = (loaded.info.name, digest, batch_size, importance)
+    limits = app_settings().limits  # in the key: a corpus refused under new limits is not served from the store
+    key = (loaded.info.name, digest, batch_size, importance, limits)
     store, lock = _corpus_store()
     with lock:
         if key in store:
             store.move_to_end(key)
             return store[key]
     texts = analysis.parse_corpus(corpus)
-    limits = app_settings().limits
     result = analysis.corpus_statistics(
         loaded, texts, batch_size, progress, importance=importance, divergence=True, limits=limits
     )
