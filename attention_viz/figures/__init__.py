@@ -14,8 +14,10 @@ from attention_viz.figures.heatmaps import (
     ATTENTION_COLORSCALE,
     DIFFERENCE_COLORSCALE,
     attention_heatmap,
+    chart_height_over_width,
     difference_heatmap,
     shared_range,
+    side_for_width,
     unique_labels,
 )
 from attention_viz.figures.layout import (
@@ -40,6 +42,7 @@ __all__ = [
     "THUMBNAIL_SIZE",
     "MapStyle",
     "attention_heatmap",
+    "chart_height_over_width",
     "difference_heatmap",
     "focus_bars",
     "head_grid",
@@ -51,6 +54,7 @@ __all__ = [
     "pool_attention",
     "shared_range",
     "shorten_label",
+    "side_for_width",
     "similarity_map",
     "step_heatmap",
     "unique_labels",
