@@ -1,0 +1,188 @@
+"""The lecture screen in a real browser (Debian's Chromium): nothing fetched from another host, the click
+sequences that used to end on Streamlit's error page, the keyboard steppers, and the one-screen layout
+measured at a projector's 1280 × 720 and at 800 × 600."""
+
+from urllib.parse import urlsplit
+
+import numpy as np
+import pytest
+from browser import ARTIFACTS, CHROMIUM_ARGS, MAP, chromium_path, streamlit_server
+from playwright.sync_api import expect, sync_playwright
+
+from attention_viz.extraction import extract
+from attention_viz.ui import i18n, state
+
+PAGES = ("compare", "all_heads", "head_stats", "head_similarity", "rollout", "inside", "article")
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+ERROR_BOX = "[data-testid='stException']"
+ZH = i18n.table("zh")
+
+
+@pytest.fixture(scope="module")
+def server():
+    with streamlit_server() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def _settle(page) -> None:
+    """Wait until the app has finished its run (the script idle, no rerun pending)."""
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, timeout=90_000)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=90_000)
+    page.wait_for_timeout(300)
+
+
+def _open(browser, url: str, width: int = 1280, height: int = 720, query: str = ""):
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.goto(f"{url}/{query}")
+    page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+    _settle(page)
+    return page
+
+
+def _no_error_page(page) -> None:
+    assert page.locator(ERROR_BOX).count() == 0
+    assert page.get_by_text("This app has encountered an error").count() == 0
+    expect(page.locator("[data-testid='stSidebar'] textarea").first).to_be_visible()  # the sidebar stays
+
+
+def _heading(page, text: str) -> None:
+    expect(page.get_by_role("heading", name=text, exact=True)).to_be_visible(timeout=60_000)
+
+
+def _language(page, name: str) -> None:
+    page.locator("[data-testid='stSidebar'] label").filter(has_text=name).first.click()
+    _settle(page)
+
+
+def _choose(page, selector: str, option: str) -> None:
+    """Pick ``option`` in the selectbox inside ``selector``."""
+    box = page.locator(f"{selector} input[role='combobox']").first
+    box.click()
+    box.fill(option)  # the list shows the options that match what is typed
+    page.get_by_role("option", name=option, exact=True).first.click()
+    _settle(page)
+
+
+def _click(page, key: str) -> None:
+    page.locator(f".st-key-{key} button").first.click()
+    _settle(page)
+
+
+# --- Nothing leaves the server ---------------------------------------------------------------------------
+
+
+def test_no_request_leaves_the_apps_own_origin_on_any_page(server, browser):
+    url, _, _ = server
+    origin = urlsplit(url).netloc
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    requested = []
+    page.on("request", lambda request: requested.append(request.url))
+    page.on("websocket", lambda socket: requested.append(socket.url))
+    for language in ("en", "zh"):
+        for name in PAGES:
+            page.goto(f"{url}/?page={name}&lang={language}&presentation={int(language == 'zh')}")
+            _settle(page)
+            page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+            _no_error_page(page)
+    page.close()
+    foreign = sorted(
+        {u for u in requested if urlsplit(u).scheme not in ("data", "blob") and urlsplit(u).netloc != origin}
+    )
+    assert len(requested) > 100 and not foreign, foreign
+
+
+# --- Click sequences -------------------------------------------------------------------------------------
+
+
+def test_chinese_then_head_then_difference(server, browser):
+    url, _, _ = server
+    page = _open(browser, url)
+    _language(page, "中文")
+    _click(page, "step_head_next")
+    _heading(page, ZH["compare.title"].format(layer=3, head=2))
+    page.locator("[class*='st-key-_map_view-'] label").filter(has_text=ZH["compare.view_difference"]).click()
+    _settle(page)
+    _no_error_page(page)
+    for language in ("English", "中文"):
+        _language(page, language)
+        _no_error_page(page)
+    _click(page, "step_head_next")
+    _heading(page, ZH["compare.title"].format(layer=3, head=3))
+    # every option box shows a label of the current language
+    variant = page.locator("[class*='st-key-_variant-'] input").input_value()
+    focus = page.locator("[class*='st-key-_focus-'] input").input_value()
+    assert ZH["compare.variant_exact"] in variant and ZH["compare.focus_none"] in focus
+    page.screenshot(path=ARTIFACTS / "sequence_chinese.png")
+    page.close()
+
+
+def test_focus_then_example_then_head(server, browser):
+    url, _, _ = server
+    page = _open(browser, url)
+    _choose(page, "[class*='st-key-_focus-']", "10: it")
+    expect(page.locator(".st-key-focus_bars .js-plotly-plot")).to_be_visible()
+    _choose(page, "[class*='st-key-_example-']", "Repeated words")
+    _click(page, "step_head_next")
+    _no_error_page(page)
+    _heading(page, "Layer 2, head 10")
+    page.close()
+
+
+def test_focus_then_hide_special_then_head_and_a_pair_block(server, browser):
+    url, _, _ = server
+    page = _open(browser, url)
+    _choose(page, "[class*='st-key-_focus-']", "10: it")
+    page.locator(".st-key-_hide_special label").first.click()
+    _settle(page)
+    _click(page, "step_head_next")
+    _no_error_page(page)
+    _heading(page, "Layer 3, head 2")
+    _choose(page, "[class*='st-key-_example-']", "Sentence pair")
+    _choose(page, "[class*='st-key-_focus-']", "3: cat")
+    _choose(page, "[class*='st-key-_block-']", "B → A")
+    _no_error_page(page)
+    rows = page.eval_on_selector(MAP, "el => el._fullData[0].z.length")
+    assert rows == 7  # the cat is on the mat . : B's queries, [SEP] hidden
+    page.close()
+
+
+def test_inside_chinese_then_temperature(server, browser):
+    url, _, _ = server
+    page = _open(browser, url, query="?page=inside")
+    _language(page, "中文")
+    slider = page.get_by_role("slider", name=ZH["inside.temperature"])
+    slider.focus()
+    slider.press("ArrowRight")
+    _settle(page)
+    _no_error_page(page)
+    expect(slider).to_have_value("1.1")
+    page.close()
+
+
+# --- Keyboard stepping -----------------------------------------------------------------------------------
+
+
+def test_arrow_keys_step_heads_and_layers_without_focusing_a_widget(server, browser, bundled):
+    url, _, _ = server
+    page = _open(browser, url)
+    page.mouse.click(700, 690)  # somewhere on the page, not on a widget
+    for key, heading in (
+        ("ArrowRight", "Layer 3, head 2"),
+        ("ArrowDown", "Layer 4, head 2"),
+        ("ArrowLeft", "Layer 4, head 1"),
+    ):
+        page.keyboard.press(key)
+        _settle(page)
+        _heading(page, heading)
+    weights = extract(bundled, state.EXAMPLE_TEXT).weights[4, 1]
+    np.testing.assert_allclose(page.eval_on_selector(MAP, "el => el._fullData[0].z"), weights, atol=1e-7)
+    page.close()
