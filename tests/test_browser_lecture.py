@@ -186,3 +186,77 @@ def test_arrow_keys_step_heads_and_layers_without_focusing_a_widget(server, brow
     weights = extract(bundled, state.EXAMPLE_TEXT).weights[4, 1]
     np.testing.assert_allclose(page.eval_on_selector(MAP, "el => el._fullData[0].z"), weights, atol=1e-7)
     page.close()
+
+
+# --- One screen ------------------------------------------------------------------------------------------
+
+# The boxes a lecturer needs at once: the plot area of the main map with every tick label, the layer
+# and head controls, and (with the sidebar open) the Sentence box.
+BOXES = """() => {
+    const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    const el = document.querySelector('.st-key-map .js-plotly-plot'), size = el._fullLayout._size;
+    const chart = el.getBoundingClientRect();
+    const plot = [chart.left + size.l, chart.top + size.t, chart.left + size.l + size.w, chart.top + size.t + size.h];
+    const sentence = document.querySelector('[data-testid="stSidebar"] textarea');
+    const visible = sentence && sentence.getBoundingClientRect().width > 0;
+    return {
+        plot: plot,
+        ticks: Array.from(el.querySelectorAll('.xtick text, .ytick text'), box),
+        rows: el._fullData[0].z.length,
+        controls: ['_layer', '_head', 'step_layer_previous', 'step_layer_next', 'step_head_previous', 'step_head_next']
+            .map(key => box(document.querySelector('.st-key-' + key))),
+        sentence: visible ? box(sentence) : null,
+        viewport: [window.innerWidth, window.innerHeight],
+    };
+}"""
+
+
+def _inside_viewport(box, viewport) -> bool:
+    return box[0] >= 0 and box[1] >= 0 and box[2] <= viewport[0] and box[3] <= viewport[1]
+
+
+def _collapse_sidebar(page) -> None:
+    page.locator("[data-testid='stSidebar']").hover()
+    page.locator("[data-testid='stSidebarCollapseButton'] button").click()
+    expect(page.locator("[data-testid='stSidebar']")).to_have_attribute("data-collapsed", "true")
+    page.wait_for_timeout(800)  # the main area widens: plotly draws the map again
+
+
+@pytest.mark.parametrize("presentation", [False, True], ids=["normal", "presentation"])
+@pytest.mark.parametrize("viewport", ["1280x720", "800x600"])
+def test_sentence_controls_and_the_whole_map_are_on_one_screen(server, browser, bundled, viewport, presentation):
+    url, _, _ = server
+    width, height = map(int, viewport.split("x"))
+    page = _open(browser, url, width, height, f"?presentation={int(presentation)}")
+    if width < 1000:  # sidebar collapsed is fine at 800 × 600
+        _collapse_sidebar(page)
+    _settle(page)
+    page.screenshot(path=ARTIFACTS / f"one_screen_{viewport}_{'presentation' if presentation else 'normal'}.png")
+    m = page.evaluate(BOXES)
+    tokens = extract(bundled, state.EXAMPLE_TEXT).encoding.num_tokens
+    assert m["rows"] == tokens  # the opening sentence whole: every row drawn
+    assert _inside_viewport(m["plot"], m["viewport"]), m["plot"]
+    assert all(_inside_viewport(tick, m["viewport"]) for tick in m["ticks"]), m["ticks"]
+    assert all(_inside_viewport(control, m["viewport"]) for control in m["controls"]), m["controls"]
+    if width >= 1000:
+        assert m["sentence"] is not None and _inside_viewport(m["sentence"], m["viewport"]), m["sentence"]
+    side = min(m["plot"][2] - m["plot"][0], m["plot"][3] - m["plot"][1])
+    assert side / tokens >= (16 if presentation else 12) + 2  # cells stay one label size plus some air
+    page.close()
+
+
+def test_presentation_enlarges_all_text_and_draws_18_tokens_whole(server, browser):
+    url, _, _ = server
+    sentence = "The quick brown fox jumps over the lazy dog while the cat sleeps on the mat."  # 18 tokens
+    sizes = {}
+    for presentation in (0, 1):
+        page = _open(browser, url, query=f"?presentation={presentation}&text={sentence.replace(' ', '+')}")
+        sizes[presentation] = page.evaluate(
+            """() => Object.fromEntries([['heading', 'h2'], ['sidebar', '[data-testid="stSidebar"] label p'],
+                ['control', '.st-key-_layer label p'], ['caption', '[data-testid="stCaptionContainer"]']]
+                .map(([name, sel]) => [name, parseFloat(getComputedStyle(document.querySelector(sel)).fontSize)]))"""
+        )
+        if presentation:
+            assert page.eval_on_selector(MAP, "el => el._fullData[0].z.length") == 18
+        page.close()
+    assert all(sizes[1][name] >= 1.15 * sizes[0][name] for name in sizes[0]), sizes

@@ -1,10 +1,10 @@
 """Case C24 in a real browser: a choice survives a model switch typed in the Model box (AppTest cannot
-type a new option, and the fault only shows when Streamlit rebuilds the slider)."""
+type a new option, and the fault only shows when Streamlit rebuilds the layer and head boxes)."""
 
 import pytest
 from browser import ARTIFACTS, CHROMIUM_ARGS, chromium_path, streamlit_server
 from playwright.sync_api import expect, sync_playwright
-from test_browser import _set_slider, _wait_for_header
+from test_browser import _set_choice, _wait_for_header
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +28,8 @@ def test_c24_choice_survives_a_model_switch_and_is_clamped_with_a_note(server, t
         page = browser.new_page(viewport={"width": 1280, "height": 720})
         page.goto(url)
         page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=90_000)
-        _set_slider(page, "Layer", 1)
-        _set_slider(page, "Head", 2)
+        _set_choice(page, "Layer", 1)
+        _set_choice(page, "Head", 2)
         _wait_for_header(page, "Layer 1, head 2")
 
         _choose_model(page, tiny_model_dir)  # 2 layers × 4 heads: 1, 2 is valid there
@@ -38,10 +38,10 @@ def test_c24_choice_survives_a_model_switch_and_is_clamped_with_a_note(server, t
         _choose_model(page, "all-MiniLM-L6-v2")  # and back
         expect(page.get_by_text("6 layers × 12 heads, hidden")).to_be_visible(timeout=60_000)
         _wait_for_header(page, "Layer 1, head 2")
-        expect(page.get_by_role("slider", name="Head")).to_have_value("2")
+        expect(page.get_by_role("combobox", name="Head", exact=True)).to_have_value("2")
 
-        _set_slider(page, "Layer", 5)
-        _set_slider(page, "Head", 9)
+        _set_choice(page, "Layer", 5)
+        _set_choice(page, "Head", 9)
         _wait_for_header(page, "Layer 5, head 9")
         _choose_model(page, tiny_model_dir)  # out of range there: clamped, with a note
         _wait_for_header(page, "Layer 1, head 3")
@@ -74,8 +74,8 @@ def test_a_megabyte_paste_keeps_the_text_and_the_app_responsive(server):
         box.press("Control+Enter")
         expect(page.get_by_text("1,000,000 characters; the limit is 5,000")).to_be_visible(timeout=60_000)
         assert len(box.input_value()) == len(big)  # nothing the user typed is lost
-        _set_slider(page, "Head", 4)  # still answers
-        expect(page.get_by_role("slider", name="Head")).to_have_value("4")
+        _set_choice(page, "Head", 4)  # still answers
+        expect(page.get_by_role("combobox", name="Head", exact=True)).to_have_value("4")
         box.fill("The cat sat.")
         box.press("Control+Enter")
         page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=60_000)

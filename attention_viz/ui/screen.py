@@ -6,7 +6,9 @@ more than a square plot needs at the box's width (container query units), so a n
 no blank band under the map. Streamlit's own layout is kept; only spacing and font size change:
 
 - the main area starts just under Streamlit's header and uses the window's width, so that at
-  1280 × 720 with the sidebar open the map of an 18-token sentence fits beside its controls;
+  1280 × 720 with the sidebar open the map of an 18-token sentence fits beside its controls; in a
+  main area narrower than :data:`NARROW` (800 px wide with the sidebar open) the controls go under
+  the map, which keeps the whole width;
 - Presentation scales every rem-based size (headings, text, sidebar, controls) by :data:`PRESENTATION_SCALE`.
 """
 
@@ -16,10 +18,17 @@ import streamlit as st
 
 PRESENTATION_SCALE = 1.2  # Presentation's text size over Streamlit's 16 px
 NOMINAL_MAP_HEIGHT = 640  # the map box's height where CSS does not apply (AppTest, a print)
-_FRAME = """
-.stMainBlockContainer { padding: 3.5rem 1.5rem 2.5rem 1.5rem; }
-[data-testid="stSidebarUserContent"] { padding-top: 0.5rem; padding-bottom: 2rem; }
-[data-testid="stSidebarNav"] { padding-top: 0; }
+NARROW = 620  # px of main area below which a map and its controls stack (800 px wide with the sidebar open)
+_FRAME = f"""
+.stMainBlockContainer {{ padding: 3.5rem 1.5rem 2.5rem 1.5rem; container: main / inline-size; }}
+[data-testid="stSidebarUserContent"] {{ padding-top: 0.5rem; padding-bottom: 2rem; }}
+[data-testid="stSidebarNav"] {{ padding-top: 0; }}
+@container main (max-width: {NARROW}px) {{
+  [data-testid="stHorizontalBlock"]:has(.st-key-map_box) {{ flex-wrap: wrap; }}
+  [data-testid="stHorizontalBlock"]:has(.st-key-map_box) > [data-testid="stColumn"] {{
+    flex: 1 1 100% !important; width: 100% !important; min-width: 100%;
+  }}
+}}
 """
 
 
