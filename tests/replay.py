@@ -9,11 +9,25 @@ the newest labels; :func:`replay` makes a run carry the earlier ones, as a brows
 
 from __future__ import annotations
 
-from streamlit.proto.WidgetStates_pb2 import WidgetState
+from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import InitialValue, Widget
 
 LABEL_FIELDS = {"string_value", "string_array_value"}
+
+
+def _widget_states(at: AppTest) -> WidgetStates:
+    """What the widgets send, as ``ElementTree.get_widget_states`` (this app has no forms) does, except a
+    widget whose value was set through session state to something not among its options yet (a model
+    name typed into the Model box, which AppTest cannot type): its session state gives the value."""
+    states = WidgetStates()
+    for node in at._tree:
+        if isinstance(node, Widget):
+            try:
+                states.widgets.append(node._widget_state)
+            except ValueError:
+                continue
+    return states
 
 
 def _options(at: AppTest) -> dict[str, tuple[str, ...]]:
@@ -25,7 +39,7 @@ def shown_labels(at: AppTest) -> dict[str, tuple[WidgetState, tuple[str, ...]]]:
     options = _options(at)
     return {
         state.id: (state, options.get(state.id, ()))
-        for state in at._tree.get_widget_states().widgets
+        for state in _widget_states(at).widgets
         if state.WhichOneof("value") in LABEL_FIELDS
     }
 
@@ -37,7 +51,7 @@ def replay(at: AppTest, shown: dict[str, tuple[WidgetState, tuple[str, ...]]]) -
     another text in the focus box). Widgets the test has just set (``set_value``) send their new
     value, as a click does.
     """
-    states = at._tree.get_widget_states()
+    states = _widget_states(at)
     options = _options(at)
     just_set = {node.id for node in at._tree if isinstance(node, Widget) and not isinstance(node._value, InitialValue)}
     for state in states.widgets:

@@ -68,8 +68,8 @@ def label_room(labels: Sequence[str], font_size: int) -> int:
 
 
 def _top(style: MapStyle) -> int:
-    """The top margin (px): the title, then the colour bar and its tick labels."""
-    return 2 * style.font_size + 48
+    """The top margin (px): the title, then the colour bar and its tick labels (room for CJK line heights)."""
+    return 3 * style.font_size + 40
 
 
 def chart_height_over_width(

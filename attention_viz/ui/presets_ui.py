@@ -28,11 +28,19 @@ def active() -> presets.Preset | None:
 
 
 def picker() -> None:
-    """One box of examples; it shows the example whose text is the input (none once the text is edited)."""
+    """One box of examples; it shows the example the view is on (its text, layer and head), else none.
+
+    Once the text is edited or the view steps to another head the box is empty, so choosing the same
+    example again goes back to its head.
+    """
     titles = {p.id: p.title[language()] for p in presets.load()}
     widget = state.widget_key("example", titles.values())
     current = active()
-    shown = None if current is None else current.id
+    on_it = current is not None and (st.session_state["layer"], st.session_state["head"]) == (
+        current.layer,
+        current.head,
+    )
+    shown = current.id if on_it else None
     if widget not in st.session_state or st.session_state[widget] != shown:
         st.session_state[widget] = shown
     st.selectbox(

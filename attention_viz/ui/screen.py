@@ -7,8 +7,8 @@ no blank band under the map. Streamlit's own layout is kept; only spacing and fo
 
 - the main area starts just under Streamlit's header and uses the window's width, so that at
   1280 × 720 with the sidebar open the map of an 18-token sentence fits beside its controls; in a
-  main area narrower than :data:`NARROW` (800 px wide with the sidebar open) the controls go under
-  the map, which keeps the whole width;
+  main area narrower than :data:`NARROW` (800 px wide with the sidebar open) columns stack, as
+  Streamlit stacks them on a phone, so a map keeps the whole width;
 - Presentation scales every rem-based size (headings, text, sidebar, controls) by :data:`PRESENTATION_SCALE`.
 """
 
@@ -24,8 +24,8 @@ _FRAME = f"""
 [data-testid="stSidebarUserContent"] {{ padding-top: 0.5rem; padding-bottom: 2rem; }}
 [data-testid="stSidebarNav"] {{ padding-top: 0; }}
 @container main (max-width: {NARROW}px) {{
-  [data-testid="stHorizontalBlock"]:has(.st-key-map_box) {{ flex-wrap: wrap; }}
-  [data-testid="stHorizontalBlock"]:has(.st-key-map_box) > [data-testid="stColumn"] {{
+  [data-testid="stHorizontalBlock"] {{ flex-wrap: wrap; }}
+  [data-testid="stHorizontalBlock"] > [data-testid="stColumn"] {{
     flex: 1 1 100% !important; width: 100% !important; min-width: 100%;
   }}
 }}
@@ -36,6 +36,18 @@ def frame(presentation: bool) -> None:
     """The page's spacing, and in Presentation larger text everywhere (charts size their own fonts)."""
     css = _FRAME + (f"html {{ font-size: {16 * PRESENTATION_SCALE:.0f}px; }}" if presentation else "")
     st.html(f"<style>{css}</style>")
+
+
+def map_row(place, key: str, count: int, min_width: int) -> list:
+    """``count`` columns for maps side by side; a row wraps when a column would be narrower than ``min_width``.
+
+    ``min_width`` is what a map needs for readable cells (a label size plus some air per token).
+    """
+    st.html(
+        f"<style>.st-key-{key} [data-testid='stHorizontalBlock'] {{ flex-wrap: wrap; }}"
+        f".st-key-{key} [data-testid='stColumn'] {{ min-width: min(100%, {int(min_width)}px); }}</style>"
+    )
+    return place.container(key=key).columns(count, gap="medium")
 
 
 def map_box(place, key: str, height_over_width: int):

@@ -1,6 +1,5 @@
 """The article's layer: the seed article's SelfAttention next to a correct layer, differences one at a time."""
 
-import dataclasses
 import math
 
 import pandas as pd
@@ -8,11 +7,10 @@ import streamlit as st
 
 from attention_viz import analysis, figures
 from attention_viz.analysis import article_compare
-from attention_viz.ui import cache, controls, downloads, feedback, state
+from attention_viz.ui import cache, controls, downloads, feedback, screen, state
 from attention_viz.ui.i18n import t
 
 TABLE_ROWS = ("projections", "scaling", "mask", "output", "returned", "inputs")
-MAP_WIDTH = 440  # px of each map's chart: three fit side by side on a wide screen and wrap on a narrow one
 
 selection = state.selection()
 loaded = cache.model(selection.model)
@@ -50,8 +48,6 @@ changed_map, correct_map = changed[head], correct[head]
 changed_title = t("article.fig_changed", count=len(switched_on)) if switched_on else t("article.fig_none")
 zrange = figures.shared_range(correct_map, changed_map) if selection.fit_range else (0.0, 1.0)
 style = figures.map_style(presentation, len(labels))
-width = MAP_WIDTH + (80 if presentation else 0)
-style = dataclasses.replace(style, side=figures.side_for_width(width, labels, style))
 axis_titles = {"query_title": t("figures.axis_query"), "key_title": t("figures.axis_key"), "style": style}
 panels = [
     figures.attention_heatmap(correct_map, labels, t("article.fig_correct"), zrange, **axis_titles),
@@ -61,14 +57,22 @@ panels = [
     ),
 ]
 config = downloads.chart_config(info.name, layer, head, "article")
-maps = st.container(horizontal=True, gap="medium", key="article_maps")
-for figure, key in zip(panels, ("correct", "changed", "difference"), strict=True):
-    maps.plotly_chart(figure, key=f"article_{key}", theme=None, config=config, width=width)
+# side by side while each map keeps readable cells, else two or one a row
+min_width = len(labels) * (style.font_size + 4) + figures.label_room(labels, style.font_size) + 3 * style.font_size + 40
+extra = figures.chart_height_over_width(labels, labels, style)
+for place, figure, key in zip(
+    screen.map_row(st, "article_maps", 3, min_width), panels, ("correct", "changed", "difference"), strict=True
+):
+    screen.map_box(place, f"article_box_{key}", extra).plotly_chart(
+        figure, key=f"article_{key}", theme=None, config=config, height="stretch"
+    )
 
-numbers = st.columns(3)
-numbers[0].metric(t("article.entropy_correct"), f"{analysis.row_entropy(correct_map).mean():.3f}")
-numbers[1].metric(t("article.entropy_changed"), f"{analysis.row_entropy(changed_map).mean():.3f}")
-numbers[2].metric(t("article.max_difference"), f"{analysis.max_abs_difference(changed_map, correct_map):.3f}")
+numbers = st.container(horizontal=True, gap="large")  # wraps on a narrow screen: no number is cut
+numbers.metric(t("article.entropy_correct"), f"{analysis.row_entropy(correct_map).mean():.3f}", width="content")
+numbers.metric(t("article.entropy_changed"), f"{analysis.row_entropy(changed_map).mean():.3f}", width="content")
+numbers.metric(
+    t("article.max_difference"), f"{analysis.max_abs_difference(changed_map, correct_map):.3f}", width="content"
+)
 st.caption(t("article.reading", uniform=f"{math.log2(len(labels)):.3f}"))
 st.caption(
     t(

@@ -4,7 +4,7 @@ import streamlit as st
 
 from attention_viz import analysis, figures
 from attention_viz.analysis import presets, steps
-from attention_viz.ui import cache, controls, downloads, feedback, presets_ui, state
+from attention_viz.ui import cache, controls, downloads, feedback, presets_ui, screen, state
 from attention_viz.ui.i18n import t
 
 PARITY_BOUND = 1e-5
@@ -157,13 +157,16 @@ if as_bert:
 else:
     model_bits, our_bits = (float(analysis.row_entropy(m[query_index])) for m in (model_weights, result.all_weights))
     st.info(t("inside.changed", token=query_label, model_bits=f"{model_bits:.3f}", our_bits=f"{our_bits:.3f}"))
+style = figures.map_style(st.session_state["presentation"], n)
 figure = figures.attention_heatmap(
     result.all_weights,
     labels,
     t("inside.fig_all", layer=layer, head=head),
     None if selection.fit_range else (0, 1),
+    style=style,
     query_title=t("figures.axis_query"),
     key_title=t("figures.axis_key"),
 )
-st.plotly_chart(figure, key="inside_all", theme=None, config=config)
+box = screen.map_box(st, "inside_box", figures.chart_height_over_width(labels, labels, style))
+box.plotly_chart(figure, key="inside_all", theme=None, config=config, height="stretch")
 downloads.buttons(pretrained, result.all_weights, figure, layer, head, "inside", labels)
