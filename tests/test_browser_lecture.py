@@ -260,3 +260,92 @@ def test_presentation_enlarges_all_text_and_draws_18_tokens_whole(server, browse
             assert page.eval_on_selector(MAP, "el => el._fullData[0].z.length") == 18
         page.close()
     assert all(sizes[1][name] >= 1.15 * sizes[0][name] for name in sizes[0]), sizes
+
+
+# --- Layout faults, as kinds -----------------------------------------------------------------------------
+
+# On the whole main area: text cut by its box (an ellipsis), text on text inside a chart, chart text under
+# 9 px or outside its chart, and vertical bands of more than 80 px with nothing in them.
+FAULTS = """() => {
+    const box = r => [r.left, r.top, r.right, r.bottom];
+    const visible = e => {
+        const r = e.getBoundingClientRect();
+        return r.width > 0 && r.height > 0 && getComputedStyle(e).visibility !== 'hidden';
+    };
+    const main = document.querySelector('.stMainBlockContainer');
+    const out = {cut: [], overlaps: [], small: [], gaps: [], outside: []};
+    const texts = '[data-testid="stWidgetLabel"] p, button p, [data-testid="stMarkdownContainer"] p, label p, '
+        + '[data-testid="stMetricLabel"] p, [data-testid="stMetricValue"] div';
+    for (const e of main.querySelectorAll(texts)) {  // wider than its box: shown with an ellipsis
+        if (visible(e) && e.scrollWidth > e.clientWidth + 1) out.cut.push(e.textContent.slice(0, 40));
+    }
+    const spans = [];
+    for (const chart of main.querySelectorAll('.js-plotly-plot')) {
+        if (!visible(chart)) continue;
+        const holder = chart.closest('[class*="st-key-"]');
+        const key = holder ? Array.from(holder.classList).find(c => c.startsWith('st-key-')) : '?';
+        const c = chart.getBoundingClientRect();
+        const items = Array.from(chart.querySelectorAll('text'))
+            .filter(t => visible(t) && t.textContent.trim())
+            .map(t => ({text: t.textContent.slice(0, 20), b: box(t.getBoundingClientRect()),
+                        size: parseFloat(getComputedStyle(t).fontSize)}));
+        for (const it of items) {
+            if (it.size < 9) out.small.push([key, it.text, it.size]);
+            const [l, t, r, b] = it.b;
+            const out_of_chart = l < c.left - 1 || r > c.right + 1 || t < c.top - 1 || b > c.bottom + 1;
+            if (out_of_chart) out.outside.push([key, it.text]);
+        }
+        for (let i = 0; i < items.length; i++) for (let j = i + 1; j < items.length; j++) {
+            const a = items[i].b, b = items[j].b;
+            const w = Math.min(a[2], b[2]) - Math.max(a[0], b[0]), h = Math.min(a[3], b[3]) - Math.max(a[1], b[1]);
+            if (w > 1.5 && h > 1.5) out.overlaps.push([key, items[i].text, items[j].text]);
+        }
+        // what a chart draws: its plot areas, texts, colour bars, legends and shapes (not its empty box)
+        const parts = Array.from(chart.querySelectorAll('.nsewdrag, text, .colorbar, .legend, .shapelayer path'))
+            .filter(visible).map(e => box(e.getBoundingClientRect()));
+        if (parts.length) spans.push([Math.min(...parts.map(p => p[1])), Math.max(...parts.map(p => p[3]))]);
+    }
+    for (const e of main.querySelectorAll('[data-testid="stElementContainer"], [data-testid="stPopover"]')) {
+        if (!visible(e) || e.querySelector('.js-plotly-plot') || e.querySelector('style')) continue;
+        if (Array.from(e.querySelectorAll('[data-testid="stElementContainer"]')).some(visible)) continue;
+        const r = e.getBoundingClientRect();
+        if (r.height >= 2) spans.push([r.top, r.bottom]);
+    }
+    spans.sort((a, b) => a[0] - b[0]);
+    let reach = spans.length ? spans[0][1] : 0;
+    for (const [top, bottom] of spans.slice(1)) {  // a band of more than 80 px with nothing in it
+        if (top - reach > 80) out.gaps.push([Math.round(reach), Math.round(top - reach)]);
+        reach = Math.max(reach, bottom);
+    }
+    return out;
+}"""
+SCROLL_THROUGH = """async () => {
+    const main = document.querySelector('[data-testid="stMain"]');  // charts below the fold render on the way
+    for (let y = 0; y < main.scrollHeight; y += 400) {
+        main.scrollTo(0, y);
+        await new Promise(r => setTimeout(r, 150));
+    }
+    main.scrollTo(0, 0);
+}"""
+
+
+@pytest.mark.parametrize("mode", ["en", "zh-presentation"])
+@pytest.mark.parametrize("viewport", ["1280x720", "800x600"])
+def test_no_cut_label_overlap_tiny_text_or_blank_band_on_any_page(server, browser, viewport, mode):
+    url, _, _ = server
+    width, height = map(int, viewport.split("x"))
+    language, presentation = ("zh", 1) if mode == "zh-presentation" else ("en", 0)
+    page = browser.new_page(viewport={"width": width, "height": height})
+    faults = {}
+    for name in PAGES:
+        page.goto(f"{url}/?page={name}&lang={language}&presentation={presentation}")
+        _settle(page)
+        page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+        page.evaluate(SCROLL_THROUGH)
+        page.wait_for_timeout(800)
+        found = {kind: items for kind, items in page.evaluate(FAULTS).items() if items}
+        if found:
+            faults[name] = found
+            page.screenshot(path=ARTIFACTS / f"fault_{name}_{viewport}_{mode}.png", full_page=True)
+    page.close()
+    assert not faults, faults
