@@ -176,6 +176,17 @@ def set_slider(page, label: str, value: int) -> None:
     expect(slider).to_have_value(str(value))
 
 
+def set_choice(page, label: str, value: int) -> None:
+    """Choose ``value`` in the Layer or Head box beside the map (typing narrows its list)."""
+    from playwright.sync_api import expect
+
+    box = page.locator(f".st-key-_{label.lower()}[data-stale='false'] input[role='combobox']")  # not a stale copy
+    box.click()
+    box.fill(str(value))
+    page.get_by_role("option", name=str(value), exact=True).first.click()
+    expect(box).to_have_value(str(value), timeout=60_000)
+
+
 def wait_for_header(page, text: str) -> None:
     from playwright.sync_api import expect
 

@@ -44,7 +44,8 @@ class MapStyle:
 # whole (at least 12.5 px cells at 800 x 600), and only longer inputs get a window.
 NORMAL = MapStyle(font_size=12, window=18, side=480)
 DENSE = MapStyle(font_size=10, window=24, side=480)
-PRESENTATION = MapStyle(font_size=16, window=14, side=560, overview_side=200)
+# A projector's 16 px labels still leave 16 px cells for an 18-token sentence, drawn whole, on a 300 px plot.
+PRESENTATION = MapStyle(font_size=16, window=18, side=560, overview_side=200)
 
 
 def map_style(presentation: bool = False, tokens: int = 0) -> MapStyle:
