@@ -1,9 +1,9 @@
 """One head's map and a difference map, sized so every drawn row and column keeps a readable label.
 
-Conventions (case C13): rows are queries (from), top to bottom in token order; columns are keys (to)
+Conventions: rows are queries (from), top to bottom in token order; columns are keys (to)
 along the x axis; hover reads "query → key: weight" with the full tokens and their indices; every token
 has its own row and column even when two tokens read the same; cells are square. Data go to plotly as
-float32 arrays, which plotly encodes as base64 (about 1.5 MB of JSON for one head at 512 tokens, case C14).
+float32 arrays, which plotly encodes as base64 (about 1.5 MB of JSON for one head at 512 tokens).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ DIFFERENCE_COLORSCALE = "RdBu_r"
 FOCUS_COLOR = "#ff7f0e"
 QUERY_TITLE = "query (attending)"  # default axis titles; pages pass them in the user's language
 KEY_TITLE = "key (attended to)"
-INDEX_HOVER_UP_TO = 128 * 128  # cells; above this the hover leaves out the indices (C14: keep JSON small)
+INDEX_HOVER_UP_TO = 128 * 128  # cells; above this the hover leaves out the indices (keep JSON small)
 _INVISIBLE_DIGITS = str.maketrans("01", "\u200b\u200c")  # zero-width space and non-joiner
 _CHAR_WIDTH = 0.62  # average glyph width in font sizes, to reserve room for the longest label
 

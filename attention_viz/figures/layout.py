@@ -74,7 +74,7 @@ def shorten_label(label: str, limit: int = LABEL_LIMIT) -> str:
     """``label`` cut to ``limit`` characters, the last one an ellipsis, so one long word cannot shrink the map;
     written for plotly (:func:`plotly_text`).
 
-    Case C21: a 120-character [UNK] piece becomes its first 19 characters and "…".
+    For example, a 120-character [UNK] piece becomes its first 19 characters and "…".
     """
     return plotly_text(label if len(label) <= limit else label[: limit - 1] + ELLIPSIS)
 

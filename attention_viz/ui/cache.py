@@ -1,8 +1,8 @@
 """The one place that caches: the model per process, results per input.
 
 The model is loaded once per process and model name (``st.cache_resource``) and shared read-only by
-every session (case C15). Results are cached by everything that changes them, with the model's name
-in the key (case C16), so changing only the layer or head never runs the model again.
+every session. Results are cached by everything that changes them, with the model's name
+in the key, so changing only the layer or head never runs the model again.
 
 Results are shared too, not copied: ``st.cache_data`` unpickles a fresh copy on every call, which at 512
 tokens is 75 MB of weights per result on every rerun (about 145 ms of a 512-token head change, measured

@@ -42,7 +42,7 @@ def view_options(is_pair: bool, place=st) -> ViewOptions:
 
 
 def view_caption(view: ViewMatrix, options: ViewOptions, place=st) -> None:
-    """Say what the view shows when it is not the raw token-level map (case C11: renormalised rows)."""
+    """Say what the view shows when it is not the raw token-level map (renormalised rows)."""
     notes = []
     if options.word_level:
         notes.append(t("views.note_words"))
