@@ -80,16 +80,17 @@ def _without_each_head(layer: nn.Module, x: torch.Tensor, heads: int) -> torch.T
     """``layer`` on ``x`` ``(g, n, hidden)`` with each of its ``h`` heads switched off in turn:
     ``(h * g, n, hidden)``, copy ``k * g + i`` being text ``i`` without head ``k``.
 
-    For BERT's :class:`EncoderLayer`, whose ``forward`` this follows step by step, the queries, keys,
-    values and attention of the ``g`` texts are computed once and only each head's share of the output
-    is switched off; for any other layer every copy runs the layer with a head mask.
+    For an encoder's post-LayerNorm :class:`EncoderLayer` (not causal, three projections), whose
+    ``forward`` this follows step by step, the queries, keys, values and attention of the ``g`` texts
+    are computed once and only each head's share of the output is switched off; any other layer runs
+    every copy with a head mask.
     """
     g, n, _ = x.shape
     off = 1 - torch.eye(heads).repeat_interleave(g, dim=0)  # (h * g, h)
     copies = x.repeat(heads, 1, 1)  # (h * g, n, hidden), head-major
-    if type(layer) is not EncoderLayer:
-        return layer(copies, None, None, off)[0]
     attention = layer.attention
+    if type(layer) is not EncoderLayer or attention.causal or attention.fused:
+        return layer(copies, None, None, off)[0]
     d = attention.head_dim
     q, k, v = (p(x).view(g, n, heads, d).transpose(1, 2) for p in (attention.query, attention.key, attention.value))
     context, _ = scaled_dot_product_attention(q, k, v)  # (g, h, n, d), as the layer computes it
@@ -122,7 +123,8 @@ def _pooled_without_each_head(
         x = torch.cat([x, torch.cat(started, dim=1).view(heads * g, n, hidden)])  # ((layer + 1) * h * g, n, hidden)
         if on_layer is not None:
             on_layer(layer)
-    return x.mean(1).view(len(encoder.layers), heads, g, -1)  # (L, h, g, hidden)
+    last = x if encoder.final_norm is None else encoder.final_norm(x)  # as last_hidden_state is
+    return last.mean(1).view(len(encoder.layers), heads, g, -1)  # (L, h, g, hidden)
 
 
 def importance_sums(
