@@ -160,6 +160,21 @@ def settled(page, selector: str, frames: int = 10, timeout_ms: int = 60_000) -> 
     page.wait_for_function(_SETTLED, arg=[selector, frames], polling="raf", timeout=timeout_ms)
 
 
+_IDLE_FOR = """frames => {
+    const state = document.querySelector("[data-testid='stApp']")?.getAttribute('data-test-script-state');
+    const seen = (window.__idleFor ||= {frames: 0});
+    seen.frames = state === 'notRunning' ? seen.frames + 1 : 0;
+    return seen.frames >= frames;
+}"""
+
+
+def idle(page, frames: int = 10, timeout_ms: int = 120_000) -> None:
+    """Wait until the app has been idle (no script run) for ``frames`` animation frames in a row: a run that
+    follows another at once (``st.switch_page`` to the page a link asks for) is over too."""
+    page.evaluate("() => { window.__idleFor = {frames: 0}; }")  # count from this call on
+    page.wait_for_function(_IDLE_FOR, arg=frames, polling="raf", timeout=timeout_ms)
+
+
 def set_slider(page, label: str, value: int) -> None:
     """Move a slider with quick key presses, as a person does (none may be lost to a rerun)."""
     from playwright.sync_api import expect

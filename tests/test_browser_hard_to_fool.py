@@ -1,7 +1,8 @@
 """Hard to fool, in a real browser: outside text shows as text on every page, right-to-left tokens read right
 in the hover, and a long head importance run says how long it takes and stops when asked.
 
-One server and one browser for the module (headless Chromium, Debian's, driven by playwright).
+The shared server of conftest.py and one browser for the module (headless Chromium, Debian's, driven by
+playwright); each test opens its own page, so its own session.
 """
 
 from __future__ import annotations
@@ -10,12 +11,11 @@ import re
 from urllib.parse import urlsplit
 
 import pytest
-from browser import ARTIFACTS, CHROMIUM_ARGS, chromium_path, streamlit_server
-from playwright.sync_api import expect, sync_playwright
+from browser import ARTIFACTS, idle
+from playwright.sync_api import expect
 
 from attention_viz.ui import links
 
-IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 PAGES = ("compare", "all_heads", "head_stats", "head_similarity", "rollout", "inside", "article")
 # Markup of every kind in the text fields, the model name, the link's parameter names and values and an
 # upload's name; each carries a word of its own ("BIGWORD") so an element made of it can be found.
@@ -42,24 +42,8 @@ FOUND = """([sel, markers]) => Array.from(document.querySelectorAll(sel)).map(
 ).filter(([, text, href, src]) => markers.some(m => (text + href + src).includes(m)))"""
 
 
-@pytest.fixture(scope="module")
-def server():
-    with streamlit_server() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def browser(server):
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
 def _settled(page) -> None:
-    page.wait_for_selector(IDLE, timeout=120_000)
-    page.wait_for_timeout(500)  # a rerun may follow the first run (the URL written back)
-    page.wait_for_selector(IDLE, timeout=120_000)
+    idle(page)  # a rerun may follow the first run at once (the page a link asks for)
 
 
 def _made_of_markup(page) -> list:
@@ -74,10 +58,10 @@ def _foreign(requests: list[str], url: str) -> list[str]:
 
 
 @pytest.mark.parametrize("name", PAGES)
-def test_markup_from_a_link_shows_as_text_on_every_page(name, server, browser):
+def test_markup_from_a_link_shows_as_text_on_every_page(name, server, chromium):
     url, _, _ = server
     query = {"page": name, "text": TEXT, "pair": PAIR, "model": MODEL, "layer": TEXT, **dict.fromkeys(NAMES, "1")}
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
     requests = []
     page.on("request", lambda request: requests.append(request.url))
     page.goto(f"{url}/?{links.query_string(query)}")
@@ -100,9 +84,9 @@ def test_markup_from_a_link_shows_as_text_on_every_page(name, server, browser):
     page.close()
 
 
-def test_a_backslash_token_stays_in_the_inside_heading(server, browser):
+def test_a_backslash_token_stays_in_the_inside_heading(server, chromium):
     url, _, _ = server
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
     query = links.query_string({"page": "inside", "text": "a \\ b", "inside_query": "2"})
     page.goto(f"{url}/?{query}")
     heading = page.get_by_role("heading", name=re.compile("^Inside layer"))
@@ -117,9 +101,9 @@ def _upload(page, name: str, content: bytes) -> None:
     )
 
 
-def test_an_upload_s_name_shows_as_text_and_an_empty_upload_says_so(server, browser):
+def test_an_upload_s_name_shows_as_text_and_an_empty_upload_says_so(server, chromium):
     url, _, _ = server
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
     requests = []
     page.on("request", lambda request: requests.append(request.url))
     page.goto(f"{url}/?page=head_stats")
@@ -167,9 +151,9 @@ def _centre(line: dict, start: int, end: int) -> float:
 
 
 @pytest.mark.parametrize("query, key", [("שלום", "עולם"), ("مرحبا", "بالعالم")])
-def test_the_hover_reads_query_key_weight_with_right_to_left_tokens(query, key, server, browser):
+def test_the_hover_reads_query_key_weight_with_right_to_left_tokens(query, key, server, chromium):
     url, _, _ = server
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
     page.goto(f"{url}/?{links.query_string({'text': f'{query} {key}', 'word_level': '1'})}")
     page.wait_for_selector(".st-key-map .js-plotly-plot .heatmaplayer", timeout=120_000)
     _settled(page)
@@ -193,9 +177,9 @@ def test_the_hover_reads_query_key_weight_with_right_to_left_tokens(query, key, 
     page.close()
 
 
-def test_head_importance_says_how_long_it_takes_and_stops(server, browser):
+def test_head_importance_says_how_long_it_takes_and_stops(server, chromium):
     url, _, _ = server
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
     page.goto(f"{url}/?page=head_stats")
     page.locator("[data-testid='stRadio'] label").filter(has_text="the bundled corpus").click()
     expect(page.locator("[data-testid='stDataFrame']")).to_be_visible(timeout=180_000)  # statistics alone
