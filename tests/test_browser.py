@@ -58,7 +58,7 @@ def _wait_for_map(page, first_label: str, rows: int) -> None:
             return all.length === 1 && !running && el.data && el.data[0].y.length === n
                 && el.data[0].y[0] === '\u2068' + first + '\u2069'  // labels are bidi isolates
                 && el.querySelectorAll('.ytick text').length === n; }""",
-        arg=[MAP, first_label, rows],
+        arg=[MAP, figures.unique_labels([first_label])[0], rows],  # as the figure writes it: isolated, escaped
         timeout=90_000,
     )
     settled(page, MAP)  # plotly redraws once more when the tick labels change its margins
