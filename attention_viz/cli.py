@@ -1,8 +1,9 @@
 """Command line: ``python -m attention_viz attention TEXT [options]`` prints attention as JSON or CSV;
 ``python -m attention_viz stats FILE [options]`` prints per-head statistics over a corpus.
 
-Exit status 0 on success; 2 with one ``error: ...`` line on stderr for bad input or a model that
-cannot be loaded.
+Exit status 0 on success; 2 with one ``error: ...`` line on stderr for bad input, a corpus over the
+limits, an invalid ``ATTENTION_VIZ_*`` setting (checked first) or a model that cannot be loaded. A note on
+stderr (``note: ...``) says when a model with one token type read a sentence pair as one segment.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import os
 import sys
 
+from attention_viz import settings
 from attention_viz.extraction import SOURCES
 from attention_viz.models.encoder import Variant
 
@@ -26,13 +28,15 @@ class _UsageError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m attention_viz", description="Attention weights of a BERT model.")
+    parser = _Parser(prog="python -m attention_viz", description="Attention weights of a BERT-family model or GPT-2.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     attention = commands.add_parser("attention", help="print the attention for a text or a sentence pair")
     attention.add_argument("text", help="the sentence (sentence A of a pair)")
     attention.add_argument("--pair", help="sentence B of a pair")
     attention.add_argument(
-        "--model", default=None, help="hub name or local folder (default: the bundled all-MiniLM-L6-v2)"
+        "--model",
+        default=None,
+        help="hub name or local folder of a supported family (default: the bundled all-MiniLM-L6-v2)",
     )
     attention.add_argument("--source", choices=SOURCES, default="pretrained")
     attention.add_argument(
@@ -65,19 +69,25 @@ def _check_range(name: str, value: int | None, count: int) -> None:
         raise _UsageError(f"{name} {value} is out of range: this model has {name}s 0-{count - 1}")
 
 
+ONE_SEGMENT = "note: this model has one token type, so both sentences of a pair get token type 0"
+
+
 def _run(args: argparse.Namespace) -> str:
     from attention_viz.extraction import export, extract
     from attention_viz.models.loading import load_model
 
+    limits = settings.load().limits  # an invalid ATTENTION_VIZ_* setting stops here, before any model loads
     if args.command == "stats":
-        return _run_stats(args)
+        return _run_stats(args, limits)
 
     _check_options(args)
     loaded = load_model(args.model)
     _check_range("layer", args.layer, loaded.info.num_layers)
     _check_range("head", args.head, loaded.info.num_heads)
     variant = args.variant or Variant.EXACT.value
-    result = extract(loaded, args.text, args.pair, args.source, variant, args.seed or 0)
+    result = extract(loaded, args.text, args.pair, args.source, variant, args.seed or 0, limits)
+    if result.encoding.one_segment:
+        print(ONE_SEGMENT, file=sys.stderr)
     if args.format == "csv":
         return export.matrix_csv(result.weights[args.layer, args.head], result.encoding.labels)
     return json.dumps(export.attention_payload(result, args.layer, args.head)) + "\n"
@@ -140,7 +150,7 @@ def _read_corpus_file(path: str) -> list[tuple[str, str | None]]:
         raise _UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def _run_stats(args: argparse.Namespace) -> str:
+def _run_stats(args: argparse.Namespace, limits: settings.Limits) -> str:
     from tqdm import tqdm
 
     from attention_viz.analysis import corpus_statistics
@@ -150,9 +160,22 @@ def _run_stats(args: argparse.Namespace) -> str:
         raise _UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
     texts = _read_corpus_file(args.file)
     loaded = load_model(args.model)
-    with tqdm(total=len(texts), unit="text", file=sys.stderr, leave=False, desc="stats") as bar:
-        advance = lambda done, _total: bar.update(done - bar.n)  # noqa: E731
-        result = corpus_statistics(loaded, texts, args.batch_size, progress=advance, importance=args.importance)
+    if loaded.encoder.config.type_vocab_size < 2 and any(pair for _, pair in texts):
+        print(ONE_SEGMENT, file=sys.stderr)
+    bars = []  # the bar starts with the run, after the corpus was checked: a refusal is one line
+
+    def advance(done: float, total: int) -> None:
+        if not bars:
+            bars.append(tqdm(total=total, unit="text", file=sys.stderr, leave=False, desc="stats"))
+        bars[0].update(int(done) - bars[0].n)
+
+    try:
+        result = corpus_statistics(
+            loaded, texts, args.batch_size, progress=advance, importance=args.importance, limits=limits
+        )
+    finally:
+        for bar in bars:
+            bar.close()
     frame = result.statistics
     if args.format == "csv":
         return frame.to_csv(index=False, float_format="%.8g")

@@ -1,17 +1,25 @@
 """Limits and model-loading policy: one typed, frozen place, with environment overrides read in one function.
 
 Defaults suit a laptop: any BERT name or folder loads, texts up to 5,000 characters, inputs up to the
-model's maximum positions. Whoever runs a shared server narrows them with environment variables (or,
-in the app, ``.streamlit/secrets.toml``, read by the UI layer and passed in as ``overrides``):
+model's maximum positions, corpora up to 1,000 texts and 50,000 tokens. Whoever runs a shared server
+narrows them with environment variables (or, in the app, ``.streamlit/secrets.toml``, read by the UI
+layer and passed in as ``overrides``):
 
-=================================  ==========================================================
-``ATTENTION_VIZ_MAX_CHARS``        characters one sentence may have (default 5000)
-``ATTENTION_VIZ_MAX_TOKENS``       tokens one input may have, at most the model's maximum
-                                   (default: the model's ``max_position_embeddings``)
-``ATTENTION_VIZ_ALLOWED_MODELS``   comma-separated hub names or folders that may load; when set
-                                   (or a model root is), nothing else loads except the bundled model
-``ATTENTION_VIZ_MODEL_ROOT``       a folder: local models load only from inside it
-=================================  ==========================================================
+====================================  ==========================================================
+``ATTENTION_VIZ_MAX_CHARS``           characters one sentence may have (default 5000)
+``ATTENTION_VIZ_MAX_TOKENS``          tokens one input may have, at most the model's maximum
+                                      (default: the model's ``max_position_embeddings``); at least
+                                      5, ``[CLS] A [SEP] B [SEP]`` with one token of each sentence
+``ATTENTION_VIZ_MAX_CORPUS_TEXTS``    texts (lines) a corpus run may have (default 1000)
+``ATTENTION_VIZ_MAX_CORPUS_TOKENS``   tokens a corpus run may have in all (default 50000)
+``ATTENTION_VIZ_ALLOWED_MODELS``      comma-separated hub names or folders that may load; when set
+                                      (or a model root is), nothing else loads except the bundled model
+``ATTENTION_VIZ_MODEL_ROOT``          a folder: local models load only from inside it
+====================================  ==========================================================
+
+With the bundled model on a laptop's CPU, the bundled corpus (264 texts, 3,223 tokens) takes seconds for its
+statistics and about three minutes with head importance, so 1,000 texts take about ten minutes with head
+importance (the page estimates the time after the first batch, and can stop the run).
 """
 
 from __future__ import annotations
@@ -22,6 +30,9 @@ from dataclasses import dataclass, field
 
 ENV_PREFIX = "ATTENTION_VIZ_"
 DEFAULT_MAX_CHARS = 5000
+DEFAULT_MAX_CORPUS_TEXTS = 1000
+DEFAULT_MAX_CORPUS_TOKENS = 50_000
+MIN_TOKENS = 5  # [CLS] A [SEP] B [SEP]: the special tokens of a pair and one token of each sentence
 
 
 @dataclass(frozen=True)
@@ -32,10 +43,15 @@ class Limits:
         max_chars: characters per sentence; longer text is refused before tokenising.
         max_tokens: tokens per input after [CLS]/[SEP] are added; ``None`` means the model's own maximum.
             The smaller of this and the model's maximum applies; longer inputs are cut (longest first).
+            At least :data:`MIN_TOKENS`.
+        max_corpus_texts: texts one corpus run may have; a larger corpus is refused.
+        max_corpus_tokens: tokens one corpus run may have in all (each text cut to ``max_tokens``).
     """
 
     max_chars: int = DEFAULT_MAX_CHARS
     max_tokens: int | None = None
+    max_corpus_texts: int = DEFAULT_MAX_CORPUS_TEXTS
+    max_corpus_tokens: int = DEFAULT_MAX_CORPUS_TOKENS
 
     def tokens_for(self, model_max: int) -> int:
         """The token limit for a model whose maximum is ``model_max``."""
@@ -73,13 +89,14 @@ class SettingsError(ValueError):
     """A setting has a value that cannot be used; the message names the variable."""
 
 
-def _positive_int(name: str, raw: object) -> int:
+def _positive_int(name: str, raw: object, least: int = 1, why: str = "") -> int:
+    where = f"{ENV_PREFIX}{name.upper()}, or {name} in the app's secrets"
     try:
         value = int(str(raw).strip())
     except ValueError:
-        raise SettingsError(f"{name} must be a whole number, got {raw!r}") from None
-    if value < 1:
-        raise SettingsError(f"{name} must be at least 1, got {value}")
+        raise SettingsError(f"{name} must be a whole number, got {raw!r} ({where})") from None
+    if value < least:
+        raise SettingsError(f"{name} must be at least {least}{why}, got {value} ({where})")
     return value
 
 
@@ -94,22 +111,31 @@ def load(env: Mapping[str, str] | None = None, overrides: Mapping[str, object] |
     Args:
         env: the environment (``os.environ`` if omitted).
         overrides: the same settings by lower-case name without the prefix (``max_chars``,
-            ``max_tokens``, ``allowed_models``, ``model_root``), e.g. from Streamlit's ``st.secrets``.
+            ``max_tokens``, ``max_corpus_texts``, ``max_corpus_tokens``, ``allowed_models``,
+            ``model_root``), e.g. from Streamlit's ``st.secrets``.
 
     Returns:
         :class:`Settings`.
 
     Raises:
-        SettingsError: for a value that is not usable (a non-number, a number below 1).
+        SettingsError: for a value that is not usable (a non-number, a number below 1, a token limit
+            below :data:`MIN_TOKENS`); the message names the variable.
     """
     env = os.environ if env is None else env
     raw: dict[str, object] = {
         key[len(ENV_PREFIX) :].lower(): value for key, value in env.items() if key.startswith(ENV_PREFIX)
     }
     raw.update({key.lower(): value for key, value in (overrides or {}).items()})
+    room = " (room for [CLS] A [SEP] B [SEP] with one token of each sentence)"
+
+    def number(name: str, default: int | None, least: int = 1, why: str = "") -> int | None:
+        return _positive_int(name, raw[name], least, why) if raw.get(name) else default
+
     limits = Limits(
-        max_chars=_positive_int("max_chars", raw["max_chars"]) if raw.get("max_chars") else DEFAULT_MAX_CHARS,
-        max_tokens=_positive_int("max_tokens", raw["max_tokens"]) if raw.get("max_tokens") else None,
+        max_chars=number("max_chars", DEFAULT_MAX_CHARS),
+        max_tokens=number("max_tokens", None, MIN_TOKENS, room),
+        max_corpus_texts=number("max_corpus_texts", DEFAULT_MAX_CORPUS_TEXTS),
+        max_corpus_tokens=number("max_corpus_tokens", DEFAULT_MAX_CORPUS_TOKENS),
     )
     root = str(raw.get("model_root") or "").strip() or None
     models = ModelPolicy(

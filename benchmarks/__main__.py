@@ -1,7 +1,7 @@
 """Run the benchmark suite: ``python -m benchmarks [--quick] [--only 1,3] [--output FILE]``.
 
 Each figure is measured next to a baseline in the same run (median after a warm-up, ours and the
-baseline interleaved), printed as a table of ratios against the targets of issue 10, and written with
+baseline interleaved), printed as a table of ratios against the targets (benchmarks/README.md), and written with
 the machine, versions and date to ``benchmarks/results/<date>-<mode>.json``.
 """
 
@@ -21,7 +21,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the bundled model only; never as
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="CI smoke run: fewer sizes and repeats (< 1 min)")
-    parser.add_argument("--only", default="1,2,3,4,5,6,7", help="comma-separated figure numbers (default all)")
+    parser.add_argument(
+        "--only",
+        default="1,2,3,4,5,6,7,8,9",
+        help="comma-separated figure numbers (default 1-9; 10, the other families at base size, on request)",
+    )
     parser.add_argument("--output", type=Path, help="results file (default benchmarks/results/<date>-<mode>.json)")
     args = parser.parse_args(argv)
     wanted = {part.strip() for part in args.only.split(",")}
@@ -75,7 +79,19 @@ def main(argv: list[str] | None = None) -> int:
             lambda: server.cold_start_and_memory(loaded.tokenizer, settings),
         )
     section("6", "corpus statistics", lambda: core.corpus_rows(loaded, settings))
-    rows.sort(key=lambda row: row.id)
+    if "8" in wanted:
+        from benchmarks import importance
+
+        section("8", "head importance", lambda: importance.importance_rows(loaded, settings))
+    if "9" in wanted:
+        from benchmarks import apptest
+
+        section("9", "Inside a head", lambda: apptest.inside_rows(loaded, settings))
+    if "10" in wanted:
+        from benchmarks import families
+
+        section("10", "other families (RoBERTa, GPT-2)", lambda: families.family_rows(settings))
+    rows.sort(key=lambda row: int(row.id))
     path = write_results(rows, settings, started, args.output, durations)
     print(table(rows))
     print(f"\nwritten to {path} in {time.monotonic() - started:.0f} s")

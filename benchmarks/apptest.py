@@ -242,3 +242,35 @@ def bytes_rows(loaded: LoadedModel, settings: Settings, sessions: dict[int, Chan
             )
         )
     return rows
+
+
+INSIDE = "attention_viz/ui/pages/inside.py"
+
+
+def inside_rows(loaded: LoadedModel, settings: Settings) -> list[Row]:
+    """#9: Inside a head, head and layer changes on the opening sentence: model forwards and rerun seconds."""
+    from attention_viz.ui.state import EXAMPLE_TEXT
+
+    shape = (loaded.info.num_layers, loaded.info.num_heads)
+    changes = head_changes(
+        EXAMPLE_TEXT, INSIDE, settings.warmup, settings.repeats + (0 if settings.quick else 8), shape
+    )
+    n = len(loaded.tokenizer(EXAMPLE_TEXT)["input_ids"])
+    row = Row(
+        id="9",
+        figure="Inside a head: head or layer change (AppTest rerun)",
+        size=f"sentence ({n} tokens)",
+        ours=median(changes.seconds) if changes.seconds else None,
+        ours_unit="s",
+        baseline=float(changes.forwards),
+        baseline_unit="forwards",
+        baseline_name="model forwards during the changes",
+        target="0 forwards",
+        samples={"seconds": changes.seconds, "cpu_seconds": changes.cpu_seconds, "first_run_s": changes.first_run_s},
+    )
+    if changes.error:
+        row.note = "app error: " + changes.error
+    else:
+        row.passed = changes.forwards == 0
+        row.note = f"{changes.forwards} forwards in {len(changes.seconds) + settings.warmup} changes of head or layer"
+    return [row]

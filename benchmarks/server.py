@@ -11,15 +11,21 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 from benchmarks.harness import ROOT, Row, Settings, median, text_of_tokens
 
 sys.path.insert(0, str(ROOT / "tests"))
-from browser import CHROMIUM_ARGS, MAP_DRAWN, chromium_path, free_port  # tests/browser.py
+from browser import (
+    CHROMIUM_ARGS,
+    MAP,
+    MAP_DRAWN,
+    chromium_path,
+    shown,
+    streamlit_server,
+    wait_for_change,
+)  # tests/browser.py
 
 # Peak memory from VmHWM, which exec resets: ru_maxrss would count the forking parent's pages too.
 BASELINE = """
@@ -33,8 +39,7 @@ AutoModel.from_pretrained(path, attn_implementation="eager").eval()
 peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 print(json.dumps({"peak_rss_bytes": int(peak.split()[1]) * 1024}))
 """
-HEATMAP = ".js-plotly-plot .heatmaplayer"
-IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+GRID = ".st-key-head_grid .js-plotly-plot"  # the all-heads grid
 
 
 def _env() -> dict:
@@ -66,34 +71,16 @@ def _status(pid: int) -> dict[str, int]:
 @contextlib.contextmanager
 def server():
     """``streamlit run app.py`` on a free loopback port; yields ``(url, process, started)``."""
-    port = free_port()
-    log = Path(tempfile.mkdtemp()) / "streamlit.log"
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
-    command += ["--server.address", "127.0.0.1"]
-    started = time.monotonic()
-    with log.open("w") as out:
-        process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=_env())
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            with contextlib.suppress(OSError):
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).status == 200:
-                    break
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"streamlit did not start:\n{log.read_text()[-2000:]}")
-            time.sleep(0.1)
-        yield url, process, started
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    with streamlit_server(env={"PYTHONPATH": str(ROOT)}) as running:
+        yield running[0], running.process, running[2]
 
 
-def _settle(page) -> None:
-    """Wait for the script run to finish (Streamlit marks the app root), then for plotly to draw."""
-    page.wait_for_timeout(300)
-    page.wait_for_selector(IDLE, timeout=180_000)
-    page.wait_for_selector(HEATMAP, timeout=180_000)
+def _rerun_and_draw(page, action, chart: str) -> None:
+    """Do ``action`` (it makes the app rerun); wait until the plotly chart at ``chart`` shows something new and
+    the run has finished."""
+    before = shown(page, chart)
+    action()
+    wait_for_change(page, chart, before, timeout_ms=180_000)
 
 
 def _peak(pid: int) -> int:
@@ -147,10 +134,8 @@ def cold_start_and_memory(tokenizer, settings: Settings) -> list[Row]:
                     try:
                         text = page.locator("textarea").first
                         text.fill(long_text)
-                        text.press("Control+Enter")
-                        _settle(page)
-                        page.locator("a[href$='all_heads']").first.click()
-                        _settle(page)
+                        _rerun_and_draw(page, lambda text=text: text.press("Control+Enter"), MAP)
+                        _rerun_and_draw(page, page.locator("a[href$='all_heads']").first.click, GRID)
                         peaks.append(_peak(process.pid))
                     except Exception as exc:  # report, never lose the cold-start numbers
                         notes.append(f"memory run failed: {type(exc).__name__}: {str(exc)[:200]}")

@@ -1,9 +1,14 @@
-"""Helpers for real-browser tests: a ``streamlit run app.py`` server on a free loopback port, and
-Debian's chromium driven by playwright (never ``playwright install``)."""
+"""Helpers for real-browser tests: a ``streamlit run app.py`` server on a free loopback port, Debian's
+chromium driven by playwright (never ``playwright install``), and waits for what the page shows.
+
+Every wait here is for a condition (a selector, a finished script run, a chart that stopped moving),
+never for a fixed time: a loaded machine makes any fixed time too short, an idle one too long.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -12,6 +17,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,50 +42,62 @@ def free_port() -> int:
 
 MAP = ".st-key-map .js-plotly-plot"  # Compare's map (a cold start sends an empty warm-up chart before it)
 MAP_DRAWN = MAP + " .heatmaplayer"
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 
 
 class Running(tuple):
-    """``(url, log_path, started_at)``, with the server's ``process`` as an attribute."""
+    """``(url, log_path, started_at)``, with the server's ``process`` as an attribute (and, on the shared
+    server of ``conftest.py``, ``preloaded_s``)."""
 
     process: subprocess.Popen
+    preloaded_s: float | None = None
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float, what: str, every_s: float = 0.1) -> float:
+    """Poll ``condition`` until it holds; return the seconds it took. Raises AssertionError with ``what``
+    after ``timeout_s``."""
+    started = time.monotonic()
+    while not condition():
+        if time.monotonic() - started > timeout_s:
+            raise AssertionError(f"{what} (waited {timeout_s:.0f} s)")
+        time.sleep(every_s)
+    return time.monotonic() - started
 
 
 @contextlib.contextmanager
-def streamlit_server():
-    """Start the app; yield ``(url, log_path, started_at)`` (a :class:`Running`); stop it afterwards."""
+def streamlit_server(
+    *options: str, cwd: Path = ROOT, env: dict | None = None, timeout_s: float = 120
+) -> Iterator[Running]:
+    """Start ``streamlit run app.py`` in ``cwd`` with extra command-line ``options``; yield ``(url, log_path,
+    started_at)`` (a :class:`Running`) once its health endpoint answers; stop it afterwards."""
     port = free_port()
     log = Path(tempfile.mkdtemp()) / "streamlit.log"
-    env = dict(os.environ, HF_HUB_OFFLINE="1")
-    command = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "app.py",
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-    ]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", **(env or {}))
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
+    command += ["--server.address", "127.0.0.1", *options]
     started = time.monotonic()
     with log.open("w") as out:
-        server = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
+        server = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
+
+    def healthy() -> bool:
+        if server.poll() is not None:
+            raise RuntimeError(f"streamlit exited with status {server.returncode}:\n{log.read_text()[-3000:]}")
+        with contextlib.suppress(OSError):
+            return urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).status == 200
+        return False
+
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            with contextlib.suppress(OSError):
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).status == 200:
-                    break
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"streamlit did not start:\n{log.read_text()}")
-            time.sleep(0.25)
+        try:
+            wait_until(healthy, timeout_s, "streamlit did not answer on /_stcore/health")
+        except AssertionError as exc:
+            raise RuntimeError(f"{exc}:\n{log.read_text()[-3000:]}") from None
         running = Running((url, log, started))
         running.process = server
         yield running
     finally:
         server.terminate()
-        server.wait(timeout=20)
+        server.wait(timeout=30)
 
 
 def chromium_path() -> str:
@@ -87,3 +105,73 @@ def chromium_path() -> str:
     if path is None:
         raise RuntimeError("Debian's chromium is needed: apt-get install -y chromium")
     return path
+
+
+# --- waits for what the page shows -------------------------------------------------------------------
+
+# What a plotly chart shows: each trace's row labels, number of rows and first row of values (None while there
+# is no chart at the selector).
+_SHOWN = """selector => {
+    const el = document.querySelector(selector);
+    if (!el || !el._fullData) return null;
+    return JSON.stringify(el._fullData.map(trace => [trace.type, trace.y && Array.from(trace.y),
+        trace.z && trace.z.length, trace.z && Array.from(trace.z[0] || [])]));
+}"""
+
+
+def shown(page, selector: str) -> str | None:
+    """What the plotly chart at ``selector`` shows, as a string to compare (None when there is none)."""
+    return page.evaluate(_SHOWN, selector)
+
+
+def wait_for_change(page, selector: str, before: str | None, timeout_ms: int = 90_000) -> None:
+    """Wait until the chart at ``selector`` shows something other than ``before`` (from :func:`shown`), then
+    until the script run that drew it has finished.
+
+    A change on the page is what says that a run happened: Streamlit's script state on its root element can
+    go from running to idle in one render when a run is quick, so a run cannot be told from its states.
+    """
+    page.wait_for_function(
+        f"selector => ({_SHOWN})(selector) !== {json.dumps(before)}", arg=selector, timeout=timeout_ms
+    )
+    page.wait_for_selector(IDLE, timeout=timeout_ms)
+
+
+# The geometry of a plotly chart and of its tick labels, in window coordinates: equal in consecutive frames
+# once plotly has finished drawing (including its automargin redraw) and the page has stopped scrolling.
+_SETTLED = """([selector, frames]) => {
+    const el = document.querySelector(selector);
+    if (!el || !el._fullLayout) return false;
+    const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    const full = el._fullLayout;
+    const shape = JSON.stringify([full._size, full.width, full.height, box(el),
+        Array.from(el.querySelectorAll('.xtick text, .ytick text, .gtitle, .cbfills'), box)]);
+    const seen = (window.__settled ||= {});
+    if (seen[selector] && seen[selector].shape === shape) return ++seen[selector].frames >= frames;
+    seen[selector] = {shape, frames: 0};
+    return false;
+}"""
+
+
+def settled(page, selector: str, frames: int = 10, timeout_ms: int = 60_000) -> None:
+    """Wait until the plotly chart at ``selector`` has the same geometry for ``frames`` animation frames
+    in a row (drawn, margins final, not scrolling)."""
+    page.evaluate("() => { window.__settled = {}; }")  # count from this call on
+    page.wait_for_function(_SETTLED, arg=[selector, frames], polling="raf", timeout=timeout_ms)
+
+
+def set_choice(page, label: str, value: int) -> None:
+    """Choose ``value`` in the Layer or Head box beside the map, as a person does (typing narrows its list)."""
+    from playwright.sync_api import expect
+
+    box = page.locator(f".st-key-_{label.lower()}[data-stale='false'] input[role='combobox']")  # not a stale copy
+    box.click()
+    box.fill(str(value))
+    page.get_by_role("option", name=str(value), exact=True).first.click()
+    expect(box).to_have_value(str(value), timeout=60_000)
+
+
+def wait_for_header(page, text: str) -> None:
+    from playwright.sync_api import expect
+
+    expect(page.get_by_role("heading", name=text)).to_be_visible(timeout=60_000)

@@ -1,13 +1,18 @@
-"""Shared fixtures: the bundled model, tiny random BERTs built offline in a temp dir."""
+"""Shared fixtures: the bundled model, tiny random BERTs and tiny models of every family built offline in a temp
+dir, one real Streamlit server for every browser and server test, and a headless Chromium per test module."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing in the tests may reach the hub
 
 import pytest
 import torch
+from browser import CHROMIUM_ARGS, chromium_path, streamlit_server, wait_until
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from transformers import AutoTokenizer, BertConfig, BertModel
@@ -57,6 +62,34 @@ def tiny_model_dir(tmp_path_factory):
     return make_tiny_bert(tmp_path_factory.mktemp("tiny"), **TINY_CONFIGS["h32-l2-heads4"])
 
 
+@pytest.fixture(scope="session")
+def family_dir(tmp_path_factory):
+    """``family_dir(model_type)``: the folder of a tiny random checkpoint of that family, built once."""
+    from tiny_families import make_tiny
+
+    built = {}
+
+    def folder(family: str) -> str:
+        if family not in built:
+            built[family] = make_tiny(family, tmp_path_factory.mktemp(f"tiny-{family}"))
+        return built[family]
+
+    return folder
+
+
+@pytest.fixture(scope="session")
+def family_model(family_dir):
+    """``family_model(model_type)``: that family's tiny checkpoint through load_model, loaded once."""
+    loaded = {}
+
+    def model(family: str):
+        if family not in loaded:
+            loaded[family] = load_model(family_dir(family))
+        return loaded[family]
+
+    return model
+
+
 @pytest.fixture
 def media(monkeypatch):
     """Every file the app hands to a download button, by file id."""
@@ -78,3 +111,41 @@ def media(monkeypatch):
     monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", keep)
     monkeypatch.setattr(MediaFileManager, "add_deferred", keep_deferred)
     return stored
+
+
+@pytest.fixture(scope="session")
+def server():
+    """One ``streamlit run app.py`` with the repository's settings, shared by every test that needs a real
+    server (started once: Streamlit, torch and the model load once per run, not once per module).
+
+    Yields ``(url, log_path, started_at)`` with the server's ``process`` and ``preloaded_s`` as attributes:
+    the seconds from the start until the process had mapped the bundled model's weights, observed before
+    any browser could open a session (None if that never happened within 240 s). Tests share nothing else:
+    each opens its own browser context, so each has its own Streamlit session and session state.
+    """
+    weights = str(bundled_model_path() / "model.safetensors")
+    with streamlit_server() as running:
+        maps = Path(f"/proc/{running.process.pid}/maps")
+
+        def mapped() -> bool:
+            if running.process.poll() is not None or "preloading failed" in running[1].read_text():
+                raise RuntimeError("the server stopped or its preload failed")
+            return weights in maps.read_text()
+
+        with contextlib.suppress(AssertionError, RuntimeError):  # tests/test_server.py reports it
+            wait_until(mapped, 240, "the bundled model was not loaded at server start", every_s=0.25)
+            running.preloaded_s = time.monotonic() - running[2]
+        yield running
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """Headless Chromium for one test module; each test opens its own context (``chromium.new_page()`` makes
+    one). Module-scoped, not session-scoped: while Playwright's sync API runs, its event loop occupies the
+    thread, so a test elsewhere that starts Playwright itself (or asyncio) would fail."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()

@@ -101,7 +101,8 @@ def test_punctuation_tokens():
     assert not is_punctuation("a") and not is_punctuation("$5") and not is_punctuation("")
 
 
-def test_c22_merge_refuses_a_grouping_that_leaves_out_a_token(bundled):
+def test_merge_refuses_a_grouping_that_leaves_out_a_token(bundled):
+    """[CLS]/[SEP] have no word id (-1): merging by word ids alone would drop them, so it is refused."""
     encoding = encode(bundled.tokenizer, "I have a new GPU!")
     weights = np.full((encoding.num_tokens, encoding.num_tokens), 1 / encoding.num_tokens)
     with pytest.raises(ValueError, match="every token needs a group"):
@@ -110,7 +111,9 @@ def test_c22_merge_refuses_a_grouping_that_leaves_out_a_token(bundled):
         analysis.merge_word_pieces(np.eye(3), np.array([0, 2, 2]))
 
 
-def test_c22_word_level_keeps_cls_and_sep_and_rows_sum_to_one(bundled):
+def test_word_level_keeps_cls_and_sep_and_rows_sum_to_one(bundled):
+    """Words, not pieces, of "I have a new GPU!" at layer 3, head 1: [CLS] and [SEP] keep rows and columns of
+    their own, so rows sum to 1 (dropped, the rows summed to 0.19-0.93)."""
     result = extract(bundled, "I have a new GPU!")
     view = apply_view(result.weights[3, 1], result.encoding, ViewOptions(word_level=True))
     assert view.query_labels == ("[CLS]", "I", "have", "a", "new", "GPU", "!", "[SEP]")
@@ -121,7 +124,8 @@ def test_c22_word_level_keeps_cls_and_sep_and_rows_sum_to_one(bundled):
     assert labels == view.query_labels and len(groups) == result.encoding.num_tokens
 
 
-def test_c10_word_level_values(bundled):
+def test_word_level_values_of_a_split_word(bundled):
+    """In "I have a new GPU!", "gpu" is gp and ##u: to a word, the sum over its pieces; from a word, the mean."""
     encoding = encode(bundled.tokenizer, "I have a new GPU!")
     assert encoding.tokens[4:8] == ("new", "gp", "##u", "!")
     t = encoding.num_tokens
@@ -133,7 +137,7 @@ def test_c10_word_level_values(bundled):
     assert_allclose(view.matrix[4:7, 4:7], [[0.1, 0.5, 0.4], [0.325, 0.5, 0.175], [0.7, 0.2, 0.1]], atol=1e-12)
 
 
-def test_c11_hide_special_renormalises(bundled):
+def test_hide_special_renormalises(bundled):
     result = extract(bundled, "The cat sat.")
     view = apply_view(result.weights, result.encoding, ViewOptions(hide_special=True))
     assert view.renormalised and "[CLS]" not in view.query_labels and "[SEP]" not in view.key_labels
@@ -163,13 +167,14 @@ def test_pair_blocks_are_slices_and_match_the_pair_shares(bundled):
         apply_view(single.weights, single.encoding, ViewOptions(block="AC"))
 
 
-C12_A1 = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8]])
-C12_A2 = np.array([[0.5, 0.25, 0.25], [0.3, 0.4, 0.3], [0.2, 0.2, 0.6]])
+ROLLOUT_A1 = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8]])
+ROLLOUT_A2 = np.array([[0.5, 0.25, 0.25], [0.3, 0.4, 0.3], [0.2, 0.2, 0.6]])
 
 
-def test_c12_rollout_up_to_a_layer():
-    weights = np.stack([C12_A1, C12_A2])
-    first = (C12_A1 + np.eye(3)) / 2
+def test_rollout_up_to_a_layer():
+    """Two head-averaged 3 × 3 layers with a rollout computed by hand: up to layer 0, then up to layer 1."""
+    weights = np.stack([ROLLOUT_A1, ROLLOUT_A2])
+    first = (ROLLOUT_A1 + np.eye(3)) / 2
     assert_allclose(analysis.attention_rollout(weights, up_to_layer=0), first / first.sum(-1, keepdims=True))
     expected = [[0.6188, 0.2125, 0.1688], [0.1975, 0.5550, 0.2475], [0.1300, 0.1300, 0.7400]]
     assert_allclose(analysis.attention_rollout(weights, up_to_layer=1), expected, atol=1e-4)
@@ -215,7 +220,7 @@ def test_rollout_and_norms(bundled):
         rollout_and_norms(bundled.encoder, result.encoding, 6)
 
 
-def test_head_divergence_known_values_and_c23():
+def test_head_divergence_known_values_and_clamped_round_off():
     to_first = np.tile([1.0, 0.0], (2, 1))
     to_second = np.tile([0.0, 1.0], (2, 1))
     x = np.nextafter(0.5, 0)
@@ -224,7 +229,7 @@ def test_head_divergence_known_values_and_c23():
     divergence = head_divergence(weights)
     assert divergence.shape == (4, 4)
     assert divergence[0, 1] == pytest.approx(1.0)  # disjoint one-hot rows: 1 bit
-    assert divergence[2, 3] >= 0.0  # round-off clamped (case C23)
+    assert divergence[2, 3] >= 0.0  # 0 in exact arithmetic, below 0 by round-off unless clamped
     assert_allclose(divergence, divergence.T)
     assert_allclose(np.diagonal(divergence), 0.0)
 

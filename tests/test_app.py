@@ -15,6 +15,7 @@ from replay import control
 
 from attention_viz import extraction, figures
 from attention_viz.extraction import extract
+from attention_viz.figures import label_text
 from attention_viz.models import loading
 from attention_viz.ui import cache, state
 
@@ -55,7 +56,7 @@ def test_changing_layer_and_head_shows_that_head(bundled):
     assert np.array_equal(_z(pretrained), weights[2, 5])
     assert np.abs(_z(scratch) - weights[2, 5]).max() <= 1e-5
     assert np.abs(_z(difference)).max() <= 1e-5
-    labels = [y.rstrip("\u200b\u200c") for y in pretrained["data"][0]["y"]]
+    labels = [label_text(y) for y in pretrained["data"][0]["y"]]
     assert labels == list(extract(bundled, state.EXAMPLE_TEXT).encoding.labels)
     assert float(at.metric[0].value) <= 1e-5
 
@@ -132,7 +133,7 @@ def test_long_input_is_cut_with_a_message():
     shown = _chart(at, "map")  # a window of the 512 tokens, every row and column labelled
     window = figures.map_style(False, 512).window
     assert _z(shown).shape == (window, window)
-    assert [y.rstrip("\u200b\u200c") for y in shown["data"][0]["y"]] == ["[CLS]"] + ["hello"] * (window - 1)
+    assert [label_text(y) for y in shown["data"][0]["y"]] == ["[CLS]"] + ["hello"] * (window - 1)
 
 
 def test_empty_text_gets_a_message_not_a_traceback():
@@ -154,7 +155,9 @@ def test_unknown_model_gets_a_message_and_keeps_every_control(bundled):
     assert at.text_area(key="text").value == "Keep this sentence."
     assert (control(at, "selectbox", "layer").value, control(at, "selectbox", "head").value) == (4, 9)
     assert not control(at, "selectbox", "layer").disabled and at.toggle(key="fit_range").value
-    assert at.selectbox(key="model").value == "no-such-model-xyz"  # what was typed stays in the box
+    assert (
+        at.selectbox(key="model").value == "all-MiniLM-L6-v2"
+    )  # the box shows the model shown; the message the typed one
     expected = extract(bundled, "Keep this sentence.").weights[4, 9]
     assert np.array_equal(_z(_figures(at)[0]), expected)  # the app still works, on the previous model
     at.run()
@@ -192,13 +195,14 @@ def test_half_precision_folder_shows_its_dtype(tmp_path, bundled):
 
 
 @pytest.mark.parametrize("text", ["\u200b", "\ufeff \u00ad"])
-def test_c20_invisible_text_gets_the_empty_hint(text):
+def test_invisible_text_gets_the_empty_hint(text):
+    """Zero-width spaces, byte-order marks and soft hyphens normalise to nothing: an empty input, kept."""
     at = _app(text=text)
     _no_errors(at)
     assert not _figures(at) and "empty" in at.info[0].value and "kept" in at.info[0].value
 
 
-def test_c20_invisible_pair_is_a_single_sentence(bundled):
+def test_invisible_pair_is_a_single_sentence(bundled):
     at = _app(text="The cat sat.", pair="\u200b")
     _no_errors(at)
     assert np.array_equal(
@@ -254,15 +258,17 @@ def counted(monkeypatch):
         calls["extract"] += 1
         return real_extract(*args, **kwargs)
 
-    real_load, real_extract = loading.load_model, extraction.extract
+    real_load, real_extract = loading.load_model, extraction.extract_encoded
     monkeypatch.setattr(loading, "load_model", load)
-    monkeypatch.setattr(extraction, "extract", run)
+    monkeypatch.setattr(extraction, "extract_encoded", run)
     yield calls
     cache._load.clear()
     cache.attention.clear()
 
 
-def test_c15_model_loads_once_and_head_changes_do_not_rerun_it(counted):
+def test_model_loads_once_and_head_changes_do_not_rerun_it(counted):
+    """Two sessions and 20 head changes each: one model load, and the attention (pretrained and from scratch)
+    computed once for both sessions."""
     first, second = _app(), _app()  # two sessions
     assert counted == {"load": 1, "extract": 2}  # pretrained + from scratch, once for both sessions
     for i in range(20):
@@ -274,7 +280,9 @@ def test_c15_model_loads_once_and_head_changes_do_not_rerun_it(counted):
     assert counted == {"load": 1, "extract": 2}
 
 
-def test_c16_switching_models_switches_the_attention(counted, tiny_model_dir, bundled):
+def test_switching_models_switches_the_attention(counted, tiny_model_dir, bundled):
+    """The cached attention is keyed by the model's name too: another model in the same process shows its own
+    attention, not the previous model's."""
     bundled_map = _z(_chart(_app(), "map"))
     at = _app(model=tiny_model_dir, layer=5, head=11)  # same process, same caches, another model
     _no_errors(at)

@@ -1,5 +1,5 @@
 """Compare with the view toggles (word level, hide [CLS]/[SEP], pair blocks), its downloads and the link's
-choices for its settings (issues 8 and 9)."""
+choices for its settings."""
 
 import io
 import json
@@ -12,9 +12,10 @@ from replay import control
 
 from attention_viz import analysis
 from attention_viz.extraction import export, extract
+from attention_viz.figures import label_text
 from attention_viz.ui import i18n, links, state
 
-GPU = "I have a new GPU!"  # cases C10 and C22: "gpu" is two WordPieces
+GPU = "I have a new GPU!"  # "gpu" is two WordPieces, gp and ##u
 LAYER, HEAD = state.EXAMPLE_LAYER, state.EXAMPLE_HEAD
 
 
@@ -30,8 +31,8 @@ def _what(at) -> str:
 
 
 def _clark_merge(weights: np.ndarray, word_ids) -> np.ndarray:
-    """C10 by hand: to a word, sum over its pieces; from a word, mean over its pieces; each special token
-    ([CLS], [SEP]: no word id) a group of its own (C22)."""
+    """Clark et al.'s merge by hand: to a word, sum over its pieces; from a word, mean over its pieces; each
+    special token ([CLS], [SEP]: no word id) a group of its own."""
     groups, previous = [], object()
     for index, word in enumerate(word_ids):
         special = word is None or word < 0
@@ -44,7 +45,9 @@ def _clark_merge(weights: np.ndarray, word_ids) -> np.ndarray:
     return np.stack([to_words[g].mean(0) for g in groups])  # (w, w)
 
 
-def test_c10_c22_word_level_keeps_cls_and_sep_and_rows_sum_to_1(bundled, media):
+def test_word_level_keeps_cls_and_sep_and_rows_sum_to_1(bundled, media):
+    """Words, not pieces, on "I have a new GPU!": the map, its CSV, bars and lines are over words, with
+    [CLS] and [SEP] kept as rows and columns of their own, so every row still sums to 1."""
     at = run_app(text=GPU)
     no_errors(at)
     control(at, "toggle", "word_level").set_value(True).run()
@@ -56,7 +59,7 @@ def test_c10_c22_word_level_keeps_cls_and_sep_and_rows_sum_to_1(bundled, media):
     expected = _clark_merge(raw, encoding.word_ids)
     assert_allclose(z(shown), expected, atol=1e-6)
     assert_allclose(z(shown).sum(-1), 1, atol=1e-6)  # [CLS]/[SEP] kept: nothing leaks out of a row
-    words = [label.strip() for label in shown["data"][0]["y"]]
+    words = [label_text(label) for label in shown["data"][0]["y"]]
     assert words[0] == "[CLS]" and words[-1] == "[SEP]" and "GPU" in words and "gp" not in words
     assert any(i18n.t("views.note_words") in c.value for c in at.caption)
     # the CSV holds the shown (word-level) matrix with the words as labels
@@ -69,7 +72,7 @@ def test_c10_c22_word_level_keeps_cls_and_sep_and_rows_sum_to_1(bundled, media):
     assert_allclose(decode(bars["data"][0]["y"]), expected[words.index("GPU")], atol=1e-6)
 
 
-def test_c11_hide_special_renormalises_and_says_so(bundled):
+def test_hide_special_renormalises_and_says_so(bundled):
     at = run_app(text=GPU)
     control(at, "toggle", "hide_special").set_value(True).run()
     no_errors(at)
@@ -77,7 +80,7 @@ def test_c11_hide_special_renormalises_and_says_so(bundled):
     result = extract(bundled, GPU)
     keep = ~np.asarray(result.encoding.special)
     raw = result.weights[LAYER, HEAD].astype(np.float64)[keep][:, keep]
-    assert_allclose(z(shown), raw / raw.sum(-1, keepdims=True), atol=1e-6)  # C11 by hand
+    assert_allclose(z(shown), raw / raw.sum(-1, keepdims=True), atol=1e-6)  # each row renormalised by hand
     assert "[CLS]" not in "".join(shown["data"][0]["x"]) and "[SEP]" not in "".join(shown["data"][0]["y"])
     assert any(i18n.t("views.note_renormalised") in c.value for c in at.caption)
 

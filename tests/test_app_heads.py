@@ -11,6 +11,7 @@ from replay import control
 
 from attention_viz import analysis
 from attention_viz.extraction import extract
+from attention_viz.figures import label_text
 from attention_viz.ui import head_links, state
 
 STATS = "attention_viz/ui/pages/head_stats.py"
@@ -94,12 +95,12 @@ def test_rollout_and_norms_page_and_view_toggles(bundled):
     control(at, "toggle", "word_level").set_value(True).run()
     no_errors(at)
     raw = figures(at)[0]
-    assert "didn't" in "".join(raw["data"][0]["y"])  # words as typed
+    assert "didn't" in "".join(map(label_text, raw["data"][0]["y"]))  # words as typed
     assert_allclose(z(raw).sum(-1), 1, atol=1e-5)
     control(at, "toggle", "hide_special").set_value(True).run()
     no_errors(at)
     raw = figures(at)[0]
-    assert "[CLS]" not in raw["data"][0]["x"] and "[SEP]" not in raw["data"][0]["y"]
+    assert "[CLS]" not in map(label_text, raw["data"][0]["x"]) and "[SEP]" not in map(label_text, raw["data"][0]["y"])
     assert any("renormalised" in c.value for c in at.caption)
     assert at.session_state["word_level"] and at.session_state["hide_special"]  # kept under the DEFAULTS keys
     at.switch_page(STATS).run()

@@ -12,6 +12,7 @@ from replay import control
 
 from attention_viz import figures
 from attention_viz.extraction import extract
+from attention_viz.figures import label_text
 from attention_viz.ui import state
 
 LONG = "The quick brown fox jumps over the lazy dog while the cat sleeps on the warm mat near the door, " * 3
@@ -29,7 +30,7 @@ def test_moved_window_shows_the_core_weights_for_that_window(bundled):
     shown = _chart(at, "map")
     assert np.array_equal(_z(shown), weights[30 : 30 + size, total - size :])
     labels = extract(bundled, LONG).encoding.labels
-    assert [y.rstrip("\u200b\u200c") for y in shown["data"][0]["y"]] == list(labels[30 : 30 + size])
+    assert [label_text(y) for y in shown["data"][0]["y"]] == list(labels[30 : 30 + size])
     assert _decode(shown["data"][0]["customdata"])[0, 0].tolist() == [30, total - size]  # hover indices
     (outline,) = _chart(at, "overview")["layout"]["shapes"]
     assert (outline["y0"], outline["x0"]) == (29.5, total - size - 0.5)

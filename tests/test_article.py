@@ -1,4 +1,5 @@
-"""The seed article's layer, reproduced: cases C04, C05, C08."""
+"""The seed article's layer, reproduced: scaling by √embed_size, per-head slices sharing one projection,
+projections never applied, and its -1e20 mask."""
 
 import pytest
 import torch
@@ -17,7 +18,8 @@ def _identity_projections(layer):
     "raw, expected",
     [([8, 0, 0, 0], [0.3219, 0.2260, 0.2260, 0.2260]), ([16, 8, 0, 0], [0.3720, 0.2612, 0.1834, 0.1834])],
 )
-def test_c04_article_divides_by_sqrt_embed_size(raw, expected):
+def test_article_divides_by_sqrt_embed_size(raw, expected):
+    """Embed 512, 8 heads, raw scores [8, 0, 0, 0] or [16, 8, 0, 0]: divided by √512, not √64."""
     layer = ArticleSelfAttention(512, 8)
     _identity_projections(layer)
     query = torch.zeros(1, 1, 512)
@@ -29,7 +31,9 @@ def test_c04_article_divides_by_sqrt_embed_size(raw, expected):
 
 
 @pytest.mark.parametrize("apply_projections", [True, False])
-def test_c05_head_with_zero_slice_is_uniform_whatever_the_weights(apply_projections):
+def test_article_head_with_a_zero_slice_is_uniform_whatever_the_weights(apply_projections):
+    """Embed 4, 2 heads, tokens whose first two features are 0: the article projects each head's slice,
+    so head 0 sees only zeros and attends exactly 1/3 everywhere; head 1 does not."""
     torch.manual_seed(0)
     layer = ArticleSelfAttention(4, 2, apply_projections=apply_projections)
     tokens = torch.tensor([[[0.0, 0, 1, 2], [0, 0, 3, 4], [0, 0, 5, 6]]])
@@ -38,7 +42,8 @@ def test_c05_head_with_zero_slice_is_uniform_whatever_the_weights(apply_projecti
     assert (attention[0, 1] - 1 / 3).abs().max() > 1e-3
 
 
-def test_c05_parameter_count():
+def test_article_projections_have_3_head_dim_squared_weights():
+    """One d × d projection shared by all heads: 3·64·64 = 12,288 weights at embed 512, 8 heads."""
     layer = ArticleSelfAttention(512, 8)
     qkv = sum(p.numel() for m in (layer.values, layer.keys, layer.queries) for p in m.parameters())
     assert qkv == 3 * 64 * 64 == 12_288
@@ -59,7 +64,7 @@ def test_printed_code_never_applies_its_projections():
     assert torch.equal(a, c)
 
 
-def test_c08_minus_1e20_overflows_in_float16():
+def test_article_mask_of_minus_1e20_overflows_in_float16():
     layer = ArticleSelfAttention(8, 2).half()
     x = torch.randn(1, 4, 8).half()
     mask = torch.tensor([1, 1, 0, 0])

@@ -53,3 +53,14 @@ def test_same_seed_same_layers_and_global_rng_untouched():
     assert torch.equal(a[0].query.weight, b[0].query.weight) and torch.equal(a[1].keys.weight, b[1].keys.weight)
     with pytest.raises(ValueError, match="unknown differences"):
         article_compare.variant_weights(np.zeros((2, 32), np.float32), *a, ["nope"])
+
+
+def test_article_maps_are_both_variants_of_one_seeded_pair(setup):
+    hidden, correct, article = setup
+    base, changed = article_compare.article_maps(hidden, 4, 5, ["shared", "embed_scaling"])
+    np.testing.assert_array_equal(base, article_compare.variant_weights(hidden, correct, article))
+    expected = article_compare.variant_weights(hidden, correct, article, ["shared", "embed_scaling"])
+    np.testing.assert_array_equal(changed, expected)
+    assert base.shape == changed.shape == (4, 7, 7)
+    with pytest.raises(ValueError, match="unknown differences"):
+        article_compare.article_maps(hidden, 4, 5, ["bias"])

@@ -1,4 +1,5 @@
-"""The correct multi-head self-attention layer: cases C04, C06, C07, C08, C09."""
+"""The correct multi-head self-attention layer: scaling by √head_dim, every head sees the whole vector, head
+split and merge against torch, key-side padding masks, float16 masks, dropout only in training."""
 
 import pytest
 import torch
@@ -25,7 +26,9 @@ def _scores_query(raw_scores, head_dim):
         ([16, 8, 0, 0], [0.6103, 0.2245, 0.0826, 0.0826], [0.3720, 0.2612, 0.1834, 0.1834]),
     ],
 )
-def test_c04_scaling_by_sqrt_head_dim(raw, correct, article):
+def test_scores_are_scaled_by_sqrt_head_dim_not_sqrt_embed_size(raw, correct, article):
+    """head_dim 64 (embed 512, 8 heads), one query's raw scores: divided by √64 they give the correct weights;
+    divided by √512, as the seed article does, flatter ones (values computed in float64)."""
     query, key, value = _scores_query(raw, head_dim=64)
     _, weights = scaled_dot_product_attention(query, key, value)
     assert_close(weights[0, 0, 0], torch.tensor(correct), atol=1e-4, rtol=0)
@@ -33,14 +36,17 @@ def test_c04_scaling_by_sqrt_head_dim(raw, correct, article):
     assert_close(flat[0, 0, 0], torch.tensor(article), atol=1e-4, rtol=0)
 
 
-def test_c05_parameter_count_of_a_correct_layer():
+def test_a_correct_layer_has_3_embed_squared_projection_weights():
+    """Query, key and value each project the whole embedding: 3·E·E weights (786,432 at E = 512), not
+    the article's 3·d·d shared by all heads."""
     layer = MultiHeadSelfAttention(512, 8, bias=False)
     qkv = sum(p.numel() for m in (layer.query, layer.key, layer.value) for p in m.parameters())
     assert qkv == 3 * 512 * 512 == 786_432
 
 
-def test_c05_head_sees_the_whole_vector():
-    """Head 0's slice of every token is zero; a correct layer still gives head 0 non-uniform attention."""
+def test_each_head_sees_the_whole_vector():
+    """Head 0's slice of every token is zero; a layer that projects the whole vector, then splits it into
+    heads, still gives head 0 non-uniform attention (the article's per-slice layout would give exactly 1/3)."""
     torch.manual_seed(0)
     layer = MultiHeadSelfAttention(4, 2, bias=False).eval()
     tokens = torch.tensor([[[0.0, 0, 1, 2], [0, 0, 3, 4], [0, 0, 5, 6]]])
@@ -49,8 +55,9 @@ def test_c05_head_sees_the_whole_vector():
 
 
 @pytest.mark.parametrize("heads", [1, 2, 8])
-def test_c06_matches_torch_multihead_attention_when_input_size_differs(heads):
-    """Per-head weights equal nn.MultiheadAttention's with the same projections (input 24, inner 4*heads)."""
+def test_head_split_matches_torch_multihead_attention_when_input_size_differs(heads):
+    """Reshaping bugs hide with one head or equal in and out sizes: with 1, 2 and 8 heads and an input of 24
+    against an inner size of 4·heads, per-head weights equal nn.MultiheadAttention's with the same projections."""
     torch.manual_seed(heads)
     input_size, head_dim = 24, 4
     inner = heads * head_dim
@@ -70,7 +77,8 @@ def test_c06_matches_torch_multihead_attention_when_input_size_differs(heads):
 
 
 @pytest.mark.parametrize("heads", [1, 2, 8])
-def test_c06_output_matches_torch_multihead_attention(heads):
+def test_head_merge_output_matches_torch_multihead_attention(heads):
+    """With 1, 2 and 8 heads and padded keys, weights and the merged output equal nn.MultiheadAttention's."""
     torch.manual_seed(10 + heads)
     size = 32
     ours = MultiHeadSelfAttention(size, heads).eval()
@@ -91,7 +99,10 @@ def test_c06_output_matches_torch_multihead_attention(heads):
     assert_close(output, expected_output, atol=1e-5, rtol=0)
 
 
-def test_c07_only_a_key_mask_is_right():
+def test_only_a_key_side_padding_mask_is_right():
+    """Batch 2, 8 heads, length 5, sample 0 with 2 padding tokens, raw scores 0: a key mask (b, 1, 1, s)
+    gives rows [1/3, 1/3, 1/3, 0, 0]; a query-side mask (b, 1, t, 1) gives 0.2 everywhere; a bare (b, s)
+    mask raises instead of broadcasting by accident."""
     q = torch.zeros(2, 8, 5, 4)  # all raw scores 0
     k, v = torch.randn(2, 8, 5, 4), torch.randn(2, 8, 5, 4)
     padding = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
@@ -108,7 +119,7 @@ def test_c07_only_a_key_mask_is_right():
         key_padding_mask(key_mask, torch.float32)
 
 
-def test_c07_layer_masks_padded_keys():
+def test_layer_gives_padded_keys_no_attention():
     torch.manual_seed(1)
     layer = MultiHeadSelfAttention(16, 8).eval()
     _, weights = layer(torch.randn(2, 5, 16), torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]))
@@ -116,7 +127,9 @@ def test_c07_layer_masks_padded_keys():
     assert_close(weights.sum(-1), torch.ones(2, 8, 5))
 
 
-def test_c08_float16_masking_is_exact():
+def test_float16_masking_with_the_dtype_minimum_is_exact():
+    """Masked scores get torch.finfo(dtype).min (a literal -1e20 overflows float16): masked weights are
+    exactly 0 and rows still sum to 1."""
     torch.manual_seed(2)
     layer = MultiHeadSelfAttention(16, 4).half().eval()
     padding = torch.tensor([[1, 1, 1, 0, 0]])
@@ -126,7 +139,9 @@ def test_c08_float16_masking_is_exact():
     assert_close(weights.float().sum(-1), torch.ones(1, 4, 5), atol=2e-3, rtol=0)
 
 
-def test_c09_dropout_only_in_train_mode():
+def test_dropout_only_in_train_mode():
+    """In train mode the weights include dropout (rows no longer sum to 1, runs differ); in eval mode two
+    runs are identical and every row sums to 1."""
     torch.manual_seed(3)
     layer = MultiHeadSelfAttention(32, 4, dropout=0.1)
     x = torch.randn(1, 12, 32)

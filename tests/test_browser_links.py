@@ -3,17 +3,10 @@ gives a link that does the same."""
 
 import re
 
-import pytest
-from browser import ARTIFACTS, CHROMIUM_ARGS, chromium_path, streamlit_server
-from playwright.sync_api import expect, sync_playwright
+from browser import ARTIFACTS
+from playwright.sync_api import expect
 
 from attention_viz.ui import links
-
-
-@pytest.fixture(scope="module")
-def server():
-    with streamlit_server() as running:
-        yield running
 
 
 def _sees_inside_layer4_head7_in_chinese(page) -> None:
@@ -25,27 +18,26 @@ def _sees_inside_layer4_head7_in_chinese(page) -> None:
     expect(page.get_by_label("句子", exact=True)).to_have_value("它太累了。", timeout=60_000)
 
 
-def test_a_shared_link_opens_the_same_head_and_language(server):
+def test_a_shared_link_opens_the_same_head_and_language(server, chromium):
     url, _, _ = server
     shared = links.query_string({"page": "inside", "lang": "zh", "layer": "4", "head": "7", "text": "它太累了。"})
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.goto(f"{url}/?{shared}")
-        _sees_inside_layer4_head7_in_chinese(page)
-        page.wait_for_selector(".js-plotly-plot", timeout=60_000)
-        page.screenshot(path=ARTIFACTS / "shared_link.png")
-        page.get_by_text("本视图的链接").click()
-        copied = page.locator("[data-testid='stSidebar'] code", has_text=url).first.inner_text().replace("\n", "")
-        assert copied.startswith(url) and "head=7" in copied and "lang=zh" in copied
-        # the box stays open in another language and on another page (each makes it a new widget)
-        box = page.locator("[data-testid='stSidebar'] code", has_text=url).first
-        page.locator("[data-testid='stSidebar'] label").filter(has_text="English").first.click()
-        expect(box).to_contain_text("lang=en", timeout=60_000)
-        page.locator("a[href$='all_heads']").first.click()
-        expect(box).to_contain_text("page=all_heads", timeout=60_000)
-        other = browser.new_page(viewport={"width": 800, "height": 600})  # a student opens it
-        other.goto(copied)
-        _sees_inside_layer4_head7_in_chinese(other)
-        browser.close()
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{url}/?{shared}")
+    _sees_inside_layer4_head7_in_chinese(page)
+    page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    page.screenshot(path=ARTIFACTS / "shared_link.png")
+    page.get_by_text("本视图的链接").click()
+    copied = page.locator("[data-testid='stSidebar'] code", has_text=url).first.inner_text().replace("\n", "")
+    assert copied.startswith(url) and "head=7" in copied and "lang=zh" in copied
+    # the box stays open in another language and on another page (each makes it a new widget)
+    box = page.locator("[data-testid='stSidebar'] code", has_text=url).first
+    page.locator("[data-testid='stSidebar'] label").filter(has_text="English").first.click()
+    expect(box).to_contain_text("lang=en", timeout=60_000)
+    page.locator("a[href$='all_heads']").first.click()
+    expect(box).to_contain_text("page=all_heads", timeout=60_000)
+    other = chromium.new_page(viewport={"width": 800, "height": 600})  # a student opens it (a new context)
+    other.goto(copied)
+    _sees_inside_layer4_head7_in_chinese(other)
+    other.close()
+    page.close()

@@ -2,7 +2,9 @@
 
 import numpy as np
 import pytest
+import torch
 
+from attention_viz.analysis import steps
 from attention_viz.extraction import extract
 from attention_viz.ui import cache
 
@@ -38,3 +40,91 @@ def test_everything_that_changes_a_result_is_in_the_key(bundled, fresh):
     assert cache.scratch(bundled, TEXT, None, "exact", 5) is exact  # the seed only matters to "random"
     random3, random4 = cache.scratch(bundled, TEXT, None, "random", 3), cache.scratch(bundled, TEXT, None, "random", 4)
     assert not np.array_equal(random3.weights, random4.weights)
+
+
+@pytest.fixture
+def tiny(tiny_model_dir):
+    """A tiny model, with every text-keyed cache cleared before and after."""
+    from attention_viz.models.loading import load_model
+
+    caches = (cache._encoding, cache.attention, cache._layer_inputs, cache._layer_vectors, cache._article_maps)
+    for cached in caches:
+        cached.clear()
+    yield load_model(tiny_model_dir)
+    for cached in caches:
+        cached.clear()
+
+
+@pytest.fixture
+def forwards():
+    """Counts forwards of any transformers model or from-scratch encoder while the test runs."""
+    from transformers import PreTrainedModel
+
+    from attention_viz.models.encoder import BertEncoder
+
+    count = {"forwards": 0}
+
+    def counter(module, _inputs):
+        if isinstance(module, PreTrainedModel | BertEncoder):
+            count["forwards"] += 1
+
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(counter)
+    yield count
+    handle.remove()
+
+
+def test_a_text_is_encoded_once_for_every_result(tiny, monkeypatch):
+    from attention_viz import extraction
+
+    calls = []
+    real = extraction.encode
+    monkeypatch.setattr(extraction, "encode", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    pretrained = cache.pretrained(tiny, TEXT, "It slept.")
+    for variant in ("exact", "article-scaling", "random"):
+        assert cache.scratch(tiny, TEXT, "It slept.", variant, 1).encoding is pretrained.encoding
+    assert cache.parity(tiny, TEXT, "It slept.") < 1e-5
+    for layer, head in ((0, 0), (1, 3)):
+        encoding, _ = cache.head_vectors(tiny, TEXT, "It slept.", layer, head)
+        assert encoding is pretrained.encoding
+    assert cache.article_maps(tiny, TEXT, "It slept.", 1, 0, ("shared",))[0] is pretrained.encoding
+    assert len(cache.text_statistics(tiny, TEXT, "It slept.")) == 8
+    cache.rollout_and_norms(tiny, TEXT, "It slept.", 1)
+    assert calls == [TEXT]
+
+
+def test_head_and_layer_changes_run_no_forward_and_give_the_steps_vectors(tiny, forwards):
+    encoding, _ = cache.head_vectors(tiny, TEXT, None, 0, 0)
+    assert forwards["forwards"] == 1  # every layer's input, from one run of the encoder
+    hidden = steps.layer_inputs(tiny.encoder, encoding)
+    forwards["forwards"] = 0
+    for layer in range(tiny.info.num_layers):
+        for head in range(tiny.info.num_heads):
+            _, vectors = cache.head_vectors(tiny, TEXT, None, layer, head)
+            for ours, expected in zip(
+                vectors, steps.head_vectors(tiny.encoder, hidden[layer], layer, head), strict=True
+            ):
+                np.testing.assert_array_equal(ours, expected)
+                assert not ours.flags.writeable
+        cache.article_maps(tiny, TEXT, None, layer, 3, ())
+    assert forwards["forwards"] == 0
+    with pytest.raises(IndexError, match="head 4 out of range"):
+        cache.head_vectors(tiny, TEXT, None, 0, 4)
+    with pytest.raises(IndexError, match="layer 2 out of range"):
+        cache.head_vectors(tiny, TEXT, None, 2, 0)
+
+
+def test_an_over_long_text_is_refused_before_it_is_hashed_or_tokenised(tiny, monkeypatch):
+    from attention_viz import extraction
+    from attention_viz.extraction import InputError
+
+    monkeypatch.setattr(cache, "_encoding", lambda *args: pytest.fail("the text reached the cache key"))
+    monkeypatch.setattr(extraction, "encode", lambda *args: pytest.fail("the text was tokenised"))
+    too_long = "x" * (cache.app_settings().limits.max_chars + 1)
+    for call in (
+        lambda: cache.pretrained(tiny, too_long, None),
+        lambda: cache.head_vectors(tiny, TEXT, too_long, 0, 0),
+        lambda: cache.article_maps(tiny, too_long, None, 0, 0, ()),
+    ):
+        with pytest.raises(InputError) as refused:
+            call()
+        assert refused.value.code == "too_long"

@@ -2,6 +2,7 @@
 
 import io
 import json
+import runpy
 import subprocess
 import sys
 
@@ -104,6 +105,7 @@ def test_bad_input_exits_2_with_one_error_line(capsys, argv, message):
 
 
 def test_output_that_cannot_be_written_is_one_error_line():
+    """In a fresh interpreter: what Python flushes at exit must not add a second line to stderr."""
     with open("/dev/full", "w") as full:
         run = subprocess.run(
             [sys.executable, "-m", "attention_viz", "attention", "hi"],
@@ -116,31 +118,32 @@ def test_output_that_cannot_be_written_is_one_error_line():
     assert run.stderr.splitlines() == ["error: could not write the output: No space left on device"]
 
 
-def test_module_entry_point():
-    ok = subprocess.run(
-        [sys.executable, "-m", "attention_viz", "attention", "hi", "--layer", "0", "--head", "0"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert ok.returncode == 0 and np.array(json.loads(ok.stdout)["attention"]).shape == (3, 3)
-    bad = subprocess.run(
-        [sys.executable, "-m", "attention_viz", "attention", "hi", "--head", "12"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert bad.returncode == 2
-    assert bad.stderr.splitlines() == ["error: head 12 is out of range: this model has heads 0-11"]
+def _run_module(capsys, monkeypatch, *argv) -> tuple[int, str, str]:
+    """``python -m attention_viz ARGV`` in this process: ``attention_viz/__main__.py`` run as ``__main__``
+    (a fresh interpreter runs the same file; the test above starts one)."""
+    monkeypatch.setattr(sys, "argv", ["attention_viz", *argv])
+    with pytest.raises(SystemExit) as exited:
+        runpy.run_module("attention_viz", run_name="__main__", alter_sys=True)
+    out, err = capsys.readouterr()
+    return exited.value.code, out, err
+
+
+def test_module_entry_point(capsys, monkeypatch):
+    status, out, _ = _run_module(capsys, monkeypatch, "attention", "hi", "--layer", "0", "--head", "0")
+    assert status == 0 and np.array(json.loads(out)["attention"]).shape == (3, 3)
+    status, _, err = _run_module(capsys, monkeypatch, "attention", "hi", "--head", "12")
+    assert status == 2
+    assert err.splitlines() == ["error: head 12 is out of range: this model has heads 0-11"]
 
 
 @pytest.mark.parametrize("text", ["\u200b", "\ufeff\u00ad"])
-def test_c20_invisible_text_exits_2_like_empty_text(capsys, text):
+def test_invisible_text_exits_2_like_empty_text(capsys, text):
+    """Text that BERT's normaliser deletes entirely (zero-width space, byte-order mark, soft hyphen) is empty."""
     status, out, err = _run(capsys, "attention", text)
     assert status == 2 and out == "" and err == "error: the text is empty: type a sentence\n"
 
 
-def test_c20_invisible_pair_is_reported_as_no_pair(capsys):
+def test_invisible_pair_is_reported_as_no_pair(capsys):
     status, out, _ = _run(capsys, "attention", "The cat sat.", "--pair", "\u200b")
     payload = json.loads(out)
     assert status == 0 and not payload["is_pair"] and payload["segments"] == [0] * 6

@@ -53,7 +53,8 @@ def test_corpus_of_one_text_equals_the_text_view(bundled):
 
 
 def test_pairs_in_a_padded_batch_get_their_token_types(bundled):
-    """C02/C19: sentence B is embedded as B in a batch too (token_type_ids asked for explicitly)."""
+    """Sentence B is embedded as B in a batch too (token_type_ids asked for explicitly, as some tokenizers
+    return none)."""
     ((inputs, items),) = list(batch_attention(bundled, [(LONG, None), ("The cat sat.", "It slept.")], batch_size=2))
     assert inputs["token_type_ids"][1].tolist()[:10] == [0, 0, 0, 0, 0, 0, 1, 1, 1, 1]
     assert_allclose(items[1][0], extract(bundled, "The cat sat.", "It slept.").weights, atol=2e-6)
@@ -64,11 +65,11 @@ def test_corpus_progress_cancel_skip_and_errors(bundled):
     calls = []
     texts = [(SHORT, None), ("\u200b", None), (LONG, None)]  # a zero-width space normalises to nothing
     result = corpus_statistics(bundled, texts, batch_size=2, progress=lambda done, total: calls.append((done, total)))
-    assert calls == [(2, 3), (3, 3)]
+    assert calls == [(0, 3), (2, 3), (3, 3)]
     assert (result.num_texts, result.num_skipped) == (2, 1)
     assert result.statistics.shape[0] == 72 and {"layer", "head", "tags"} <= set(result.statistics.columns)
     with pytest.raises(CancelledError, match="after 2 of 3"):
-        corpus_statistics(bundled, texts, batch_size=2, cancel=lambda: bool(calls.append(None)) or len(calls) > 3)
+        corpus_statistics(bundled, texts, batch_size=2, cancel=lambda: bool(calls.append(None)) or len(calls) > 4)
     with pytest.raises(InputError, match="at least 1"):
         corpus_statistics(bundled, texts, batch_size=0)
     with pytest.raises(InputError, match="empty"):
@@ -138,3 +139,79 @@ def test_corpus_importance_and_divergence(bundled):
     assert_allclose(result.statistics["importance"], expected.reshape(-1), atol=1e-5)
     assert result.divergence.shape == (72, 72)
     assert (result.divergence >= 0).all() and (result.divergence <= 1).all()
+
+
+def _one_forward_per_head(encoder, input_ids, token_type_ids, attention_mask):
+    """Head importance by its definition: a full forward with each head's output zeroed in turn."""
+    layers, heads = encoder.config.num_hidden_layers, encoder.config.num_attention_heads
+    sums = np.zeros((layers, heads))
+    with torch.inference_mode():
+        reference = mean_pool(encoder(input_ids, token_type_ids, attention_mask).last_hidden_state, attention_mask)
+        for layer in range(layers):
+            for head in range(heads):
+                head_mask = torch.ones(layers, heads)
+                head_mask[layer, head] = 0
+                hidden = encoder(input_ids, token_type_ids, attention_mask, head_mask=head_mask).last_hidden_state
+                sums[layer, head] = cosine_distance(mean_pool(hidden, attention_mask), reference).double().sum()
+    return sums
+
+
+def _padded(loaded, texts, side="right"):
+    """``(input_ids, token_type_ids, attention_mask)`` of ``texts`` padded on ``side``."""
+    tokenizer = copy.deepcopy(loaded.tokenizer)  # the shared tokenizer is left as it is
+    tokenizer.padding_side = side
+    encoded = tokenizer.pad([tokenizer(a, b, return_token_type_ids=True) for a, b in texts], return_tensors="pt")
+    return [encoded[k] for k in ("input_ids", "token_type_ids", "attention_mask")]
+
+
+TEXTS = [(LONG, None), (SHORT, None), ("Another short one.", None), ("The cat sat on the mat.", "It slept.")]
+
+
+def _check_against_the_definition(loaded, side):
+    batch = _padded(loaded, TEXTS, side)
+    assert (batch[2][:, 0] == 0).any() if side == "left" else (batch[2][:, -1] == 0).any()  # padded
+    expected = _one_forward_per_head(loaded.encoder, *batch)
+    found = importance_sums(loaded.encoder, *batch)
+    assert found.shape == (loaded.info.num_layers, loaded.info.num_heads) and found.dtype == np.float64
+    assert_allclose(found / len(TEXTS), expected / len(TEXTS), atol=1e-6, rtol=0)
+    assert (found > 0).all()
+
+
+def test_importance_equals_one_forward_per_head_on_the_bundled_model(bundled):
+    _check_against_the_definition(bundled, "right")
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_importance_equals_one_forward_per_head_with_padding_on_either_side(tiny_model, side):
+    _check_against_the_definition(tiny_model, side)
+
+
+def test_importance_reports_each_layer_once_and_refuses_a_text_with_no_token(tiny_model):
+    ids = torch.tensor([[101, 1996, 4937, 102], [101, 102, 0, 0]])
+    mask = (ids != 0).long()
+    done = []
+    importance_sums(tiny_model.encoder, ids, torch.zeros_like(ids), mask, on_layer=done.append)
+    assert done == list(range(tiny_model.info.num_layers))
+    mask[1] = 0
+    with pytest.raises(ValueError, match="at least one real token"):
+        importance_sums(tiny_model.encoder, ids, torch.zeros_like(ids), mask)
+
+
+def test_a_long_text_runs_in_chunks_with_the_same_numbers(tiny_model, monkeypatch):
+    from attention_viz.analysis import importance
+
+    batch = _padded(tiny_model, TEXTS[:2])
+    whole = importance_sums(tiny_model.encoder, *batch)
+    monkeypatch.setattr(importance, "ATTENTION_CELLS", 1)  # one sequence per layer call
+    assert_allclose(importance_sums(tiny_model.encoder, *batch), whole, atol=1e-6, rtol=0)
+
+
+def test_text_statistics_are_the_statistics_and_the_importance_of_one_text(tiny_model):
+    from attention_viz.analysis import text_statistics
+
+    result = extract(tiny_model, SHORT, "It slept.")
+    frame = text_statistics(tiny_model.encoder, result.weights, result.encoding)
+    expected = head_statistics(result.weights, TokenKinds.from_encoding(result.encoding))
+    pd.testing.assert_frame_equal(frame.drop(columns="importance"), expected)
+    importance = head_importance(tiny_model.encoder, result.encoding)
+    np.testing.assert_array_equal(frame["importance"].to_numpy(), importance.reshape(-1))  # layer-major

@@ -1,4 +1,5 @@
-"""Extraction from transformers: cases C01, C02, C03, labels and validation."""
+"""Extraction from transformers: attentions that exist (eager, not SDPA), sentence pairs, inputs longer than
+the model, labels and validation."""
 
 from concurrent.futures import ThreadPoolExecutor
 
@@ -20,7 +21,9 @@ from attention_viz.extraction import (
 from attention_viz.models.loading import bundled_model_path
 
 
-def test_c01_attentions_exist(bundled):
+def test_eager_attentions_exist_with_one_row_per_token(bundled):
+    """With eager attention, "The cat sat on the mat." (9 tokens) gives 6 layers of (1, 12, 9, 9), read by
+    name from the output, every row summing to 1."""
     batch = bundled.tokenizer("The cat sat on the mat.", return_tensors="pt")
     with torch.inference_mode():
         outputs = bundled.model(**batch, output_attentions=True)
@@ -33,20 +36,23 @@ def test_c01_attentions_exist(bundled):
     assert result.encoding.tokens == ("[CLS]", "the", "cat", "sat", "on", "the", "mat", ".", "[SEP]")
 
 
-def test_c01_sdpa_model_gets_a_clear_message(bundled):
+def test_sdpa_model_gets_a_clear_message(bundled):
+    """transformers 5 runs BERT with SDPA by default, which returns no attentions: say to load it eager."""
     sdpa = AutoModel.from_pretrained(bundled_model_path(), attn_implementation="sdpa").eval()
     encoding = encode(bundled.tokenizer, "The cat sat on the mat.")
     with pytest.raises(AttentionError, match="attn_implementation='eager'"):
         pretrained_attention(sdpa, encoding)
 
 
-def test_c01_loading_does_not_change_the_shared_config(bundled):
+def test_extracting_does_not_change_the_shared_config(bundled):
     extract(bundled, "hello")
     assert not bundled.model.config.output_attentions
     assert bundled.model.config._attn_implementation == "eager"
 
 
-def test_c02_sentence_pair(bundled):
+def test_sentence_pair_token_types_reach_the_model(bundled):
+    """The pair "The cat sat on the mat" / "The cat lay on the rug" is 15 tokens, token_type_ids 8 zeros then
+    7 ones, and they reach the model (embedded as one sentence, the attention changes)."""
     result = extract(bundled, "The cat sat on the mat", "The cat lay on the rug")
     encoding = result.encoding
     assert encoding.num_tokens == 15
@@ -60,12 +66,14 @@ def test_c02_sentence_pair(bundled):
     assert np.abs(without - result.weights).max() > 1e-3
 
 
-def test_c02_word_ids_run_across_the_pair(bundled):
+def test_word_ids_run_across_the_pair(bundled):
     encoding = encode(bundled.tokenizer, "a b", "c d")
     assert encoding.word_ids.tolist() == [-1, 0, 1, -1, 2, 3, -1]
 
 
-def test_c03_longer_than_the_model(bundled):
+def test_input_longer_than_the_model_is_cut_to_512_tokens(bundled):
+    """Six hundred "hello"s are 602 tokens for a 512-position BERT: cut to [CLS], 510 × hello, [SEP], and
+    marked as truncated with the number of tokens typed."""
     result = extract(bundled, "hello " * 600)
     encoding = result.encoding
     assert encoding.num_input_tokens == 602
@@ -143,7 +151,8 @@ def test_results_pickle_for_the_cache(bundled):
 
 @pytest.fixture(scope="module")
 def no_token_types_dir(tmp_path_factory, tiny_model_dir):
-    """A tiny BERT whose tokenizer_config leaves token_type_ids out of model_input_names (case C19)."""
+    """A tiny BERT whose tokenizer_config leaves token_type_ids out of model_input_names: its tokenizer
+    returns none unless asked."""
     import json
     import shutil
 
@@ -156,7 +165,8 @@ def no_token_types_dir(tmp_path_factory, tiny_model_dir):
     return str(folder)
 
 
-def test_c19_tokenizer_without_token_type_ids(no_token_types_dir):
+def test_tokenizer_without_token_type_ids_still_gives_a_pair_its_segments(no_token_types_dir):
+    """Token types are asked for explicitly: "The cat sat." / "It slept." gives 0 0 0 0 0 0 1 1 1 1."""
     from attention_viz.models.loading import load_model
 
     loaded = load_model(no_token_types_dir)
@@ -170,13 +180,17 @@ def test_c19_tokenizer_without_token_type_ids(no_token_types_dir):
 
 
 @pytest.mark.parametrize("invisible", ["\u200b", "\ufeff", "\u00ad", "\u0301", "\x00\x07", "\u200b \u200c\t\ufeff"])
-def test_c20_text_that_normalises_to_nothing_is_empty(bundled, invisible):
+def test_text_that_normalises_to_nothing_is_empty(bundled, invisible):
+    """BERT's normaliser deletes zero-width spaces, byte-order marks, soft hyphens, lone combining marks and
+    control characters, which str.strip() keeps: such a text is [CLS] [SEP] only, an empty input."""
     with pytest.raises(InputError, match="empty") as caught:
         extract(bundled, invisible)
     assert caught.value.code == "empty"
 
 
-def test_c20_invisible_second_sentence_is_no_pair(bundled):
+def test_invisible_second_sentence_is_no_pair(bundled):
+    """A second sentence that normalises to nothing would add only a [SEP]: the input is a single sentence,
+    and what the model is given and what is reported agree."""
     encoding = encode(bundled.tokenizer, "The cat sat.", "\u200b")
     assert not encoding.is_pair and encoding.segments.tolist() == [0] * 6
     assert encoding.token_type_ids.tolist() == encoding.segments.tolist()  # given == reported
@@ -218,7 +232,8 @@ def test_a_megabyte_is_refused_before_tokenising(bundled, monkeypatch):
     assert caught.value.code == "too_long" and caught.value.fields["chars"] == 1_000_000
 
 
-def test_c18_a_half_precision_model_is_named_as_the_cause(bundled):
+def test_a_half_precision_model_is_named_as_the_cause(bundled):
+    """A float16 model's rows sum to 1 only within about 4e-4: the validation message names the dtype."""
     half = AutoModel.from_pretrained(bundled_model_path(), attn_implementation="eager").half().eval()
     encoding = encode(bundled.tokenizer, "The cat sat on the mat.")
     try:
@@ -340,3 +355,29 @@ def test_hooks_follow_a_reloaded_extraction_module(bundled, monkeypatch):
     assert np.array_equal(reloaded.pretrained_attention(bundled.model, encoding), want)
     assert _hooks(bundled.model) == hooks  # the old hooks were replaced, not added to
     assert np.array_equal(pretrained_attention(bundled.model, encoding), want)  # and back again
+
+
+def test_extract_encoded_is_extract_without_a_second_tokenisation(tiny_model):
+    encoding = extraction.encode(tiny_model.tokenizer, "The cat sat.", "It slept.")
+    for source, variant, seed in (("pretrained", "exact", 0), ("scratch", "exact", 0), ("scratch", "random", 3)):
+        ours = extraction.extract_encoded(tiny_model, encoding, source, variant, seed)
+        whole = extraction.extract(tiny_model, "The cat sat.", "It slept.", source, variant, seed)
+        assert ours.encoding is encoding and (ours.source, ours.variant, ours.seed) == (
+            whole.source,
+            whole.variant,
+            whole.seed,
+        )
+        np.testing.assert_array_equal(ours.weights, whole.weights)
+    with pytest.raises(extraction.InputError, match="unknown source"):
+        extraction.extract_encoded(tiny_model, encoding, "theirs")
+    with pytest.raises(extraction.InputError, match="unknown variant"):
+        extraction.extract_encoded(tiny_model, encoding, "scratch", "upside-down")
+
+
+def test_check_length_refuses_either_sentence_over_the_limit():
+    from attention_viz.settings import Limits
+
+    extraction.check_length("x" * 10, "y" * 10, Limits(max_chars=10))
+    with pytest.raises(extraction.InputError) as refused:
+        extraction.check_length("x" * 10, "y" * 11, Limits(max_chars=10))
+    assert refused.value.code == "too_long" and refused.value.fields == {"which": "pair", "chars": 11, "limit": 10}

@@ -11,6 +11,8 @@ from attention_viz.figures import (
     difference_heatmap,
     focus_bars,
     head_grid,
+    isolate,
+    label_text,
     line_view,
     map_style,
     overview,
@@ -20,7 +22,7 @@ from attention_viz.figures import (
     window_start,
 )
 
-LONG = "acgt" * 30  # case C21: one 120-character word, a single [UNK]
+LONG = "acgt" * 30  # one 120-character word: WordPiece makes it a single [UNK], labelled as typed
 
 
 def _weights(q, k, seed=0):
@@ -28,15 +30,15 @@ def _weights(q, k, seed=0):
     return raw / raw.sum(-1, keepdims=True)
 
 
-def test_c21_long_labels_are_shortened_on_the_axis_and_full_in_the_hover():
+def test_long_labels_are_shortened_on_the_axis_and_full_in_the_hover():
     assert shorten_label(LONG) == LONG[:19] + "…" and len(shorten_label(LONG)) == 20
     assert shorten_label("animal") == "animal" and shorten_label("x" * 20) == "x" * 20
     labels = ["[CLS]", "the", "sequence", LONG, "was", "long", ".", "[SEP]"]
     figure = attention_heatmap(_weights(8, 8), labels)
     for axis in (figure.layout.xaxis, figure.layout.yaxis):
-        assert list(axis.ticktext) == [shorten_label(label) for label in labels]
-        assert [v.rstrip("\u200b\u200c") for v in axis.tickvals] == labels  # one tick per row and column
-    assert LONG in figure.data[0].x  # the category, shown in the hover, is the full label
+        assert list(axis.ticktext) == [isolate(shorten_label(label)) for label in labels]
+        assert [label_text(v) for v in axis.tickvals] == labels  # one tick per row and column
+    assert isolate(LONG) in figure.data[0].x  # the category, shown in the hover, is the full label
     short = attention_heatmap(_weights(8, 8), ["[CLS]", "the", "cat", "sat", "on", "a", "mat", "[SEP]"])
     assert figure.layout.height - short.layout.height <= 0.62 * NORMAL.font_size * 20  # room for 20 characters only
 
@@ -60,7 +62,7 @@ def test_non_square_block_with_its_own_key_labels_and_hover_indices():
     figure = attention_heatmap(weights, ["a", "b", "c"], key_labels=list("vwxyz"), query_start=10, key_start=20)
     trace = figure.data[0]
     assert np.array_equal(trace.z, weights)
-    assert list(trace.y) == ["a", "b", "c"] and list(trace.x) == list("vwxyz")
+    assert list(map(label_text, trace.y)) == ["a", "b", "c"] and list(map(label_text, trace.x)) == list("vwxyz")
     assert trace.customdata[2][4].tolist() == [12, 24]  # token indices of query c → key z
     assert trace.hovertemplate.startswith("%{y} → %{x}: %{z")
     diff = difference_heatmap(weights - 0.2, ["a", "b", "c"], key_labels=list("vwxyz"))

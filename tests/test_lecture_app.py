@@ -14,6 +14,7 @@ from apptools import figures as _figures
 from apptools import no_errors as _no_errors
 from apptools import run_app as _app
 from apptools import z as _z
+from markup import shown
 from replay import control
 from streamlit.testing.v1 import AppTest
 
@@ -136,7 +137,7 @@ def test_each_example_is_one_click_and_shows_its_finding(preset, bundled):
     result = extract(bundled, preset.text, preset.pair or None)
     query, key, weight = presets.finding(preset, result.encoding, result.weights[preset.layer, preset.head])
     labels = result.encoding.labels
-    assert f'"{labels[query]}" → "{labels[key]}": {weight:.2f}' in at.info[0].value
+    assert f'"{labels[query]}" → "{labels[key]}": {weight:.2f}' in shown(at.info[0].value).text  # tokens literal
     assert preset.look_for["en"] in at.info[0].value
 
 
@@ -234,3 +235,32 @@ def test_downloads_hold_the_shown_matrix_and_charts_save_named_pngs(page, media,
             config["toImageButtonOptions"]
             == export.image_config("all-MiniLM-L6-v2", 3, 1, what)["toImageButtonOptions"]
         )
+
+
+def test_inside_a_head_runs_no_forward_when_the_head_or_layer_changes(bundled):
+    import torch
+    from transformers import PreTrainedModel
+
+    from attention_viz.models.encoder import BertEncoder
+
+    at = _app()
+    at.switch_page(INSIDE).run()
+    _no_errors(at)
+    forwards = []
+
+    def count(module, _inputs):
+        if isinstance(module, PreTrainedModel | BertEncoder):
+            forwards.append(type(module).__name__)
+
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(count)
+    try:
+        for layer, head in ((2, 7), (2, 8), (5, 0), (0, 11)):
+            at.slider(key="layer").set_value(layer).run()
+            at.slider(key="head").set_value(head).run()
+            _no_errors(at)
+            assert at.header[0].value.startswith(f"Inside layer {layer}, head {head}:")
+    finally:
+        handle.remove()
+    assert forwards == []
+    expected = extract(bundled, state.EXAMPLE_TEXT).weights[0, 11]
+    np.testing.assert_allclose(_z(_figures(at)[-1]), expected, atol=1e-5)  # the map of the head now chosen

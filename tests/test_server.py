@@ -1,36 +1,26 @@
-"""Server settings against a real ``streamlit run`` on 127.0.0.1: XSRF on, foreign WebSocket origins refused."""
+"""Server settings against a real ``streamlit run`` on 127.0.0.1 (the shared ``server`` of conftest.py): the
+model preloaded at start, XSRF on, foreign WebSocket origins refused."""
 
 import base64
 import os
 import socket
-import time
 import tomllib
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-from browser import streamlit_server
 
 from attention_viz.models.loading import bundled_model_path
 
 CONFIG = Path(__file__).resolve().parent.parent / ".streamlit" / "config.toml"
 
 
-@pytest.fixture(scope="module")
-def server():
-    with streamlit_server() as running:
-        yield running
-
-
 def test_the_server_loads_the_bundled_model_before_any_browser_asks(server):
-    """app.py's st.App lifespan preloads (attention_viz.ui.warmup): no session has run on this server, yet
-    the model's weights are read. safetensors maps the file, and the loaded tensors keep it mapped."""
+    """app.py's st.App lifespan preloads (attention_viz.ui.warmup): the shared server fixture watches the
+    process's memory maps before it hands the server to any test, so no session has run, yet the model's
+    weights are read. safetensors maps the file, and the loaded tensors keep it mapped."""
     weights = str(bundled_model_path() / "model.safetensors")
-    maps = Path(f"/proc/{server.process.pid}/maps")
-    deadline = time.monotonic() + 240
-    while weights not in maps.read_text():
-        assert time.monotonic() < deadline, "the bundled model was not loaded at server start"
-        time.sleep(0.5)
+    assert server.preloaded_s is not None, f"the bundled model was not loaded at server start ({weights})"
     _, log, _ = server
     assert "missing ScriptRunContext" not in log.read_text() and "preloading failed" not in log.read_text()
 

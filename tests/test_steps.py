@@ -72,3 +72,49 @@ def test_bad_settings_are_refused_with_a_message(bundled):
         steps.head_steps(*vectors, 16, 1.0)
     with pytest.raises(InputError, match="unknown scaling"):
         steps.scaling_factor("x", 32, 384)
+
+
+def _one_forward_per_head_change(loaded, encoding, layer, head):
+    """Vectors as Inside a head computed them with one encoder run per head: that layer's input from a
+    full forward, then the head's columns of the three projections."""
+    ids, types = torch.tensor(encoding.input_ids)[None], torch.tensor(encoding.token_type_ids)[None]
+    with torch.inference_mode():
+        hidden = loaded.encoder(ids, types).hidden_states[layer][0].float().numpy()  # (t, hidden)
+        attention = loaded.encoder.layers[layer].attention
+        d = attention.head_dim
+        x = torch.from_numpy(hidden)[None]  # (1, t, hidden)
+        return [
+            p(x)[0, :, head * d : (head + 1) * d].numpy() for p in (attention.query, attention.key, attention.value)
+        ]
+
+
+def test_inputs_of_every_layer_from_one_run_give_the_same_steps_bit_for_bit(bundled, tiny_model):
+    for loaded, text, pair in ((bundled, TEXT, None), (tiny_model, "The cat sat", "It slept")):
+        encoding = encode(loaded.tokenizer, text, pair)
+        inputs = steps.layer_inputs(loaded.encoder, encoding)  # one run for every layer and head below
+        info = loaded.info
+        assert inputs.shape == (info.num_layers, encoding.num_tokens, info.hidden_size)
+        scaling = steps.scaling_factor("bert", info.head_dim, info.hidden_size)
+        for layer in range(info.num_layers):
+            vectors = steps.layer_vectors(loaded.encoder, inputs[layer], layer)  # (3, h, t, d)
+            assert vectors.shape == (3, info.num_heads, encoding.num_tokens, info.head_dim)
+            for head in sorted({0, info.num_heads // 2, info.num_heads - 1}):
+                expected = _one_forward_per_head_change(loaded, encoding, layer, head)
+                for ours, theirs in zip(vectors[:, head], expected, strict=True):
+                    np.testing.assert_array_equal(ours, theirs)
+                new = steps.head_steps(*vectors[:, head], 1, scaling, 1.5, [0])
+                old = steps.head_steps(*expected, 1, scaling, 1.5, [0])
+                for name in ("dots", "scores", "weights", "context", "all_weights"):
+                    np.testing.assert_array_equal(getattr(new, name), getattr(old, name))
+
+
+def test_layer_and_head_out_of_range_name_the_valid_range(tiny_model):
+    encoding = encode(tiny_model.tokenizer, "The cat sat")
+    hidden = steps.layer_inputs(tiny_model.encoder, encoding)[0]
+    layers, heads = tiny_model.info.num_layers, tiny_model.info.num_heads
+    with pytest.raises(IndexError, match=f"0-{layers - 1}"):
+        steps.layer_vectors(tiny_model.encoder, hidden, layers)
+    with pytest.raises(IndexError, match=f"0-{heads - 1}"):
+        steps.head_vectors(tiny_model.encoder, hidden, 0, heads)
+    with pytest.raises(IndexError, match=f"0-{layers - 1}"):
+        steps.layer_input(tiny_model.encoder, encoding, -1)

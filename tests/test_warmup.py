@@ -1,4 +1,4 @@
-"""Cold start (issue 10, #5): the package imports lazily; ``app.py`` is also the server's entry point, whose
+"""Cold start: the package imports lazily; ``app.py`` is also the server's entry point, whose
 lifespan imports torch and transformers and loads the bundled model as the server starts; and a session that
 arrives before that is done sends an empty chart so the browser loads plotly.js meanwhile."""
 
@@ -111,8 +111,8 @@ def test_a_failed_preload_lets_sessions_go_on_and_logs_why(monkeypatch, caplog):
 
 
 def test_a_model_that_does_not_load_is_left_to_the_first_session_to_report(monkeypatch, caplog):
-    """Cached like any load failure; the session shows the app's message and logs one line (C17: no
-    traceback in the log)."""
+    """Cached like any load failure; the session shows the app's message and logs one line (no traceback
+    in the server's log)."""
     from attention_viz.models.loading import ModelLoadError
     from attention_viz.ui import cache
 

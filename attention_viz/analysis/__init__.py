@@ -21,8 +21,9 @@ from attention_viz.analysis.corpus import (
     bundled_corpus,
     corpus_statistics,
     parse_corpus,
+    seconds_left,
 )
-from attention_viz.analysis.importance import head_importance, importance_sums
+from attention_viz.analysis.importance import head_importance, importance_sums, text_statistics
 from attention_viz.analysis.measures import js_divergence, max_abs_difference, row_entropy
 from attention_viz.analysis.rollout import (
     RolloutAndNorms,
@@ -81,10 +82,12 @@ __all__ = [
     "parse_corpus",
     "rollout_and_norms",
     "row_entropy",
+    "seconds_left",
     "statistic_grid",
     "statistic_sums",
     "statistics_frame",
     "tag_heads",
+    "text_statistics",
     "transformed_values",
     "word_groups",
 ]

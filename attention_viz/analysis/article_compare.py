@@ -93,3 +93,24 @@ def variant_weights(
         scaling = (h * d) ** -0.5 if "embed_scaling" in differences else d**-0.5
         _, weights = scaled_dot_product_attention(q, k, v, None, scaling)  # (1, h, t, t)
     return weights[0].numpy()
+
+
+def article_maps(
+    hidden: np.ndarray, num_heads: int, seed: int, differences: Iterable[str] = ()
+) -> tuple[np.ndarray, np.ndarray]:
+    """The correct layer's attention and the same layer with some of the article's differences, on one input.
+
+    Args:
+        hidden: ``(t, hidden)`` the input of a layer (e.g. BERT's hidden states entering it).
+        num_heads: heads of both layers.
+        seed: draws both layers' weights (:func:`seeded_layers`).
+        differences: any of :data:`DIFFERENCES` (see :func:`variant_weights`).
+
+    Returns:
+        ``(correct, with_differences)``: float32 ``(heads, query, key)`` each; rows sum to 1.
+
+    Raises:
+        ValueError: for an unknown difference, or a hidden size that ``num_heads`` does not divide.
+    """
+    correct, article = seeded_layers(np.shape(hidden)[-1], num_heads, seed)
+    return variant_weights(hidden, correct, article), variant_weights(hidden, correct, article, differences)

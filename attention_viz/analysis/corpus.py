@@ -3,8 +3,11 @@
 A corpus is plain text, one text per line; a tab splits a line into a sentence pair. Texts run in
 batches padded to the longest; each text's attention is cut back to its own tokens before anything
 is computed, and padded keys get weight 0 from the model's mask, so a text's numbers are the same
-alone or in any batch. Progress is reported through a callback and the run stops between batches
-when ``cancel()`` says so.
+alone or in any batch. A corpus larger than the operator's limits (texts, tokens:
+:class:`attention_viz.settings.Limits`) is refused before anything runs. Progress is reported through a
+callback, in texts (with fractions while a batch's head importance runs, one step per layer), and the
+run stops between batches, or between layers of head importance, when ``cancel()`` says so;
+:func:`seconds_left` turns the progress into an estimate of the time left.
 """
 
 from __future__ import annotations
@@ -12,19 +15,23 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 import pandas as pd
 import torch
 
+from attention_viz import settings
 from attention_viz.analysis import importance as importance_module
 from attention_viz.analysis import similarity, stats
 from attention_viz.extraction import ROW_SUM_TOLERANCE, AttentionError, InputError, validate_attentions
+from attention_viz.models import families
 from attention_viz.models.loading import LoadedModel
 
 BUNDLED_CORPUS = Path(__file__).resolve().parents[2] / "assets" / "corpus" / "sentences.txt"
-Progress = Callable[[int, int], None]  # (texts done, texts in all)
+Progress = Callable[[float, int], None]  # (texts done, a fraction while a batch's importance runs; texts in all)
 Texts = Sequence[tuple[str, str | None]]
+EMPTY = "the corpus is empty: give one text per line"
 
 
 class CancelledError(RuntimeError):
@@ -61,7 +68,7 @@ def parse_corpus(text: str) -> list[tuple[str, str | None]]:
     """Texts of a corpus file: one per non-blank line; ``A<TAB>B`` is a sentence pair.
 
     Raises:
-        InputError: if there is no text at all.
+        InputError: ``corpus_empty`` if there is no text at all.
     """
     texts = []
     for line in text.splitlines():
@@ -69,18 +76,81 @@ def parse_corpus(text: str) -> list[tuple[str, str | None]]:
         if first.strip():
             texts.append((first.strip(), second.strip() or None))
     if not texts:
-        raise InputError("the corpus is empty: give one text per line")
+        raise InputError(EMPTY, "corpus_empty")
     return texts
 
 
-def _batch_inputs(tokenizer, chunk: Texts, max_length: int):
-    """``(inputs, rows)``: padded ``(b, t)`` tensors, and per text its ids, special flags and segments."""
-    encoded = [tokenizer(a, b, truncation=True, max_length=max_length, return_token_type_ids=True) for a, b in chunk]
-    inputs = tokenizer.pad(
-        [{k: e[k] for k in ("input_ids", "token_type_ids", "attention_mask")} for e in encoded],
-        padding=True,
-        return_tensors="pt",
+def _pad(encoded: list, pad_id: int) -> dict[str, torch.Tensor]:
+    """``input_ids``, ``token_type_ids`` and ``attention_mask``, each ``(b, t)``, padded on the right.
+
+    Padded with the tokenizer's own padding id where it has one (RoBERTa's positions depend on it);
+    GPT-2 has none, and any id does there: padded keys are masked.
+    """
+    t = max(len(e["input_ids"]) for e in encoded)
+    ids = torch.full((len(encoded), t), pad_id, dtype=torch.int64)  # (b, t)
+    types, mask = torch.zeros_like(ids), torch.zeros_like(ids)  # (b, t)
+    for row, e in enumerate(encoded):
+        n = len(e["input_ids"])
+        ids[row, :n], types[row, :n], mask[row, :n] = torch.tensor(e["input_ids"]), torch.tensor(e["token_type_ids"]), 1
+    return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
+
+
+def seconds_left(elapsed: float, done: float, total: int) -> float | None:
+    """Seconds the rest of a run takes at the rate so far; ``None`` before anything is done.
+
+    Args:
+        elapsed: seconds since the run started.
+        done: texts done (as reported to the progress callback).
+        total: texts in all.
+    """
+    return None if done <= 0 else elapsed * (total - done) / done
+
+
+def check_corpus(tokenizer, texts: Texts, limits: settings.Limits, max_length: int) -> int:
+    """Refuse a corpus over the operator's limits, or one whose every line normalises to nothing, before it
+    runs; return its tokens (each text cut to ``max_length``).
+
+    Raises:
+        InputError: ``corpus_too_large`` with ``what`` (``texts`` or ``tokens``), ``count``, ``limit`` and
+            ``setting`` (the environment variable that raises the limit); ``corpus_empty`` when no line
+            keeps a token (only zero-width characters, byte-order marks and the like).
+    """
+    if len(texts) > limits.max_corpus_texts:
+        _too_large("texts", len(texts), limits.max_corpus_texts)
+    tokens = words = 0
+    for a, b in texts:
+        encoded = tokenizer(a, b, truncation=True, max_length=max_length, return_special_tokens_mask=True)
+        tokens += len(encoded["input_ids"])
+        words += len(encoded["special_tokens_mask"]) - sum(encoded["special_tokens_mask"])
+    if tokens > limits.max_corpus_tokens:
+        _too_large("tokens", tokens, limits.max_corpus_tokens)
+    if not words:
+        raise InputError(f"{EMPTY} (no line has a character the tokenizer keeps)", "corpus_empty")
+    return tokens
+
+
+def _too_large(what: str, count: int, limit: int) -> NoReturn:
+    setting = f"{settings.ENV_PREFIX}MAX_CORPUS_{what.upper()}"
+    raise InputError(
+        f"the corpus has {count:,} {what}; the limit is {limit:,} ({setting}): use a smaller corpus",
+        "corpus_too_large",
+        what=what,
+        count=count,
+        limit=limit,
+        setting=setting,
     )
+
+
+def _batch_inputs(tokenizer, chunk: Texts, max_length: int):
+    """``(inputs, rows)``: padded ``(b, t)`` tensors, and per text its ids, special flags and segments.
+
+    A tokenizer with no separator token (a decoder's) reads a pair as one text, the two joined by a space.
+    """
+    if tokenizer.sep_token is None:
+        chunk = [(a if b is None else f"{a} {b}", None) for a, b in chunk]
+    encoded = [tokenizer(a, b, truncation=True, max_length=max_length, return_token_type_ids=True) for a, b in chunk]
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    inputs = _pad(encoded, pad_id)
     rows = []
     for e in encoded:
         segments, current = [], 0
@@ -92,12 +162,20 @@ def _batch_inputs(tokenizer, chunk: Texts, max_length: int):
 
 
 def batch_attention(
-    loaded: LoadedModel, texts: Texts, batch_size: int = 16
+    loaded: LoadedModel, texts: Texts, batch_size: int = 16, max_length: int | None = None
 ) -> Iterator[tuple[dict[str, torch.Tensor], list[tuple[np.ndarray, stats.TokenKinds]]]]:
     """The pretrained model's attention for each text, computed in padded batches.
 
     Token type ids are asked for explicitly (``return_token_type_ids=True``): some tokenizers leave
-    them out by default (case C19).
+    them out by default; the model is given them only if its family takes them. A model with one token type
+    gets type 0 for both sentences of a pair, as :func:`attention_viz.extraction.encode` gives it. A
+    decoder (GPT-2) reads each pair as one text, sentence A and B joined by a space.
+
+    Args:
+        loaded: the model.
+        texts: ``(sentence A, sentence B or None)`` pairs.
+        batch_size: texts per forward pass.
+        max_length: tokens per text (longer texts are cut); default the model's maximum positions.
 
     Yields:
         ``(inputs, items)`` per batch: ``inputs`` the padded ``(b, t)`` tensors given to the model;
@@ -111,10 +189,13 @@ def batch_attention(
     if batch_size < 1:
         raise InputError(f"the batch size must be at least 1, got {batch_size}")
     tokenizer, model, info = loaded.tokenizer, loaded.model, loaded.info
+    family = families.family_for(info.family)
+    types = loaded.encoder.config.type_vocab_size
     for start in range(0, len(texts), batch_size):
-        inputs, rows = _batch_inputs(tokenizer, texts[start : start + batch_size], info.max_positions)
+        inputs, rows = _batch_inputs(tokenizer, texts[start : start + batch_size], max_length or info.max_positions)
+        inputs["token_type_ids"] = inputs["token_type_ids"].clamp(max=max(types, 1) - 1)
         with torch.inference_mode():
-            outputs = model(**inputs, output_attentions=True)
+            outputs = model(**family.model_kwargs(inputs), output_attentions=True)
         attentions = getattr(outputs, "attentions", None)
         if not attentions:
             validate_attentions(attentions, info.num_layers, info.num_heads, 0)  # raises the clear message
@@ -140,6 +221,7 @@ def corpus_statistics(
     cancel: Callable[[], bool] | None = None,
     importance: bool = False,
     divergence: bool = False,
+    limits: settings.Limits | None = None,
 ) -> CorpusResult:
     """Per-head statistics (Clark et al. 2019) over a corpus, optionally head importance and similarity.
 
@@ -147,26 +229,37 @@ def corpus_statistics(
         loaded: the model.
         texts: ``(sentence A, sentence B or None)`` pairs, e.g. from :func:`parse_corpus`.
         batch_size: texts per forward pass (padded to the longest in the batch).
-        progress: called with ``(texts done, texts in all)`` after each batch.
-        cancel: called before each batch; True stops the run with :class:`CancelledError`.
+        progress: called with ``(0, texts in all)`` first, then ``(texts done, texts in all)`` after each
+            batch and, with importance, after each layer of it (a fraction of the batch).
+        cancel: called before each batch and after each layer of importance; True stops the run with
+            :class:`CancelledError`.
         importance: also compute head importance (Michel et al. 2019): per layer one extra pass of
             the layers from it upward for every head, so several times slower.
         divergence: also compute the JS divergence between every pair of heads.
+        limits: the operator's limits (default: :func:`attention_viz.settings.load`): texts and tokens
+            of the corpus, tokens per text.
 
     Returns:
         :class:`CorpusResult`; importance is averaged over texts, the statistics over query tokens.
 
     Raises:
-        InputError: no texts, or a batch size below 1.
+        InputError: no texts or none with a token (``corpus_empty``), more texts or tokens than the
+            limits (``corpus_too_large``, see :func:`check_size`), or a batch size below 1.
         AttentionError: the model returns no or invalid attention.
         CancelledError: when ``cancel()`` returned True.
     """
     if not texts:
-        raise InputError("the corpus is empty: give one text per line")
+        raise InputError(EMPTY, "corpus_empty")
+    limits = settings.load().limits if limits is None else limits
+    max_length = limits.tokens_for(loaded.info.max_positions)
+    check_corpus(loaded.tokenizer, texts, limits, max_length)
+    stop = cancel or (lambda: False)
+    if progress is not None:
+        progress(0, len(texts))
     sums, divergence_sums, importance_total = None, None, None
     done = used = skipped = tokens = truncated = queries = 0
-    for inputs, items in batch_attention(loaded, texts, batch_size):
-        if cancel is not None and cancel():
+    for inputs, items in batch_attention(loaded, texts, batch_size, max_length):
+        if stop():
             raise CancelledError(f"cancelled after {done} of {len(texts)} texts")
         real = [bool((~(kinds.cls | kinds.sep)).any()) for _, kinds in items]
         for (weights, kinds), has_words in zip(items, real, strict=True):
@@ -174,8 +267,8 @@ def corpus_statistics(
                 skipped += 1
                 continue
             n = weights.shape[-1]
-            used, tokens, truncated = used + 1, tokens + n, truncated + (n >= loaded.info.max_positions)
-            text_sums = stats.statistic_sums(weights, kinds)
+            used, tokens, truncated = used + 1, tokens + n, truncated + (n >= max_length)
+            text_sums = stats.statistic_sums(weights, kinds, causal=loaded.info.causal)
             sums = text_sums if sums is None else sums + text_sums
             if divergence:
                 d, q = similarity.head_divergence_sums(weights)
@@ -184,15 +277,28 @@ def corpus_statistics(
         if importance and any(real):
             keep = torch.tensor(real)
             batch = [inputs[k][keep] for k in ("input_ids", "token_type_ids", "attention_mask")]
-            part = importance_module.importance_sums(loaded.encoder, *batch)
+            on_layer = _layer_steps(progress, stop, done, len(items), len(texts), loaded.info.num_layers)
+            part = importance_module.importance_sums(loaded.encoder, *batch, on_layer=on_layer)
             importance_total = part if importance_total is None else importance_total + part
         done += len(items)
         if progress is not None:
             progress(done, len(texts))
-    if sums is None:
-        raise InputError("no line of the corpus has any tokens: give one text per line")
+    if sums is None:  # check_corpus found a token; the model's batches must have it too
+        raise InputError(f"{EMPTY} (no line has a character the tokenizer keeps)", "corpus_empty")
     frame = stats.statistics_frame(sums)
     if importance_total is not None:
         frame["importance"] = (importance_total / used).reshape(-1)  # (L * h,), layer-major
     mean_divergence = None if divergence_sums is None else divergence_sums / queries
     return CorpusResult(frame, mean_divergence, used, skipped, tokens, truncated)
+
+
+def _layer_steps(progress: Progress | None, stop: Callable[[], bool], done: int, size: int, total: int, layers: int):
+    """``on_layer`` for one batch's head importance: report a fraction of the batch, stop if asked."""
+
+    def on_layer(layer: int) -> None:
+        if stop():
+            raise CancelledError(f"cancelled after {done} of {total} texts")
+        if progress is not None:
+            progress(done + size * (layer + 1) / (layers + 1), total)  # the batch's last step: after its importance
+
+    return on_layer

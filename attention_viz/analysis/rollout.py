@@ -45,7 +45,9 @@ def transformed_values(encoder: BertEncoder, layer: int, layer_input: torch.Tens
     Args:
         encoder: the from-scratch encoder (its weights).
         layer: the layer (from 0).
-        layer_input: ``(t, hidden)`` the layer's input (``EncoderOutput.hidden_states[layer]``).
+        layer_input: ``(t, hidden)`` what the layer's attention sees: its input
+            (``EncoderOutput.hidden_states[layer]``), after ``ln_1`` in a pre-LayerNorm block (GPT-2); see
+            :meth:`~attention_viz.models.encoder.BertEncoder.attention_input`.
 
     Returns:
         ``(h, t, hidden)`` float64.
@@ -104,8 +106,9 @@ def rollout_and_norms(encoder: BertEncoder, encoding, layer: int) -> RolloutAndN
     token_type_ids = torch.tensor(encoding.token_type_ids)[None]  # (1, t)
     with torch.inference_mode():
         output = encoder(input_ids, token_type_ids)
+        seen = encoder.attention_input(output.hidden_states, layer)[0]  # (t, hidden)
     weights = torch.cat(output.attentions).double().numpy()  # (L, h, t, t)
-    transformed = transformed_values(encoder, layer, output.hidden_states[layer][0])
+    transformed = transformed_values(encoder, layer, seen)
     per_head, norm = norm_based_attention(weights[layer], transformed)
     return RolloutAndNorms(layer, weights[layer].mean(0), attention_rollout(weights, layer), norm, per_head)
 

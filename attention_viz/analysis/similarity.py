@@ -48,11 +48,13 @@ def mds_layout(divergence: np.ndarray, seed: int = 0) -> np.ndarray:
         seed: the layout's random start (the result is reproducible for a seed).
 
     Returns:
-        ``(n, 2)`` coordinates.
+        ``(n, 2)`` coordinates; one head (``n = 1``) sits at the origin.
     """
+    divergence = np.asarray(divergence, dtype=np.float64)
+    if len(divergence) < 2:
+        return np.zeros((len(divergence), 2))
     from sklearn.manifold import MDS  # imported here: only this view needs scikit-learn
 
-    divergence = np.asarray(divergence, dtype=np.float64)
     divergence = np.clip((divergence + divergence.T) / 2, 0.0, None)
     np.fill_diagonal(divergence, 0.0)
     # scikit-learn 1.8+ names the precomputed dissimilarity `metric` (`dissimilarity` is deprecated).

@@ -49,8 +49,9 @@ TAG_RULES = {
 
 
 def is_punctuation(token: str) -> bool:
-    """Whether a WordPiece token is punctuation: every character in a Unicode ``P*`` category."""
-    token = token.removeprefix("##")
+    """Whether a token is punctuation: every character in a Unicode ``P*`` category, after the
+    tokenizer's marker (WordPiece ``##``, byte-level BPE ``Ġ``, SentencePiece ``▁``)."""
+    token = token.removeprefix("##").removeprefix("Ġ").removeprefix("▁")
     return bool(token) and all(unicodedata.category(c).startswith("P") for c in token)
 
 
@@ -114,12 +115,18 @@ class StatisticSums:
         }
 
 
-def statistic_sums(weights: np.ndarray, kinds: TokenKinds) -> StatisticSums:
+def statistic_sums(weights: np.ndarray, kinds: TokenKinds, causal: bool = False) -> StatisticSums:
     """Per-head sums over query tokens of every statistic in :data:`STATISTICS` for one text.
+
+    A statistic that does not apply counts no query, so its mean is NaN ("not applicable"), never 0:
+    ``cls``/``sep`` when the text has no such token (GPT-2 adds none); ``a_to_b``/``b_to_a`` without a
+    pair; and for a causal model (``causal``) ``next`` and ``a_to_b``, which would need attention to
+    later tokens.
 
     Args:
         weights: ``(layers, heads, t, t)`` attention of one text (no padding); rows sum to 1.
         kinds: what each of the ``t`` tokens is.
+        causal: the model is a decoder: each token attends only to itself and earlier tokens.
 
     Returns:
         :class:`StatisticSums`; add those of several texts with ``+`` for a corpus.
@@ -150,6 +157,9 @@ def statistic_sums(weights: np.ndarray, kinds: TokenKinds) -> StatisticSums:
     pair = bool(in_b.any())
     counts = dict.fromkeys(sums, t)
     counts.update(previous=t - 1, next=t - 1, a_to_b=int(in_a.sum()) if pair else 0, b_to_a=int(in_b.sum()))
+    counts.update(cls=t if kinds.cls.any() else 0, sep=t if kinds.sep.any() else 0)
+    if causal:
+        counts.update(next=0, a_to_b=0)
     return StatisticSums(sums, counts)
 
 
@@ -172,9 +182,13 @@ def statistics_frame(sums: StatisticSums) -> pd.DataFrame:
     return frame
 
 
-def head_statistics(weights: np.ndarray, kinds: TokenKinds) -> pd.DataFrame:
+def head_statistics(weights: np.ndarray, kinds: TokenKinds, causal: bool = False) -> pd.DataFrame:
     """Per-head statistics of one text: :func:`statistic_sums` then :func:`statistics_frame`."""
-    return statistics_frame(statistic_sums(weights, kinds))
+    return statistics_frame(statistic_sums(weights, kinds, causal))
+
+
+# Statistics that need attention to later tokens: not applicable to a causal model (see statistic_sums).
+CAUSAL_NOT_APPLICABLE = ("next", "a_to_b")
 
 
 def tag_heads(frame: pd.DataFrame) -> pd.Series:

@@ -36,7 +36,8 @@ class HeadSteps:
         scores: ``(t,)`` ``dots * scaling / temperature``; ``-inf`` on masked keys.
         weights: ``(t,)`` softmax of ``scores``: sums to 1, exactly 0 on masked keys.
         context: ``(d,)`` ``weights @ values``, this head's output for the query token.
-        all_weights: ``(t, t)`` the same computation for every query (rows sum to 1).
+        all_weights: ``(t, t)`` the same computation for every query (rows sum to 1; a row whose keys
+            are all masked is 0).
         scaling: the factor the dot products were multiplied by.
         temperature: the divisor after scaling (1 = the model's).
         masked: the masked key positions, sorted.
@@ -74,23 +75,65 @@ def scaling_factor(kind: str, head_dim: int, hidden_size: int) -> float:
     return head_dim**-0.5 if factor is None else factor
 
 
-def layer_input(encoder: BertEncoder, encoding: Encoding, layer: int) -> np.ndarray:
-    """The hidden states that enter ``layer`` (the embeddings for layer 0).
+def layer_inputs(encoder: BertEncoder, encoding: Encoding) -> np.ndarray:
+    """The hidden states every layer's attention sees, from one run of the encoder: the layer's input (the
+    embeddings for layer 0), after the block's first LayerNorm in a pre-LayerNorm model (GPT-2's ``ln_1``).
+
+    Computed once per text, they make a change of layer or head a matter of indexing and of one layer's
+    projections (:func:`layer_vectors`): no forward.
 
     Returns:
-        float32 ``(t, hidden)``: ``hidden_states[layer]`` of the from-scratch encoder, which
-        reproduces transformers' to about 1e-6.
-
-    Raises:
-        IndexError: if ``layer`` is out of range.
+        float32 ``(L, t, hidden)``: ``[l]`` is what layer ``l``'s query, key and value projections see in the
+        from-scratch encoder, which reproduces transformers' to about 1e-6.
     """
-    if not 0 <= layer < encoder.config.num_hidden_layers:
-        raise IndexError(f"layer {layer} out of range: 0-{encoder.config.num_hidden_layers - 1}")
     ids = torch.tensor(encoding.input_ids)[None]  # (1, t); a copy: cached encodings are read-only
     types = torch.tensor(encoding.token_type_ids)[None]  # (1, t)
     with torch.inference_mode():
         output = encoder(ids, types)
-    return output.hidden_states[layer][0].float().numpy()  # (t, hidden)
+        seen = [encoder.attention_input(output.hidden_states, layer) for layer in range(len(encoder.layers))]
+    return torch.cat(seen).float().numpy()  # (L, t, hidden)
+
+
+def layer_input(encoder: BertEncoder, encoding: Encoding, layer: int) -> np.ndarray:
+    """What ``layer``'s attention sees (see :func:`layer_inputs`): ``layer_inputs(...)[layer]``.
+
+    Returns:
+        float32 ``(t, hidden)``.
+
+    Raises:
+        IndexError: if ``layer`` is out of range.
+    """
+    _check_layer(encoder, layer)
+    return layer_inputs(encoder, encoding)[layer]
+
+
+def _check_layer(encoder: BertEncoder, layer: int) -> None:
+    if not 0 <= layer < encoder.config.num_hidden_layers:
+        raise IndexError(f"layer {layer} out of range: 0-{encoder.config.num_hidden_layers - 1}")
+
+
+def layer_vectors(encoder: BertEncoder, hidden: np.ndarray, layer: int) -> np.ndarray:
+    """Query, key and value vectors of every head of one layer: its projections, split into heads.
+
+    Args:
+        encoder: the from-scratch encoder with the model's weights.
+        hidden: ``(t, hidden)`` the layer's input (``layer_inputs(...)[layer]``).
+        layer: from 0.
+
+    Returns:
+        float32 ``(3, h, t, d)``: queries, keys and values; ``[:, head]`` is one head's (:func:`head_vectors`).
+
+    Raises:
+        IndexError: if ``layer`` is out of range.
+    """
+    _check_layer(encoder, layer)
+    attention = encoder.layers[layer].attention
+    h, d = attention.num_heads, attention.head_dim
+    x = torch.from_numpy(np.array(hidden, dtype=np.float32))[None]  # (1, t, hidden)
+    t = x.shape[1]
+    with torch.inference_mode():
+        projected = torch.stack([p(x)[0] for p in (attention.query, attention.key, attention.value)])  # (3, t, h*d)
+    return projected.view(3, t, h, d).transpose(1, 2).numpy()  # (3, h, t, d)
 
 
 def head_vectors(encoder: BertEncoder, hidden: np.ndarray, layer: int, head: int) -> tuple[np.ndarray, ...]:
@@ -103,15 +146,14 @@ def head_vectors(encoder: BertEncoder, hidden: np.ndarray, layer: int, head: int
 
     Returns:
         ``(queries, keys, values)``, each float32 ``(t, d)``.
+
+    Raises:
+        IndexError: if ``layer`` or ``head`` is out of range.
     """
-    attention = encoder.layers[layer].attention
-    d = attention.head_dim
-    if not 0 <= head < attention.num_heads:
-        raise IndexError(f"head {head} out of range: 0-{attention.num_heads - 1}")
-    x = torch.from_numpy(np.array(hidden, dtype=np.float32))[None]  # (1, t, hidden)
-    with torch.inference_mode():
-        projected = [p(x)[0, :, head * d : (head + 1) * d] for p in (attention.query, attention.key, attention.value)]
-    return tuple(p.numpy() for p in projected)  # 3 × (t, d)
+    heads = encoder.layers[layer].attention.num_heads if 0 <= layer < len(encoder.layers) else 0
+    if heads and not 0 <= head < heads:
+        raise IndexError(f"head {head} out of range: 0-{heads - 1}")
+    return tuple(layer_vectors(encoder, hidden, layer)[:, head])  # 3 × (t, d)
 
 
 def softmax(scores: np.ndarray) -> np.ndarray:
@@ -129,6 +171,7 @@ def head_steps(
     scaling: float,
     temperature: float = 1.0,
     masked: Iterable[int] = (),
+    causal: bool = False,
 ) -> HeadSteps:
     """The computation of one head, step by step.
 
@@ -138,6 +181,8 @@ def head_steps(
         scaling: factor for the dot products (:func:`scaling_factor`).
         temperature: scores are divided by it (> 0); 1 is the model's own.
         masked: key positions to hide: their score is ``-inf``, their weight exactly 0.
+        causal: a decoder's mask as well: each query sees only itself and earlier keys (later keys
+            score ``-inf``); ``masked`` hides keys on top of it.
 
     Returns:
         :class:`HeadSteps`.
@@ -160,7 +205,13 @@ def head_steps(
     mask[list(masked)] = -np.inf
     dots_all = queries @ keys.T  # (t, s)
     scores_all = (dots_all * np.float32(scaling) / np.float32(temperature) + mask).astype(np.float32)  # (t, s)
-    weights_all = softmax(scores_all).astype(np.float32)  # (t, s)
+    if causal:
+        scores_all[np.triu_indices(t, k=1)] = -np.inf  # (t, s): key j > query i is not seen
+    if not np.isfinite(scores_all[query_index]).any():
+        raise InputError("every key this query can see is masked: leave at least one unmasked", code="all_masked")
+    seen = np.isfinite(scores_all).any(-1)  # (t,): rows with a key left (causal and masked can hide all)
+    weights_all = np.zeros_like(scores_all)  # (t, s): a row with no key left stays 0
+    weights_all[seen] = softmax(scores_all[seen]).astype(np.float32)
     weights = weights_all[query_index]  # (s,)
     return HeadSteps(
         query_index=query_index,

@@ -57,18 +57,20 @@ def word_groups(encoding) -> tuple[np.ndarray, tuple[str, ...], np.ndarray, np.n
 
     Returns:
         ``(groups, labels, special, segments)``: ``groups`` ``(t,)`` the group (0 to ``w - 1``, in
-        token order) of each token; ``labels`` the ``w`` words as typed (pieces joined, ``##``
-        dropped); ``special`` and ``segments`` ``(w,)`` of each group.
+        token order) of each token; ``labels`` the ``w`` words as typed (``Encoding.words``; for an
+        encoding without them, the pieces' labels joined with ``##`` dropped); ``special`` and
+        ``segments`` ``(w,)`` of each group.
     """
     groups, labels, special, segments = [], [], [], []
-    previous = None
+    previous, words = None, getattr(encoding, "words", ())
     for i, (word, label) in enumerate(zip(encoding.word_ids, encoding.labels, strict=True)):
         key = ("special", i) if word < 0 else ("word", int(word))
         if key != previous:
-            labels.append(label)
+            typed = words[word] if 0 <= word < len(words) else ""
+            labels.append(typed or label)  # the word as typed: each character once (byte pieces share one)
             special.append(bool(encoding.special[i]))
             segments.append(int(encoding.segments[i]))
-        else:
+        elif not words:
             labels[-1] += label.removeprefix("##")
         groups.append(len(labels) - 1)
         previous = key

@@ -16,8 +16,8 @@ from attention_viz.extraction.capture import (
     pretrained_attention,
     validate_attentions,
 )
-from attention_viz.extraction.results import SOURCES, AttentionResult, extract, scratch_attention
-from attention_viz.extraction.tokens import Encoding, InputError, encode, model_inputs
+from attention_viz.extraction.results import SOURCES, AttentionResult, extract, extract_encoded, scratch_attention
+from attention_viz.extraction.tokens import Encoding, InputError, check_length, encode, model_inputs
 
 __all__ = [
     "ROW_SUM_TOLERANCE",
@@ -26,8 +26,10 @@ __all__ = [
     "AttentionResult",
     "Encoding",
     "InputError",
+    "check_length",
     "encode",
     "extract",
+    "extract_encoded",
     "model_inputs",
     "pretrained_attention",
     "scratch_attention",

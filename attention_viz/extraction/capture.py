@@ -16,6 +16,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from attention_viz.extraction.tokens import Encoding, model_inputs
+from attention_viz.models import families
 
 ROW_SUM_TOLERANCE = 1e-4
 
@@ -161,12 +162,21 @@ def _collect(module, inputs, output) -> None:
         raise _LastLayerSeen
 
 
+def _family(model) -> families.Family:
+    """The model's family by ``config.model_type``; BERT's rules for a model of no supported family."""
+    try:
+        return families.family_for(getattr(model.config, "model_type", "bert"))
+    except families.UnsupportedFamilyError:
+        return families.family_for("bert")
+
+
 def _hooked_self_attentions(model) -> list | None:
-    """The self-attention module of every layer (``encoder.layer[i].attention.self`` in BERT), each with
+    """The module that computes the attention of every layer, as its family names it
+    (``encoder.layer[i].attention.self`` in BERT, ``transformer.layer[i].attention`` in DistilBERT,
+    ``h[i].attn`` in GPT-2, ALBERT's one shared ``AlbertAttention`` once per layer), each with
     :func:`_place` as a forward pre-hook and :func:`_collect` as a forward hook (installed once per module);
     None for a model of another structure."""
-    layers = getattr(getattr(getattr(model, "base_model", model), "encoder", None), "layer", None)
-    modules = [getattr(getattr(layer, "attention", None), "self", None) for layer in layers or ()]
+    modules = _family(model).attention_modules(model)
     if not modules or any(module is None for module in modules):
         return None
     with _install:
@@ -183,11 +193,13 @@ def _hooked_self_attentions(model) -> list | None:
 
 
 def pretrained_attention(model, encoding: Encoding) -> np.ndarray:
-    """Attention of a transformers BERT for one encoded input.
+    """Attention of a transformers model of a supported family for one encoded input.
 
-    The weights are transformers' own (its eager attention), taken from each layer's self-attention
-    module by forward hooks as the layer computes them: its softmax writes straight into the result
-    (:class:`_SoftmaxInto`), and the hook after it checks the rows. The forward stops after the last layer's
+    The model is given what its family takes (no token types for DistilBERT and GPT-2; no key/value
+    cache for GPT-2). The weights are transformers' own (its eager attention), taken from each layer's
+    attention module (as :func:`_hooked_self_attentions` finds it) by forward hooks as the layer computes
+    them: its softmax writes straight into the result (:class:`_SoftmaxInto`), and the hook after it
+    checks the rows. The forward stops after the last layer's
     attention: its feed-forward block, the pooler and the last hidden state change no weight, and
     skipping them saves about a fifth of the forward at 512 tokens. A model of another structure is
     run whole with ``output_attentions=True``. Safe to call from several threads on one model.
@@ -200,20 +212,20 @@ def pretrained_attention(model, encoding: Encoding) -> np.ndarray:
     """
     config = model.config
     layers, heads = config.num_hidden_layers, config.num_attention_heads
+    inputs = _family(model).model_kwargs(model_inputs(encoding))
     modules = _hooked_self_attentions(model)
     if modules is None or len(modules) != layers:
         with torch.inference_mode():
-            outputs = model(**model_inputs(encoding), output_attentions=True)
+            outputs = model(**inputs, output_attentions=True)
         return validate_attentions(getattr(outputs, "attentions", None), layers, heads, encoding.num_tokens)
     checker = _LayerChecker(layers, heads, encoding.num_tokens)
     token = _COLLECTOR.set(checker)
     try:
         with torch.inference_mode():
-            model(**model_inputs(encoding))
+            model(**inputs)
     except _LastLayerSeen:
         pass
     finally:
         checker.leave()  # a forward that failed inside a self-attention module leaves nothing intercepting
         _COLLECTOR.reset(token)
     return checker.result()
-

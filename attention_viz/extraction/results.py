@@ -88,9 +88,41 @@ def extract(
         InputError: empty text, an unknown source or variant.
         AttentionError: the model gave no or invalid attention weights.
     """
+    _check_source(source)
+    types = loaded.encoder.config.type_vocab_size
+    encoding = encode(loaded.tokenizer, text, pair, loaded.info.max_positions, limits, types)
+    return extract_encoded(loaded, encoding, source, variant, seed)
+
+
+def _check_source(source: str) -> None:
     if source not in SOURCES:
         raise InputError(f"unknown source {source!r}: choose one of {', '.join(SOURCES)}", "unknown_source")
-    encoding = encode(loaded.tokenizer, text, pair, loaded.info.max_positions, limits)
+
+
+def extract_encoded(
+    loaded: LoadedModel,
+    encoding: Encoding,
+    source: str = "pretrained",
+    variant: str | Variant = Variant.EXACT,
+    seed: int = 0,
+) -> AttentionResult:
+    """:func:`extract` for an input already encoded (:func:`~attention_viz.extraction.encode`), so a caller
+    that needs the tokens for several results encodes the text once.
+
+    Args:
+        loaded: the model the encoding was made for.
+        encoding: the input, ``t`` tokens.
+        source, variant, seed: as for :func:`extract`.
+
+    Returns:
+        :class:`AttentionResult` whose ``encoding`` is ``encoding`` itself; weights float32
+        ``(layers, heads, t, t)``.
+
+    Raises:
+        InputError: an unknown source or variant.
+        AttentionError: the model gave no or invalid attention weights.
+    """
+    _check_source(source)
     if source == "pretrained":
         weights = pretrained_attention(loaded.model, encoding)
         return AttentionResult(weights, encoding, loaded.info.name, source)

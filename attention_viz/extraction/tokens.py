@@ -1,8 +1,8 @@
 """Tokenisation with display labels: text (or a sentence pair) to the :class:`Encoding` a model is given.
 
-Labels are the characters the user typed for each WordPiece piece (from the tokenizer's offsets), so a
-map's axes read as the sentence does. Results are frozen dataclasses of numpy arrays: they pickle (for
-``st.cache_data``) and go straight to pandas.
+Labels are the characters the user typed for each piece (from the tokenizer's offsets), so a map's axes
+read as the sentence does, whatever the tokenizer (WordPiece, byte-level BPE, SentencePiece). Results are
+frozen dataclasses of numpy arrays: they pickle (for ``st.cache_data``) and go straight to pandas.
 """
 
 from __future__ import annotations
@@ -31,18 +31,21 @@ class InputError(ValueError):
         self.fields = fields
 
 
-
 @dataclass(frozen=True)
 class Encoding:
     """One input (a text or a sentence pair) as the model sees it; ``t`` tokens after truncation.
 
     Attributes:
-        input_ids: ``(t,)`` int64 WordPiece ids, with [CLS]/[SEP].
-        token_type_ids: ``(t,)`` int64 segment ids given to the model.
-        tokens: ``t`` WordPiece tokens (``##`` marks a continuation piece).
-        labels: ``t`` display labels: the characters the user typed for each piece (from the
-            tokenizer's character offsets), ``##`` before a continuation piece, `` [UNK]`` after a
-            piece the vocabulary does not know, and the token itself for [CLS]/[SEP].
+        input_ids: ``(t,)`` int64 token ids, with the family's special tokens ([CLS]/[SEP], <s>/</s>).
+        token_type_ids: ``(t,)`` int64 segment ids from the tokenizer (a family without token types,
+            such as DistilBERT or GPT-2, is not given them).
+        tokens: ``t`` tokens as the tokenizer writes them (WordPiece ``##``, byte-level ``Ġ``,
+            SentencePiece ``▁``).
+        labels: ``t`` display labels without tokenizer markers: the characters the user typed for each
+            piece (from the tokenizer's character offsets), ``##`` before a piece that continues a
+            word (for every tokenizer kind), `` [UNK]`` after a piece the vocabulary does not know,
+            ``␣``/``⏎`` for a token that stands for whitespace, and the token itself for special
+            tokens (see :func:`_labels`).
         word_ids: ``(t,)`` int64 index of the word each token belongs to, counted across both
             sentences of a pair; -1 for special tokens.
         segments: ``(t,)`` int64, 0 for sentence A and 1 for sentence B, from the tokenizer's
@@ -53,6 +56,11 @@ class Encoding:
         truncated: whether the input was cut to the model's maximum length.
         cut: tokens cut from sentence A and from sentence B (``longest_first``: the longer one loses
             tokens first); ``(0, 0)`` when nothing was cut.
+        words: the typed text of each word, ``words[word_ids[i]]`` for token ``i`` (each character
+            once, even where several pieces share it); empty for a word of whitespace only, and ``()``
+            for an encoding made without them.
+        one_segment: a sentence pair given to a model with one token type (``type_vocab_size=1``): both
+            sentences get token type 0, as such models read a pair (``segments`` still tell them apart).
     """
 
     input_ids: np.ndarray
@@ -65,6 +73,8 @@ class Encoding:
     num_input_tokens: int
     truncated: bool
     cut: tuple[int, int] = (0, 0)
+    words: tuple[str, ...] = ()
+    one_segment: bool = False
 
     @property
     def num_tokens(self) -> int:
@@ -76,9 +86,33 @@ class Encoding:
         return bool((self.segments == 1).any())
 
 
+def check_length(text: str | None, pair: str | None, limits: settings.Limits) -> None:
+    """Refuse a sentence longer than ``limits.max_chars`` characters, without tokenising it.
+
+    Cheap enough to run before a long text is hashed or tokenised: a 1 MB paste costs only the message.
+
+    Raises:
+        InputError: code ``too_long``, with fields ``which`` (``text`` or ``pair``), ``chars`` and ``limit``.
+    """
+    for which, value in (("text", text), ("pair", pair)):
+        if value and len(value) > limits.max_chars:
+            raise InputError(
+                f"the {'second sentence' if which == 'pair' else 'text'} has {len(value):,} characters; "
+                f"the limit is {limits.max_chars:,}: shorten it",
+                "too_long",
+                which=which,
+                chars=len(value),
+                limit=limits.max_chars,
+            )
+
 
 def encode(
-    tokenizer, text: str, pair: str | None = None, max_length: int = 512, limits: settings.Limits | None = None
+    tokenizer,
+    text: str,
+    pair: str | None = None,
+    max_length: int = 512,
+    limits: settings.Limits | None = None,
+    type_vocab_size: int = 2,
 ) -> Encoding:
     """Tokenise a text or a sentence pair, cut to ``max_length`` tokens.
 
@@ -95,28 +129,28 @@ def encode(
         max_length: the model's maximum positions; longer inputs are cut (``longest_first``).
         limits: characters and tokens accepted (default: :func:`attention_viz.settings.load`); the
             token limit is the smaller of ``limits.max_tokens`` and ``max_length``.
+        type_vocab_size: the model's token types (``config.type_vocab_size``); with one, a pair's
+            sentence B gets type 0 too (:attr:`Encoding.one_segment`) instead of an index the model lacks.
 
     Returns:
         :class:`Encoding`.
 
     Raises:
-        InputError: if ``text`` is empty once normalised (code ``empty``), or a sentence has more
-            characters than ``limits.max_chars`` (code ``too_long``).
+        InputError: if ``text`` is empty once normalised (code ``empty``), a sentence has more
+            characters than ``limits.max_chars`` (code ``too_long``), or a pair is given to a tokenizer
+            without a separator token, as a decoder's (code ``pair_unsupported``).
     """
     limits = settings.load().limits if limits is None else limits
-    for which, value in (("text", text), ("pair", pair)):
-        if value and len(value) > limits.max_chars:
-            raise InputError(
-                f"the {'second sentence' if which == 'pair' else 'text'} has {len(value):,} characters; "
-                f"the limit is {limits.max_chars:,}: shorten it",
-                "too_long",
-                which=which,
-                chars=len(value),
-                limit=limits.max_chars,
-            )
+    check_length(text, pair, limits)
     if not (text and text.strip()):
         raise InputError("the text is empty: type a sentence", "empty")
     pair = pair if pair and pair.strip() else None
+    if pair is not None and tokenizer.sep_token is None:
+        raise InputError(
+            "this model reads one text, not a sentence pair (a decoder such as GPT-2 has no separator token): "
+            "leave the second sentence empty, or join the two sentences into one text",
+            "pair_unsupported",
+        )
     max_length = limits.tokens_for(max_length)
 
     def tokenize(pair: str | None, cut: bool):
@@ -138,17 +172,23 @@ def encode(
     special = np.array([s is None for s in sequence_ids])
     kept = (sequence_ids.count(0), sequence_ids.count(1))
     tokens = tuple(tokenizer.convert_ids_to_tokens(enc["input_ids"]))
+    word_ids = _word_ids(enc.word_ids(), sequence_ids)
+    labels, words = _labels(tokenizer, enc, tokens, (text, pair), word_ids)
+    token_type_ids = np.asarray(enc["token_type_ids"], dtype=np.int64)
+    one_segment = bool(0 < type_vocab_size <= token_type_ids.max(initial=0))
     return Encoding(
         input_ids=np.asarray(enc["input_ids"], dtype=np.int64),
-        token_type_ids=np.asarray(enc["token_type_ids"], dtype=np.int64),
+        token_type_ids=np.minimum(token_type_ids, max(type_vocab_size, 1) - 1),  # 0: the model reads none
         tokens=tokens,
-        labels=_labels(enc, tokens, (text, pair), tokenizer.unk_token),
-        word_ids=_word_ids(enc.word_ids(), sequence_ids),
+        labels=labels,
+        word_ids=word_ids,
         segments=_segments(sequence_ids),
         special=special,
         num_input_tokens=num_input_tokens,
         truncated=num_input_tokens > len(enc["input_ids"]),
         cut=(a_tokens - kept[0], b_tokens - kept[1]),
+        words=words,
+        one_segment=one_segment,
     )
 
 
@@ -168,20 +208,63 @@ def _word_ids(word_ids: list[int | None], sequence_ids: list[int | None]) -> np.
     return np.asarray(shifted, dtype=np.int64)
 
 
-def _labels(enc, tokens: tuple[str, ...], texts: tuple[str, str | None], unk_token: str) -> tuple[str, ...]:
-    pieces = zip(tokens, enc["offset_mapping"], enc.sequence_ids(), enc.word_ids(), strict=True)
-    labels, previous_word = [], None
-    for token, (start, end), s, w in pieces:
-        typed = texts[s][start:end] if s is not None else ""
-        label = typed or token
-        if typed and token == unk_token:
-            label = f"{typed} {token}"  # the model saw [UNK], not what was typed
-        if s is not None and (s, w) == previous_word:
-            label = "##" + label
-        labels.append(label)
-        previous_word = None if s is None else (s, w)
-    return tuple(labels)
+_VISIBLE_SPACE = str.maketrans({"\n": "⏎", "\r": "", "\t": "⇥"})
 
+
+def whitespace_label(text: str) -> str:
+    """A visible label for a token that stands for whitespace only: ``␣`` per space, ``⏎`` per line
+    break, ``⇥`` per tab; ``␣`` for a marker with no text of its own (SentencePiece's lone ``▁``)."""
+    shown = "".join("␣" if c.isspace() and c not in "\n\r\t" else c for c in text.translate(_VISIBLE_SPACE))
+    return shown or "␣"
+
+
+def _stands_for_space(tokenizer, token: str) -> str | None:
+    """The text a token decodes to when that is whitespace only (``Ġ``, ``Ċ``, ``▁``); None otherwise.
+
+    Such a token can carry the offsets of the character after it (SentencePiece puts ``▁`` on the next
+    word's first character), so its label comes from what it decodes to, not from its offsets.
+    """
+    text = tokenizer.convert_tokens_to_string([token])  # ~1 µs a token
+    return text if not text.strip() else None
+
+
+def _labels(
+    tokenizer, enc, tokens: tuple[str, ...], texts: tuple[str, str | None], word_ids: np.ndarray
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(labels, words)``: one label per token, and the typed text of each word (``words[word_ids[i]]``).
+
+    The label is what the user typed for the piece (its character offsets, surrounding whitespace
+    stripped), so no tokenizer marker shows: no ``Ġ`` (byte-level BPE), no ``▁`` (SentencePiece), no
+    byte pieces. A piece that continues a word is written ``##`` + its text, as BERT writes WordPiece
+    pieces, for every tokenizer kind (from the word ids, not from the token). Pieces that share one
+    character (the bytes of a character byte-level BPE splits, or a character NFD splits) each show
+    that character; the word has it once. A token that stands for whitespace is ``␣`` / ``⏎``.
+    Special tokens show as the model names them (``[CLS]``, ``<s>``, ``</s>``); an unknown piece shows
+    what was typed and the unknown token (``你 [UNK]``).
+    """
+    unk = tokenizer.unk_token
+    words = [""] * (int(word_ids.max(initial=-1)) + 1)
+    labels, previous_word, covered = [], None, {0: 0, 1: 0}
+    for token, (start, end), s, w in zip(tokens, enc["offset_mapping"], enc.sequence_ids(), word_ids, strict=True):
+        if s is None:
+            labels.append(token)
+            previous_word = None
+            continue
+        typed = texts[s][start:end]
+        space = _stands_for_space(tokenizer, token)
+        if space is not None:  # a marker for whitespace: it claims no typed character
+            labels.append(whitespace_label(typed if typed.isspace() else space))
+            continue
+        new = texts[s][max(start, covered[s]) : end].strip()  # characters no earlier piece showed
+        covered[s] = max(covered[s], end)
+        label = new or typed.strip() or token
+        if token == unk:  # the model saw the unknown token, not what was typed
+            label, new = f"{label} {token}", f"{new} {token}" if new else new
+        if w >= 0:
+            words[w] += new
+        labels.append("##" + label if w >= 0 and w == previous_word else label)
+        previous_word = w
+    return tuple(labels), tuple(words)
 
 
 def model_inputs(encoding: Encoding) -> dict[str, torch.Tensor]:

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from attention_viz.figures import plotting
 from attention_viz.figures.grid import pool_attention
 from attention_viz.figures.heatmaps import ATTENTION_COLORSCALE, FOCUS_COLOR, unique_labels
-from attention_viz.figures.layout import NORMAL, MapStyle, shorten_label
+from attention_viz.figures.layout import NORMAL, MapStyle, isolate, plotly_text, shorten_label
 
 LINE_COLOR = "#1f6feb"
 BAR_COLORS = ("#1f6feb", "#ff7f0e")
@@ -123,7 +123,7 @@ def focus_bars(
             "type": "category",
             "tickmode": "array",
             "tickvals": x,
-            "ticktext": [shorten_label(label) for label in key_labels],
+            "ticktext": [isolate(shorten_label(label)) for label in key_labels],
             "tickangle": -90,
             "tickfont": font,
             "automargin": True,
@@ -176,10 +176,12 @@ def line_view(
                 "x": np.full(len(names), side),
                 "y": index,
                 "mode": "text",
-                "text": [shorten_label(name) for name in names],
+                "text": [isolate(shorten_label(name)) for name in names],
                 "textposition": f"middle {anchor}",
                 "textfont": {"size": style.font_size, "color": [FOCUS_COLOR if h else "#1b1f24" for h in highlighted]},
-                "customdata": np.stack([index + start, np.array(names, dtype=object)], axis=-1),
+                "customdata": np.stack(
+                    [index + start, np.array([isolate(plotly_text(n)) for n in names], dtype=object)], axis=-1
+                ),
                 "hovertemplate": ("query" if side == 0 else "key")
                 + " %{customdata[0]}: %{customdata[1]}<extra></extra>",
                 "showlegend": False,

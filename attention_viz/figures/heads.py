@@ -1,8 +1,9 @@
 """Plotly figures for exploring heads: the head overview, the head-similarity map.
 
 Figures take arrays and strings (axis titles come from the page, in the user's language), know nothing
-of models or Streamlit, and return ``plotly.graph_objects.Figure``. Points carry ``(layer, head)`` in
-``customdata`` so a page can open the head a user clicks.
+of models or Streamlit, and return ``plotly.graph_objects.Figure`` built from dicts
+(:func:`attention_viz.figures.plotting.figure`). Points carry ``(layer, head)`` in ``customdata`` so a
+page can open the head a user clicks.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+
+from attention_viz.figures import plotting
 
 OVERVIEW_COLORSCALE = "Viridis"
 MARK_SIZE = (8, 26)  # px: smallest and largest mark; 12 heads across 450 px leave 37 px per mark
@@ -70,48 +73,49 @@ def head_overview(
     )
     sizes = _mark_sizes(importance, layers * heads)
     short = [_short_tags(tag) for tag in tags] if tag_labels is None else list(tag_labels)
-    figure = go.Figure(
-        go.Scatter(
-            x=head_of,
-            y=layer_of,
-            mode="markers+text",
-            text=short,
-            textposition="bottom center",
-            textfont={"size": 10, "color": "#444"},
-            customdata=[[int(lay), int(hd), tag] for lay, hd, tag in zip(layer_of, head_of, tags, strict=True)],
-            hovertemplate=(
-                f"{axis_titles[1]} %{{customdata[0]}}, {axis_titles[0]} %{{customdata[1]}}<br>"
-                f"{colorbar_title}: %{{marker.color:.4f}}<br>%{{customdata[2]}}<extra></extra>"
-            ),
-            marker={
-                "symbol": "square",
-                "size": sizes,
-                "color": np.where(np.isfinite(values), values, zmin),
-                "colorscale": OVERVIEW_COLORSCALE,
-                "cmin": zmin,
-                "cmax": zmax,
-                "line": {
-                    "color": [
-                        "red" if (lay, hd) == selected else "rgba(0,0,0,0.3)"
-                        for lay, hd in zip(layer_of, head_of, strict=True)
-                    ],
-                    "width": [3 if (lay, hd) == selected else 0.5 for lay, hd in zip(layer_of, head_of, strict=True)],
-                },
-                "colorbar": {"title": {"text": colorbar_title, "side": "right"}, "thickness": 12},
-            },
-        )
-    )
-    figure.update_layout(
-        template="plotly_white",
-        title={"text": title, "x": 0.5, "xanchor": "center", "font": {"size": 14}},
-        height=int(np.clip(120 + 62 * layers, 320, 760)),
-        margin={"l": 10, "r": 10, "t": 48, "b": 10},
-        xaxis={"title": axis_titles[0], "dtick": 1, "range": [-0.6, heads - 0.4], "zeroline": False},
-        yaxis={"title": axis_titles[1], "dtick": 1, "range": [layers - 0.4, -0.6], "zeroline": False},
-        clickmode="event+select",
-        dragmode=False,
-    )
-    return figure
+    trace = {
+        "type": "scatter",
+        "x": head_of,
+        "y": layer_of,
+        "mode": "markers+text",
+        "text": short,
+        "textposition": "bottom center",
+        "textfont": {"size": 10, "color": "#444"},
+        "customdata": [[int(lay), int(hd), tag] for lay, hd, tag in zip(layer_of, head_of, tags, strict=True)],
+        "hovertemplate": (
+            f"{axis_titles[1]} %{{customdata[0]}}, {axis_titles[0]} %{{customdata[1]}}<br>"
+            f"{colorbar_title}: %{{marker.color:.4f}}<br>%{{customdata[2]}}<extra></extra>"
+        ),
+        "marker": {
+            "symbol": "square",
+            "size": sizes,
+            "color": np.where(np.isfinite(values), values, zmin),
+            "colorscale": plotting.colorscale(OVERVIEW_COLORSCALE),
+            "cmin": zmin,
+            "cmax": zmax,
+            "line": _outline(layer_of, head_of, selected, ("rgba(0,0,0,0.3)", 0.5)),
+            "colorbar": {"title": {"text": colorbar_title, "side": "right"}, "thickness": 12},
+        },
+    }
+    layout = {
+        "title": {"text": title, "x": 0.5, "xanchor": "center", "font": {"size": 14}},
+        "height": int(np.clip(120 + 62 * layers, 320, 760)),
+        "margin": {"l": 10, "r": 10, "t": 48, "b": 10},
+        "xaxis": {"title": {"text": axis_titles[0]}, "dtick": 1, "range": [-0.6, heads - 0.4], "zeroline": False},
+        "yaxis": {"title": {"text": axis_titles[1]}, "dtick": 1, "range": [layers - 0.4, -0.6], "zeroline": False},
+        "clickmode": "event+select",
+        "dragmode": False,
+    }
+    return plotting.figure([trace], layout)
+
+
+def _outline(layer_of: np.ndarray, head_of: np.ndarray, selected, plain: tuple[str, float]) -> dict:
+    """Marker outlines: the selected ``(layer, head)`` red and 3 px wide, every other ``plain`` (colour, width)."""
+    chosen = [(lay, hd) == selected for lay, hd in zip(layer_of, head_of, strict=True)]
+    return {
+        "color": ["red" if is_selected else plain[0] for is_selected in chosen],
+        "width": [3 if is_selected else plain[1] for is_selected in chosen],
+    }
 
 
 def similarity_map(
@@ -131,42 +135,35 @@ def similarity_map(
     positions = np.asarray(positions, dtype=np.float64)
     index = np.arange(positions.shape[0])
     layer_of, head_of = index // num_heads, index % num_heads
-    figure = go.Figure(
-        go.Scatter(
-            x=positions[:, 0],
-            y=positions[:, 1],
-            mode="markers+text",
-            # only the head in focus is labelled: labels on all 72 overlap in the dense clusters ("1·11·9");
-            # the hover names every head and the colour bar gives its layer
-            text=[f"{lay}·{hd}" if (lay, hd) == selected else "" for lay, hd in zip(layer_of, head_of, strict=True)],
-            textposition="top center",
-            textfont={"size": 12, "color": "red"},
-            customdata=np.stack([layer_of, head_of], axis=1),
-            hovertemplate=f"{layer_title} %{{customdata[0]}}, {head_title} %{{customdata[1]}}<extra></extra>",
-            marker={
-                "size": 13,
-                "color": layer_of,
-                "colorscale": "Turbo",
-                "cmin": 0,
-                "cmax": max(int(layer_of.max()), 1),
-                "colorbar": {"title": {"text": layer_title, "side": "right"}, "thickness": 12, "dtick": 1},
-                "line": {
-                    "color": [
-                        "red" if (lay, hd) == selected else "white" for lay, hd in zip(layer_of, head_of, strict=True)
-                    ],
-                    "width": [3 if (lay, hd) == selected else 1 for lay, hd in zip(layer_of, head_of, strict=True)],
-                },
-            },
-        )
-    )
-    figure.update_layout(
-        template="plotly_white",
-        title={"text": title, "x": 0.5, "xanchor": "center", "font": {"size": 14}},
-        height=560,
-        margin={"l": 10, "r": 10, "t": 48, "b": 10},
-        xaxis={"showticklabels": False, "zeroline": False, "title": ""},
-        yaxis={"showticklabels": False, "zeroline": False, "title": "", "scaleanchor": "x"},
-        clickmode="event+select",
-        dragmode=False,
-    )
-    return figure
+    trace = {
+        "type": "scatter",
+        "x": positions[:, 0],
+        "y": positions[:, 1],
+        "mode": "markers+text",
+        # only the head in focus is labelled: labels on all 72 overlap in the dense clusters ("1·11·9");
+        # the hover names every head and the colour bar gives its layer
+        "text": [f"{lay}·{hd}" if (lay, hd) == selected else "" for lay, hd in zip(layer_of, head_of, strict=True)],
+        "textposition": "top center",
+        "textfont": {"size": 12, "color": "red"},
+        "customdata": np.stack([layer_of, head_of], axis=1),
+        "hovertemplate": f"{layer_title} %{{customdata[0]}}, {head_title} %{{customdata[1]}}<extra></extra>",
+        "marker": {
+            "size": 13,
+            "color": layer_of,
+            "colorscale": plotting.colorscale("Turbo"),
+            "cmin": 0,
+            "cmax": max(int(layer_of.max()), 1),
+            "colorbar": {"title": {"text": layer_title, "side": "right"}, "thickness": 12, "dtick": 1},
+            "line": _outline(layer_of, head_of, selected, ("white", 1)),
+        },
+    }
+    layout = {
+        "title": {"text": title, "x": 0.5, "xanchor": "center", "font": {"size": 14}},
+        "height": 560,
+        "margin": {"l": 10, "r": 10, "t": 48, "b": 10},
+        "xaxis": {"showticklabels": False, "zeroline": False, "title": {"text": ""}},
+        "yaxis": {"showticklabels": False, "zeroline": False, "title": {"text": ""}, "scaleanchor": "x"},
+        "clickmode": "event+select",
+        "dragmode": False,
+    }
+    return plotting.figure([trace], layout)

@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attention_viz.figures import plotting
-from attention_viz.figures.layout import NORMAL, MapStyle, shorten_label
+from attention_viz.figures.layout import NORMAL, MapStyle, isolate, plotly_text, shorten_label
 
 ATTENTION_COLORSCALE = "Blues"
 DIFFERENCE_COLORSCALE = "RdBu_r"
@@ -27,19 +27,22 @@ _CHAR_WIDTH = 0.62  # average glyph width in font sizes, to reserve room for the
 
 
 def unique_labels(labels: Sequence[str]) -> list[str]:
-    """Labels made distinct with invisible characters, so plotly gives each token its own row.
+    """Labels as a figure shows them: isolated (:func:`attention_viz.figures.isolate`, so right-to-left
+    tokens read right) and made distinct with invisible characters, so plotly gives each token its own row.
 
     Plotly merges equal category labels ("the" ... "the") into one row. The n-th repeat of a label
     gets n written in binary with zero-width characters (a few characters even at 512 repeats), so
     labels look the same on the axis and in the hover text. Tokenizers drop these characters from
-    the input, so a suffixed label cannot collide with a typed one.
+    the input, so a suffixed label cannot collide with a typed one. Labels are written for plotly
+    (:func:`~attention_viz.figures.layout.plotly_text`): ``<s>`` shows as ``<s>``;
+    :func:`attention_viz.figures.label_text` reads a label back.
     """
     seen: dict[str, int] = {}
     out = []
     for label in labels:
         count = seen.get(label, 0)
         seen[label] = count + 1
-        out.append(label + (format(count, "b").translate(_INVISIBLE_DIGITS) if count else ""))
+        out.append(isolate(plotly_text(label)) + (format(count, "b").translate(_INVISIBLE_DIGITS) if count else ""))
     return out
 
 
@@ -99,7 +102,7 @@ def _axis(labels: Sequence[str], title: str, style: MapStyle) -> dict:
     # one tick per row and column, never thinned by plotly; the shortened text only where it differs
     ticks = {"tickmode": "linear", "tick0": 0, "dtick": 1}
     if short != list(labels):
-        ticks = {"tickmode": "array", "tickvals": unique_labels(labels), "ticktext": short}
+        ticks = {"tickmode": "array", "tickvals": unique_labels(labels), "ticktext": [isolate(s) for s in short]}
     return {
         "title": {"text": title, "font": {"size": style.font_size}},
         "type": "category",

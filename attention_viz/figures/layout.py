@@ -8,10 +8,12 @@ queries and a range of keys) instead of thinning the labels.
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 ELLIPSIS = "…"
 LABEL_LIMIT = 20  # characters kept on an axis; the hover shows the full label
+FSI, PDI = "\u2068", "\u2069"  # FIRST STRONG ISOLATE, POP DIRECTIONAL ISOLATE (Unicode bidi, UAX #9)
 
 
 @dataclass(frozen=True)
@@ -58,12 +60,40 @@ def map_style(presentation: bool = False, tokens: int = 0) -> MapStyle:
     return DENSE if tokens > NORMAL.window else NORMAL
 
 
+def plotly_text(label: str) -> str:
+    """``label`` as plotly shows it literally: ``&``, ``<`` and ``>`` written as entities.
+
+    Plotly reads text as a little HTML: ``<s>`` (RoBERTa's first token) strikes through everything
+    after it, ``<b>`` turns bold, and an unclosed tag upsets the axis layout. Plotly turns the
+    entities back into the characters on screen.
+    """
+    return html.escape(label, quote=False)
+
+
 def shorten_label(label: str, limit: int = LABEL_LIMIT) -> str:
-    """``label`` cut to ``limit`` characters, the last one an ellipsis, so one long word cannot shrink the map.
+    """``label`` cut to ``limit`` characters, the last one an ellipsis, so one long word cannot shrink the map;
+    written for plotly (:func:`plotly_text`).
 
     Case C21: a 120-character [UNK] piece becomes its first 19 characters and "…".
     """
-    return label if len(label) <= limit else label[: limit - 1] + ELLIPSIS
+    return plotly_text(label if len(label) <= limit else label[: limit - 1] + ELLIPSIS)
+
+
+def isolate(label: str) -> str:
+    """``label`` between FSI and PDI: shown in its own direction, it cannot reorder the text around it.
+
+    A Hebrew or Arabic token in "query → key: weight" would otherwise take the arrow and the colon into
+    its right-to-left run and the hover would read "weight :key → query". Figures isolate every token
+    label (ticks, hover, bars, lines); the exports keep the labels as they are.
+    """
+    return f"{FSI}{label}{PDI}"
+
+
+def label_text(shown: str) -> str:
+    """The label a figure shows, back as the token's label: without isolates and the invisible suffix that
+    keeps repeats apart (see :func:`attention_viz.figures.unique_labels`), and with plotly's entities read
+    back (:func:`plotly_text`)."""
+    return html.unescape(shown.rstrip("\u200b\u200c").removeprefix(FSI).removesuffix(PDI))
 
 
 def window_start(start: int, total: int, size: int) -> int:

@@ -1,8 +1,8 @@
 """Small plotly figures for the step-by-step views: vectors and matrices as heatmaps, per-key bars.
 
-These take numpy arrays and strings and return
-``plotly.graph_objects.Figure``; they know nothing of models or Streamlit. Every title carries the
-array's shape, e.g. ``keys K (tokens, head_dim) = (16, 32)``.
+These take numpy arrays and strings and return ``plotly.graph_objects.Figure`` built from dicts
+(:func:`attention_viz.figures.plotting.figure`); they know nothing of models or Streamlit. Every title
+carries the array's shape, e.g. ``keys K (tokens, head_dim) = (16, 32)``.
 """
 
 from __future__ import annotations
@@ -12,20 +12,21 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from attention_viz.figures import plotting
 from attention_viz.figures.heatmaps import unique_labels
 
 VECTOR_COLORSCALE = "RdBu_r"
 MASKED_COLOR = "#bbbbbb"
 
 
-def _layout(figure: go.Figure, title: str, height: int) -> go.Figure:
-    figure.update_layout(
-        template="plotly_white",
-        title={"text": title, "x": 0, "xanchor": "left", "font": {"size": 13}},
-        height=height,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
-    )
-    return figure
+def _layout(title: str, height: int, xaxis: dict, yaxis: dict) -> dict:
+    return {
+        "title": {"text": title, "x": 0, "xanchor": "left", "font": {"size": 13}},
+        "height": height,
+        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+        "xaxis": xaxis,
+        "yaxis": yaxis,
+    }
 
 
 def step_heatmap(matrix: np.ndarray, row_labels: Sequence[str], title: str, column_title: str = "") -> go.Figure:
@@ -44,22 +45,21 @@ def step_heatmap(matrix: np.ndarray, row_labels: Sequence[str], title: str, colu
     if matrix.shape[0] != len(row_labels):
         raise ValueError(f"expected {len(row_labels)} rows, got shape {matrix.shape}")
     bound = float(np.abs(matrix).max()) or 1e-12
-    trace = go.Heatmap(
-        z=matrix,
-        y=unique_labels(row_labels),
-        colorscale=VECTOR_COLORSCALE,
-        zmin=-bound,
-        zmax=bound,
-        zmid=0.0,
-        hovertemplate="%{y}, %{x}: %{z:.4f}<extra></extra>",
+    trace = {
+        "type": "heatmap",
+        "z": matrix,
+        "y": unique_labels(row_labels),
+        "colorscale": plotting.colorscale(VECTOR_COLORSCALE),
+        "zmin": -bound,
+        "zmax": bound,
+        "zmid": 0.0,
+        "hovertemplate": "%{y}, %{x}: %{z:.4f}<extra></extra>",
         # a short chart has room for few colour-bar ticks: about one per 30 px of plot, never touching
-        colorbar={"thickness": 10, "nticks": max(2, (int(np.clip(90 + 18 * matrix.shape[0], 140, 520)) - 80) // 30)},
-    )
-    figure = go.Figure(trace)
-    figure.update_yaxes(type="category", autorange="reversed", automargin=True, dtick=1)
-    figure.update_xaxes(title=column_title)
-    rows = matrix.shape[0]
-    return _layout(figure, title, int(np.clip(90 + 18 * rows, 140, 520)))
+        "colorbar": {"thickness": 10, "nticks": max(2, (int(np.clip(90 + 18 * matrix.shape[0], 140, 520)) - 80) // 30)},
+    }
+    yaxis = {"type": "category", "autorange": "reversed", "automargin": True, "dtick": 1}
+    height = int(np.clip(90 + 18 * matrix.shape[0], 140, 520))
+    return plotting.figure([trace], _layout(title, height, {"title": {"text": column_title}}, yaxis))
 
 
 def key_bars(
@@ -94,21 +94,21 @@ def key_bars(
     text = ["−∞" if not np.isfinite(v) else format(v, value_format) for v in values]
     text = [masked_label if i in masked_set else shown_text for i, shown_text in enumerate(text)]
     outline = [2.5 if i == highlight else 0 for i in range(len(labels))]
-    trace = go.Bar(
-        x=unique_labels(labels),
-        y=shown,
-        marker={"color": colors, "line": {"width": outline, "color": "#d62728"}},
-        text=text,
-        textposition="outside",
-        textangle=-90,  # upright numbers ran together once bars were narrower than the numbers
-        textfont={"size": 10},
-        constraintext="none",
-        cliponaxis=False,
-        hovertemplate="%{x}: %{text}<extra></extra>",
-    )
-    figure = go.Figure(trace)
-    figure.update_xaxes(type="category", tickangle=-90, automargin=True)
+    trace = {
+        "type": "bar",
+        "x": unique_labels(labels),
+        "y": shown,
+        "marker": {"color": colors, "line": {"width": outline, "color": "#d62728"}},
+        "text": text,
+        "textposition": "outside",
+        "textangle": -90,  # upright numbers ran together once bars were narrower than the numbers
+        "textfont": {"size": 10},
+        "constraintext": "none",
+        "cliponaxis": False,
+        "hovertemplate": "%{x}: %{text}<extra></extra>",
+    }
+    xaxis = {"type": "category", "tickangle": -90, "automargin": True}
     low, high = min(0.0, float(shown.min(initial=0.0))), max(0.0, float(shown.max(initial=0.0)))
     room = 0.35 * ((high - low) or 1.0)  # above and below the bars: their upright numbers stay off the labels
-    figure.update_yaxes(zeroline=True, range=[low - room if low < 0 else low, high + room if high > 0 else high])
-    return _layout(figure, title, 300)
+    yaxis = {"zeroline": True, "range": [low - room if low < 0 else low, high + room if high > 0 else high]}
+    return plotting.figure([trace], _layout(title, 300, xaxis, yaxis))

@@ -2,8 +2,12 @@
 
 - :mod:`~attention_viz.models.attention`: scaled dot-product attention and multi-head self-attention.
 - :mod:`~attention_viz.models.article`: the seed article's simplified ``SelfAttention``, as written there.
-- :mod:`~attention_viz.models.encoder`: a from-scratch BERT encoder that takes a checkpoint's weights.
+- :mod:`~attention_viz.models.encoder`: a from-scratch encoder (BERT and, by options, the other
+  families) that takes a checkpoint's weights.
+- :mod:`~attention_viz.models.families`: one module per supported family (BERT, RoBERTa, XLM-RoBERTa,
+  DistilBERT, ELECTRA, ALBERT, GPT-2), picked by ``config.model_type``.
 - :mod:`~attention_viz.models.loading`: a checkpoint (bundled, cached or a folder) loaded for attention.
+- :mod:`~attention_viz.models.catalog`: the supported models already on this machine.
 """
 
 from attention_viz.models.article import ArticleSelfAttention

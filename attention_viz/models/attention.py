@@ -35,6 +35,30 @@ def key_padding_mask(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.
     return zeros.masked_fill(masked, torch.finfo(dtype).min)
 
 
+def causal_mask(num_tokens: int, dtype: torch.dtype, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """An additive mask that lets each query see only itself and earlier keys (a decoder's, as GPT-2's).
+
+    Args:
+        num_tokens: ``t``, the number of queries and keys.
+        dtype: dtype of the attention scores the mask is added to.
+        attention_mask: optional ``(b, t)`` padding mask, 1 for real tokens and 0 for padding; padded keys
+            are masked as well.
+
+    Returns:
+        ``(1, 1, t, t)``, or ``(b, 1, t, t)`` with a padding mask: 0 where query ``i`` may see key ``j``
+        (``j <= i`` and ``j`` not padded), ``torch.finfo(dtype).min`` elsewhere, as transformers'
+        ``create_causal_mask`` builds it for eager attention. After the softmax the upper triangle is
+        exactly 0.
+    """
+    device = None if attention_mask is None else attention_mask.device
+    blocked = ~torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=device).tril()  # (t, s)
+    blocked = blocked[None, None]  # (1, 1, t, s)
+    if attention_mask is not None:
+        blocked = blocked | (attention_mask[:, None, None, :] == 0)  # (b, 1, t, s)
+    zeros = torch.zeros(blocked.shape, dtype=dtype, device=device)
+    return zeros.masked_fill(blocked, torch.finfo(dtype).min)
+
+
 def _in_place(scores: torch.Tensor, scaling: float | torch.Tensor, mask: torch.Tensor | None) -> bool:
     """Whether the fresh scores may be scaled, masked and softmaxed in place with the same result.
 
@@ -108,6 +132,26 @@ def scaled_dot_product_attention(
     return torch.matmul(weights, value), weights  # (b, h, t, d_v), (b, h, t, s)
 
 
+class _Rows:
+    """``count`` output rows of a fused projection from ``start`` on, called like the ``nn.Linear`` they
+    would be: the query, key or value projection of a fused attention. Not a module: its weights are
+    the fused projection's, read at call time."""
+
+    def __init__(self, fused: nn.Linear, start: int, count: int) -> None:
+        self.fused, self.rows = fused, slice(start, start + count)
+
+    @property
+    def weight(self) -> torch.Tensor:
+        return self.fused.weight[self.rows]  # (count, in)
+
+    @property
+    def bias(self) -> torch.Tensor | None:
+        return None if self.fused.bias is None else self.fused.bias[self.rows]
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.functional.linear(x, self.weight, self.bias)  # (..., count)
+
+
 class MultiHeadSelfAttention(nn.Module):
     """Multi-head self-attention, correct where the seed article's layer is not.
 
@@ -125,6 +169,11 @@ class MultiHeadSelfAttention(nn.Module):
         bias: whether the projections have a bias (BERT: yes).
         dropout: dropout probability on the attention weights in train mode.
         output_size: size of the output projection; default ``input_size``.
+        causal: mask every key after the query (a decoder such as GPT-2); the mask is kept by every
+            scaling.
+        fused: one ``qkv`` projection to ``3 * heads * head_dim``, split into query, key and value
+            afterwards (GPT-2's ``c_attn``), instead of three. ``query``, ``key`` and ``value`` are then
+            views of its rows that compute the same slices (for reading one head's vectors).
 
     Raises:
         ValueError: if ``head_dim`` is not given and ``input_size`` is not divisible by ``num_heads``.
@@ -138,6 +187,8 @@ class MultiHeadSelfAttention(nn.Module):
         bias: bool = True,
         dropout: float = 0.0,
         output_size: int | None = None,
+        causal: bool = False,
+        fused: bool = False,
     ) -> None:
         super().__init__()
         if head_dim is None:
@@ -145,11 +196,21 @@ class MultiHeadSelfAttention(nn.Module):
                 raise ValueError(f"input_size {input_size} is not divisible by num_heads {num_heads}")
             head_dim = input_size // num_heads
         self.num_heads, self.head_dim, self.dropout = num_heads, head_dim, dropout
+        self.causal, self.fused = causal, fused
         inner = num_heads * head_dim
-        self.query = nn.Linear(input_size, inner, bias=bias)
-        self.key = nn.Linear(input_size, inner, bias=bias)
-        self.value = nn.Linear(input_size, inner, bias=bias)
+        if fused:
+            self.qkv = nn.Linear(input_size, 3 * inner, bias=bias)
+            self.query, self.key, self.value = (_Rows(self.qkv, part * inner, inner) for part in range(3))
+        else:
+            self.query = nn.Linear(input_size, inner, bias=bias)
+            self.key = nn.Linear(input_size, inner, bias=bias)
+            self.value = nn.Linear(input_size, inner, bias=bias)
         self.output = nn.Linear(inner, output_size or input_size, bias=bias)
+
+    def _project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if self.fused:  # one matrix product, then views of its columns, as GPT-2's c_attn(x).split(...)
+            return self.qkv(x).split(self.num_heads * self.head_dim, dim=-1)  # 3 × (b, t, h*d)
+        return self.query(x), self.key(x), self.value(x)  # 3 × (b, t, h*d)
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
@@ -178,11 +239,14 @@ class MultiHeadSelfAttention(nn.Module):
             ``(output, weights)``: output ``(b, t, output_size)`` (before any residual); weights
             ``(b, h, t, t)`` with rows summing to 1 in eval mode.
         """
-        q, k, v = self._split(self.query(x)), self._split(self.key(x)), self._split(self.value(x))
+        q, k, v = (self._split(p) for p in self._project(x))  # 3 × (b, h, t, d)
         # An all-ones mask masks nothing: skipping it saves an add over every (b, h, t, s) score, which
         # made us ~9% slower than transformers at 128 tokens (python -m benchmarks --only 2). Bit-identical.
         padded = attention_mask is not None and not bool(attention_mask.all())
-        mask = key_padding_mask(attention_mask, q.dtype) if padded else None
+        if self.causal:
+            mask = causal_mask(x.shape[1], q.dtype, attention_mask if padded else None)  # (1 or b, 1, t, t)
+        else:
+            mask = key_padding_mask(attention_mask, q.dtype) if padded else None
         p = self.dropout if self.training else 0.0
         context, weights = scaled_dot_product_attention(q, k, v, mask, scaling, p)  # (b, h, t, d)
         if head_mask is not None:

@@ -1,14 +1,20 @@
-"""A from-scratch BERT encoder on :class:`MultiHeadSelfAttention` that loads any ``BertModel``'s weights.
+"""A from-scratch Transformer encoder on :class:`MultiHeadSelfAttention` that loads a checkpoint's weights.
 
 Follows Devlin et al. 2019 (BERT) and transformers' ``models/bert/modeling_bert.py`` (post-LayerNorm
-encoder, absolute positions). With the same weights it reproduces transformers' eager attention to
-about 1e-7 at every layer and head (float32).
+encoder, absolute positions), with the options the other supported families need (see
+:mod:`attention_viz.models.families`): positions offset by a padding index (RoBERTa), no token types
+(DistilBERT, GPT-2), factorised embeddings with a projection (ELECTRA, ALBERT), one set of layer weights
+shared by several layers (ALBERT), and pre-LayerNorm blocks with a causal mask and a fused query/key/value
+projection (GPT-2, Radford et al. 2019). With the same weights it reproduces transformers' eager
+attention bit for bit: the same kernels run in the same order (float32).
 """
 
 from __future__ import annotations
 
 import enum
+import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -17,12 +23,19 @@ from torch.nn import functional as F
 
 from attention_viz.models.attention import MultiHeadSelfAttention
 
-_ACTIVATIONS = {
-    "gelu": F.gelu,
-    "gelu_new": lambda x: F.gelu(x, approximate="tanh"),
-    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
-    "relu": F.relu,
-}
+
+def gelu_new(x: torch.Tensor) -> torch.Tensor:
+    """GELU's tanh approximation written out as OpenAI GPT and Google's BERT code do (transformers'
+    ``NewGELUActivation``, ``gelu_new``): the same operations in the same order, so the same bits;
+    ``F.gelu(approximate="tanh")`` differs from it in the last bits."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+def _gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    return F.gelu(x, approximate="tanh")
+
+
+_ACTIVATIONS = {"gelu": F.gelu, "gelu_new": gelu_new, "gelu_pytorch_tanh": _gelu_tanh, "relu": F.relu}
 
 # Our module path inside a layer -> transformers' path inside ``encoder.layer.{i}``.
 _LAYER_NAMES = {
@@ -64,7 +77,26 @@ class Variant(enum.StrEnum):
 
 @dataclass(frozen=True)
 class EncoderConfig:
-    """Sizes and settings of a BERT encoder (names as in transformers' ``BertConfig``)."""
+    """Sizes and settings of the encoder (names as in transformers' ``BertConfig``).
+
+    The fields after ``initializer_range`` are the other families' options; their defaults are BERT's.
+
+    Attributes:
+        type_vocab_size: token types (segments); 0 for a model without token-type embeddings.
+        embedding_size: size of the embeddings when smaller than ``hidden_size`` (ELECTRA, ALBERT); a
+            linear projection maps them to ``hidden_size``. ``None``: ``hidden_size``.
+        padding_idx: RoBERTa's position rule when set: positions count real tokens from
+            ``padding_idx + 1`` on, and padding gets position ``padding_idx`` (fairseq's
+            ``make_positions``). ``None``: positions ``0 .. t - 1``.
+        embedding_norm: LayerNorm after summing the embeddings (GPT-2 has none).
+        pre_norm: pre-LayerNorm blocks (GPT-2): ``x + attention(norm(x))``, then
+            ``x + feed_forward(norm(x))``; otherwise BERT's post-LayerNorm layers.
+        causal: each token attends only to itself and earlier tokens (a decoder).
+        fused_qkv: one projection for query, key and value (GPT-2's ``c_attn``).
+        final_norm: LayerNorm after the last layer (GPT-2's ``ln_f``).
+        layer_groups: how many sets of layer weights the layers share (ALBERT's ``num_hidden_groups``;
+            layer ``i`` uses set ``i * layer_groups // num_hidden_layers``); ``None``: one set per layer.
+    """
 
     vocab_size: int
     hidden_size: int
@@ -78,26 +110,52 @@ class EncoderConfig:
     hidden_dropout_prob: float = 0.1
     attention_probs_dropout_prob: float = 0.1
     initializer_range: float = 0.02
+    embedding_size: int | None = None
+    padding_idx: int | None = None
+    embedding_norm: bool = True
+    pre_norm: bool = False
+    causal: bool = False
+    fused_qkv: bool = False
+    final_norm: bool = False
+    layer_groups: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.hidden_act not in _ACTIVATIONS:
+            raise WeightMismatchError(
+                f"hidden_act {self.hidden_act!r} is not supported: choose one of {', '.join(_ACTIVATIONS)}"
+            )
+        groups = self.layer_groups
+        if groups is not None and not 1 <= groups <= self.num_hidden_layers:
+            raise WeightMismatchError(f"layer_groups must be 1 to {self.num_hidden_layers}, got {groups}")
 
     @classmethod
     def from_hf(cls, config) -> EncoderConfig:
-        """Read a transformers ``BertConfig``.
+        """Read a transformers config of any supported family (its ``model_type`` picks the family).
 
         Raises:
             WeightMismatchError: for settings the encoder does not implement (non-absolute positions,
-                an unknown activation, a decoder).
+                an unknown activation, a decoder BERT, a family that is not supported).
         """
-        if getattr(config, "position_embedding_type", "absolute") != "absolute":
-            raise WeightMismatchError(f"position_embedding_type {config.position_embedding_type!r} is not supported")
-        if config.hidden_act not in _ACTIVATIONS:
-            raise WeightMismatchError(f"hidden_act {config.hidden_act!r} is not supported")
-        if getattr(config, "is_decoder", False):
-            raise WeightMismatchError("decoder BERT models are not supported")
-        return cls(**{name: getattr(config, name) for name in cls.__dataclass_fields__})
+        from attention_viz.models import families
+
+        try:
+            family = families.family_for(config.model_type)
+        except families.UnsupportedFamilyError as exc:
+            raise WeightMismatchError(str(exc)) from None
+        return family.encoder_config(config)
 
     @property
     def head_dim(self) -> int:
         return self.hidden_size // self.num_attention_heads
+
+    @property
+    def weight_sets(self) -> int:
+        """How many distinct sets of layer weights there are (``num_hidden_layers`` unless shared)."""
+        return self.layer_groups or self.num_hidden_layers
+
+    def weight_set(self, layer: int) -> int:
+        """Which set of layer weights ``layer`` uses (transformers' ALBERT: ``int(i / (L / groups))``)."""
+        return layer * self.weight_sets // self.num_hidden_layers
 
 
 @dataclass(frozen=True)
@@ -116,21 +174,44 @@ class EncoderOutput:
 
 
 class Embeddings(nn.Module):
-    """Word + position + token-type embeddings, then LayerNorm and dropout."""
+    """Word + token-type + position embeddings, then LayerNorm, dropout and (factorised) a projection.
+
+    Each part is there only if the config asks for it: no token types when ``type_vocab_size`` is 0, no
+    LayerNorm without ``embedding_norm``, a ``projection`` to ``hidden_size`` when ``embedding_size``
+    is smaller. The sums run in transformers' order (word + type, then + position).
+    """
 
     def __init__(self, config: EncoderConfig) -> None:
         super().__init__()
-        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size)
-        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
-        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        size = config.embedding_size or config.hidden_size
+        self.padding_idx = config.padding_idx
+        self.word_embeddings = nn.Embedding(config.vocab_size, size)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, size)
+        if config.type_vocab_size:
+            self.token_type_embeddings = nn.Embedding(config.type_vocab_size, size)
+        if config.embedding_norm:
+            self.LayerNorm = nn.LayerNorm(size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        if size != config.hidden_size:
+            self.projection = nn.Linear(size, config.hidden_size)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
-        positions = torch.arange(input_ids.shape[1], device=input_ids.device)  # (t,)
-        x = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)  # (b, t, hidden)
-        x = x + self.position_embeddings(positions)  # (b, t, hidden)
-        return self.dropout(self.LayerNorm(x))
+    def positions(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """Position ids: ``(t,)`` from 0, or ``(b, t)`` by RoBERTa's rule when ``padding_idx`` is set."""
+        if self.padding_idx is None:
+            return torch.arange(input_ids.shape[1], device=input_ids.device)  # (t,)
+        real = input_ids.ne(self.padding_idx).int()  # (b, t)
+        return (torch.cumsum(real, dim=1).type_as(real) * real).long() + self.padding_idx  # (b, t)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.word_embeddings(input_ids)  # (b, t, size)
+        if hasattr(self, "token_type_embeddings"):
+            types = torch.zeros_like(input_ids) if token_type_ids is None else token_type_ids
+            x = x + self.token_type_embeddings(types)  # (b, t, size)
+        x = x + self.position_embeddings(self.positions(input_ids))  # (b, t, size)
+        if hasattr(self, "LayerNorm"):
+            x = self.LayerNorm(x)
+        x = self.dropout(x)
+        return self.projection(x) if hasattr(self, "projection") else x  # (b, t, hidden)
 
 
 class EncoderLayer(nn.Module):
@@ -140,14 +221,22 @@ class EncoderLayer(nn.Module):
         super().__init__()
         hidden = config.hidden_size
         self.attention = MultiHeadSelfAttention(
-            hidden, config.num_attention_heads, dropout=config.attention_probs_dropout_prob
+            hidden,
+            config.num_attention_heads,
+            dropout=config.attention_probs_dropout_prob,
+            causal=config.causal,
+            fused=config.fused_qkv,
         )
         self.attention_norm = nn.LayerNorm(hidden, eps=config.layer_norm_eps)
         self.intermediate = nn.Linear(hidden, config.intermediate_size)
         self.output = nn.Linear(config.intermediate_size, hidden)
         self.output_norm = nn.LayerNorm(hidden, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
-        self.activation = _ACTIVATIONS[config.hidden_act]
+        self.activation: Callable[[torch.Tensor], torch.Tensor] = _ACTIVATIONS[config.hidden_act]
+
+    def attention_input(self, x: torch.Tensor) -> torch.Tensor:
+        """What the attention's projections see of the layer's input ``x``: ``x`` itself here."""
+        return x
 
     def forward(
         self,
@@ -162,32 +251,78 @@ class EncoderLayer(nn.Module):
         return self.output_norm(x + self.dropout(ffn)), weights
 
 
-class BertEncoder(nn.Module):
-    """BERT's embeddings and encoder stack, written from scratch (no pooler).
+class PreNormLayer(EncoderLayer):
+    """One pre-LayerNorm Transformer block (GPT-2): ``x + attention(norm(x))``, then
+    ``x + feed_forward(norm(x))``. ``attention_norm`` is GPT-2's ``ln_1``, ``output_norm`` its ``ln_2``."""
 
-    Build it with :meth:`from_bert` to copy a transformers ``BertModel``'s weights, or with
-    :meth:`random` for an untrained encoder. Call ``eval()`` before reading attention: in train mode
-    dropout changes the weights on every run (case C09).
+    def attention_input(self, x: torch.Tensor) -> torch.Tensor:
+        """What the attention's projections see of the block's input ``x``: ``attention_norm(x)``."""
+        return self.attention_norm(x)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        scaling: float | None,
+        head_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        attended, weights = self.attention(self.attention_norm(x), attention_mask, scaling, head_mask)
+        x = x + self.dropout(attended)  # (b, t, hidden)
+        ffn = self.output(self.activation(self.intermediate(self.output_norm(x))))  # (b, t, hidden)
+        return x + self.dropout(ffn), weights
+
+
+class BertEncoder(nn.Module):
+    """The embeddings and layer stack of any supported family, written from scratch (no pooler, no head).
+
+    Named after BERT, the family it began with; the config's options give the other families (see
+    :class:`EncoderConfig`). Build it with :meth:`from_pretrained` to copy a transformers model's
+    weights, or with :meth:`random` for an untrained encoder. Call ``eval()`` before reading attention:
+    in train mode dropout changes the weights on every run (case C09).
+
+    Attributes:
+        layers: one module per layer, ``num_hidden_layers`` of them; layers that share weights (ALBERT)
+            are the same module, listed once per layer.
+        final_norm: the LayerNorm after the last layer, or ``None``.
     """
 
     def __init__(self, config: EncoderConfig) -> None:
         super().__init__()
         self.config = config
         self.embeddings = Embeddings(config)
-        self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.num_hidden_layers))
+        block = PreNormLayer if config.pre_norm else EncoderLayer
+        sets = [block(config) for _ in range(config.weight_sets)]
+        self.layers = nn.ModuleList(sets[config.weight_set(i)] for i in range(config.num_hidden_layers))
+        self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.final_norm else None
+
+    @classmethod
+    def from_pretrained(cls, model: nn.Module) -> BertEncoder:
+        """Build an encoder with a copy of a transformers model's weights, in eval mode.
+
+        The model's ``config.model_type`` picks its family (:func:`attention_viz.models.families.family_for`),
+        which says how the checkpoint's names map onto the encoder's.
+
+        Raises:
+            WeightMismatchError: if the family or a setting is unsupported, or any weight is missing,
+                unused or of another shape.
+        """
+        from attention_viz.models import families
+
+        try:
+            family = families.family_for(model.config.model_type)
+        except families.UnsupportedFamilyError as exc:
+            raise WeightMismatchError(str(exc)) from None
+        config = family.encoder_config(model.config)
+        with torch.device("meta"):  # shapes only: every weight is replaced by the checkpoint's (no random init)
+            encoder = cls(config)
+        names = lambda name: family.checkpoint_name(name, config)  # noqa: E731
+        load_weights(encoder, model.state_dict(), names, family.unused, family.transposed, assign=True)
+        return encoder.eval()
 
     @classmethod
     def from_bert(cls, bert: nn.Module) -> BertEncoder:
-        """Build an encoder with a copy of a transformers ``BertModel``'s weights, in eval mode.
-
-        Raises:
-            WeightMismatchError: if the config is unsupported or any weight is missing, unused or of
-                another shape.
-        """
-        with torch.device("meta"):  # shapes only: every weight is replaced by BERT's (no random init)
-            encoder = cls(EncoderConfig.from_hf(bert.config))
-        load_bert_weights(encoder, bert.state_dict(), assign=True)
-        return encoder.eval()
+        """:meth:`from_pretrained` (kept under the name it had when BERT was the only family)."""
+        return cls.from_pretrained(bert)
 
     @classmethod
     def random(cls, config: EncoderConfig, seed: int) -> BertEncoder:
@@ -216,19 +351,21 @@ class BertEncoder(nn.Module):
         """Encode a batch of token ids.
 
         Args:
-            input_ids: ``(b, t)`` WordPiece ids, ``t`` at most ``max_position_embeddings``.
-            token_type_ids: ``(b, t)`` segment ids (0 for sentence A, 1 for B); default all 0.
-            attention_mask: ``(b, t)`` 1 for real tokens, 0 for padding; default no padding.
+            input_ids: ``(b, t)`` token ids, ``t`` at most ``max_position_embeddings`` (less RoBERTa's
+                offset).
+            token_type_ids: ``(b, t)`` segment ids (0 for sentence A, 1 for B); default all 0; ignored
+                by a family without token types.
+            attention_mask: ``(b, t)`` 1 for real tokens, 0 for padding; default no padding. A causal
+                model masks later keys as well, whatever the scaling.
             scaling: score scaling for every layer (see :class:`Variant`); ``None`` is ``head_dim**-0.5``.
             head_mask: ``(L, h)`` or ``(b, L, h)``: 1 keeps a head, 0 zeroes its output before the
                 output projection (Michel et al. 2019); ``None`` (default) keeps every head and
                 reproduces transformers exactly.
 
         Returns:
-            :class:`EncoderOutput` with every layer's hidden states and attention weights.
+            :class:`EncoderOutput` with every layer's hidden states and attention weights;
+            ``last_hidden_state`` after the final LayerNorm when the family has one.
         """
-        if token_type_ids is None:
-            token_type_ids = torch.zeros_like(input_ids)
         x = self.embeddings(input_ids, token_type_ids)  # (b, t, hidden)
         hidden_states, attentions = [x], []
         for index, layer in enumerate(self.layers):
@@ -236,7 +373,13 @@ class BertEncoder(nn.Module):
             x, weights = layer(x, attention_mask, scaling, layer_mask)  # (b, t, hidden), (b, h, t, t)
             hidden_states.append(x)
             attentions.append(weights)
-        return EncoderOutput(x, tuple(hidden_states), tuple(attentions))
+        last = x if self.final_norm is None else self.final_norm(x)  # (b, t, hidden)
+        return EncoderOutput(last, tuple(hidden_states), tuple(attentions))
+
+    def attention_input(self, hidden_states: tuple[torch.Tensor, ...], layer: int) -> torch.Tensor:
+        """What ``layer``'s query, key and value projections see: its input, after ``ln_1`` in a
+        pre-LayerNorm block. ``hidden_states`` is :attr:`EncoderOutput.hidden_states`."""
+        return self.layers[layer].attention_input(hidden_states[layer])
 
 
 def transformers_name(name: str) -> str:
@@ -265,17 +408,50 @@ def load_bert_weights(encoder: BertEncoder, state_dict: dict[str, torch.Tensor],
         WeightMismatchError: if a weight the encoder needs is missing or of another shape, or if the
             checkpoint has encoder weights that the encoder would silently ignore.
     """
+    load_weights(encoder, state_dict, transformers_name, _UNUSED, assign=assign)
+
+
+def load_weights(
+    encoder: BertEncoder,
+    state_dict: dict[str, torch.Tensor],
+    checkpoint_name: Callable[[str], str],
+    unused: re.Pattern,
+    transposed: Callable[[str], bool] = lambda name: False,
+    assign: bool = False,
+) -> None:
+    """Copy a checkpoint's state dict into ``encoder`` by a name mapping, checking every key and shape.
+
+    Args:
+        encoder: the from-scratch encoder to fill.
+        state_dict: the transformers model's ``state_dict()``.
+        checkpoint_name: our parameter name -> the checkpoint's (layers that share weights map to the
+            same checkpoint name, and get the same tensor).
+        unused: checkpoint entries the encoder does not need (a pooler, buffers); any other entry left
+            over is an error.
+        transposed: whether our parameter is the transpose of the checkpoint's (GPT-2's ``Conv1D``
+            stores ``(in, out)``). It becomes a transposed view of the checkpoint's layout, so
+            ``F.linear`` runs the very ``addmm`` that ``Conv1D`` runs.
+        assign: make the copies the encoder's parameters (``load_state_dict(assign=True)``), as an
+            encoder built on the ``meta`` device needs; otherwise copy into its existing parameters.
+
+    Raises:
+        WeightMismatchError: if a weight the encoder needs is missing or of another shape, or if the
+            checkpoint has encoder weights that the encoder would silently ignore.
+    """
     source = dict(state_dict)
-    copied, used = {}, set()
+    copied, by_key = {}, {}
     for name, target in encoder.state_dict().items():
-        key = transformers_name(name)
+        key = checkpoint_name(name)
         if key not in source:
             raise WeightMismatchError(f"checkpoint has no {key!r} (needed for {name!r})")
-        if source[key].shape != target.shape:
-            raise WeightMismatchError(f"{key!r} has shape {tuple(source[key].shape)}, expected {tuple(target.shape)}")
-        copied[name] = source[key].detach().to(target.dtype).clone()
-        used.add(key)
-    unused = sorted(k for k in source if k not in used and not _UNUSED.match(k))
-    if unused:
-        raise WeightMismatchError(f"checkpoint weights the encoder does not use: {unused[:5]}")
+        if key not in by_key:
+            tensor = source[key].detach()
+            tensor = tensor.t() if transposed(name) else tensor
+            if tensor.shape != target.shape:
+                raise WeightMismatchError(f"{key!r} has shape {tuple(tensor.shape)}, expected {tuple(target.shape)}")
+            by_key[key] = tensor.to(target.dtype).clone()  # clone keeps a transposed view's strides
+        copied[name] = by_key[key]
+    left = sorted(k for k in source if k not in by_key and not unused.match(k))
+    if left:
+        raise WeightMismatchError(f"checkpoint weights the encoder does not use: {left[:5]}")
     encoder.load_state_dict(copied, strict=True, assign=assign)

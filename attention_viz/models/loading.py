@@ -1,4 +1,4 @@
-"""Loading a pretrained BERT (the bundled all-MiniLM-L6-v2 by default) with attention weights available.
+"""Loading a pretrained model of a supported family (the bundled all-MiniLM-L6-v2 by default) with its attention.
 
 Uses transformers' ``AutoTokenizer`` / ``AutoModel`` with ``attn_implementation="eager"``: with the
 default SDPA kernels transformers 5 returns no attention weights (case C01). Weights are always read
@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from attention_viz import settings
+from attention_viz.models import families
 from attention_viz.models.encoder import BertEncoder, WeightMismatchError
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
@@ -50,9 +51,15 @@ class ModelInfo:
         name: the name it was asked for (``all-MiniLM-L6-v2`` for the bundled one).
         path: the local folder or hub name it was loaded from.
         num_layers, num_heads, hidden_size, head_dim, vocab_size: sizes from its config.
-        max_positions: the most tokens one input can have (``max_position_embeddings``).
+        max_positions: the most tokens one input can have (``max_position_embeddings``, less the
+            positions RoBERTa and XLM-R reserve before the first token).
         checkpoint_dtype: the dtype the weights were saved in (``float16``, ``bfloat16``, ...); they are
             always loaded as float32 (case C18).
+        family: the family's ``model_type`` (``bert``, ``roberta``, ``gpt2``, ...; see
+            :mod:`attention_viz.models.families`); family_name: as people write it (``RoBERTa``).
+        causal: a decoder (GPT-2): each token attends only to itself and earlier tokens.
+        layer_weight_sets: how many sets of layer weights the layers share when fewer than the layers
+            (ALBERT: 1, every layer runs the same weights); ``None`` when each layer has its own.
     """
 
     name: str
@@ -64,6 +71,10 @@ class ModelInfo:
     vocab_size: int
     max_positions: int
     checkpoint_dtype: str = "float32"
+    family: str = "bert"
+    family_name: str = "BERT"
+    causal: bool = False
+    layer_weight_sets: int | None = None
 
 
 @dataclass(frozen=True)
@@ -198,7 +209,10 @@ def _read_checkpoint(source: str, local_only: bool):
 
 
 def load_model(name: str | None = None, policy: settings.ModelPolicy | None = None) -> LoadedModel:
-    """Load a BERT checkpoint for attention extraction, in float32 whatever dtype it was saved in.
+    """Load a checkpoint of a supported family for attention extraction, in float32 whatever its saved dtype.
+
+    ``config.model_type`` picks the family (:mod:`attention_viz.models.families`): BERT, RoBERTa,
+    XLM-RoBERTa, DistilBERT, ELECTRA, ALBERT or GPT-2.
 
     A hub name is looked up in the local Hugging Face cache first; the hub itself is asked only when
     the model is not cached and the hub can be reached.
@@ -214,8 +228,8 @@ def load_model(name: str | None = None, policy: settings.ModelPolicy | None = No
         no remote code.
 
     Raises:
-        ModelLoadError: if the policy refuses the name, or the model cannot be found or read, is not a
-            BERT, has no safetensors weights, or does not fit the from-scratch encoder
+        ModelLoadError: if the policy refuses the name, or the model cannot be found or read, is of no
+            supported family (code ``not_bert``), has no safetensors weights, or does not fit the from-scratch encoder
             (:attr:`ModelLoadError.code` says which).
     """
     from transformers.utils import logging as hf_logging
@@ -259,13 +273,17 @@ def load_model(name: str | None = None, policy: settings.ModelPolicy | None = No
                 detail=_first_line(exc),
             ) from exc
     config = model.config
-    if config.model_type != "bert":
+    try:
+        family = families.family_for(config.model_type)
+    except families.UnsupportedFamilyError:
+        supported = ", ".join(families.supported())
         raise ModelLoadError(
-            f"model {shown!r} is a {config.model_type!r} model; only BERT models are supported",
+            f"model {shown!r} is a {config.model_type!r} model; only these families are supported: {supported}",
             "not_bert",
             name=shown,
             model_type=str(config.model_type),
-        )
+            families=supported,
+        ) from None
     saved_dtype = checkpoint_dtype(source, config)
     import torch
 
@@ -279,7 +297,7 @@ def load_model(name: str | None = None, policy: settings.ModelPolicy | None = No
         )
     model.eval()
     try:
-        encoder = BertEncoder.from_bert(model)
+        encoder = BertEncoder.from_pretrained(model)
     except WeightMismatchError as exc:
         raise ModelLoadError(
             f"model {shown!r} does not fit the from-scratch encoder: {exc}", "mismatch", name=shown, detail=str(exc)
@@ -292,7 +310,11 @@ def load_model(name: str | None = None, policy: settings.ModelPolicy | None = No
         hidden_size=config.hidden_size,
         head_dim=config.hidden_size // config.num_attention_heads,
         vocab_size=config.vocab_size,
-        max_positions=config.max_position_embeddings,
+        max_positions=family.max_positions(config),
         checkpoint_dtype=saved_dtype,
+        family=family.model_type,
+        family_name=family.name,
+        causal=family.causal,
+        layer_weight_sets=encoder.config.layer_groups,
     )
     return LoadedModel(info=info, tokenizer=tokenizer, model=model, encoder=encoder)

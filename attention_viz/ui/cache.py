@@ -25,25 +25,40 @@ import streamlit as st
 
 from attention_viz import analysis, extraction, settings
 from attention_viz.analysis import article_compare, steps
-from attention_viz.extraction import AttentionResult
-from attention_viz.models import loading
+from attention_viz.extraction import AttentionResult, Encoding
+from attention_viz.models import catalog, loading
 from attention_viz.models.loading import LoadedModel, ModelLoadError
 
 SECRETS_SECTION = "attention_viz"  # [attention_viz] in .streamlit/secrets.toml: allowed_models, model_root, ...
 
 
+def _secrets() -> dict:
+    try:
+        return dict(st.secrets[SECRETS_SECTION]) if st.secrets.load_if_toml_exists() else {}
+    except KeyError:
+        return {}
+
+
 def app_settings() -> settings.Settings:
     """The operator's settings: ``ATTENTION_VIZ_*`` environment variables, then ``[attention_viz]`` in
-    ``.streamlit/secrets.toml``; the defaults (with the reason in the log) if a value is invalid."""
+    ``.streamlit/secrets.toml``; the defaults (with the reason in the log) if a value is invalid.
+
+    The server's start loads the bundled model through here (:mod:`attention_viz.ui.warmup`), so an
+    invalid value is in the log from the start; :func:`settings_problem` lets a page say so too."""
     try:
-        secrets = dict(st.secrets[SECRETS_SECTION]) if st.secrets.load_if_toml_exists() else {}
-    except KeyError:
-        secrets = {}
-    try:
-        return settings.load(overrides=secrets)
+        return settings.load(overrides=_secrets())
     except settings.SettingsError as exc:
         logging.getLogger("attention_viz").error("invalid setting, using the defaults: %s", exc)
         return settings.Settings()
+
+
+def settings_problem() -> str | None:
+    """Why the operator's settings are not used (the defaults are), or ``None`` when they are."""
+    try:
+        settings.load(overrides=_secrets())
+    except settings.SettingsError as exc:
+        return str(exc)
+    return None
 
 
 @st.cache_resource(max_entries=4, show_spinner="Loading the model…")
@@ -64,6 +79,19 @@ def _load(name: str, policy: settings.ModelPolicy) -> LoadedModel | ModelLoadErr
     return loaded
 
 
+@st.cache_data(ttl=60, show_spinner=False)
+def _found_models(allowed: tuple[str, ...], root: str | None) -> dict[str, str]:
+    found = catalog.find_models(settings.ModelPolicy(allowed, root))
+    return {model.name: model.family_name for model in found}
+
+
+def found_models() -> dict[str, str]:
+    """``{name: family name}`` of the models on this machine that would load (cache and model folder);
+    looked up again at most once a minute."""
+    policy = app_settings().models
+    return _found_models(policy.allowed, policy.root)
+
+
 def model(name: str) -> LoadedModel:
     """The loaded model for ``name``; raises :class:`ModelLoadError` (cached) if it cannot load."""
     loaded = _load(name, app_settings().models)
@@ -72,18 +100,45 @@ def model(name: str) -> LoadedModel:
     return loaded
 
 
-def _read_only(value: object) -> None:
-    """Make every numpy array in a (nested) frozen dataclass read-only, in place."""
-    for field in fields(value):
-        item = getattr(value, field.name)
-        if isinstance(item, np.ndarray):
-            item.flags.writeable = False
-        elif hasattr(item, "__dataclass_fields__"):
-            _read_only(item)
+def _read_only(value):
+    """Make ``value`` (an array, or every array in a nested frozen dataclass) read-only, in place; return it."""
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+    elif hasattr(value, "__dataclass_fields__"):
+        for field in fields(value):
+            _read_only(getattr(value, field.name))
+    return value
+
+
+# Results keyed by a text are dropped an hour after they were computed; max_entries bounds them before that.
+RESULT_TTL = "1h"
+
+
+def encoding(loaded: LoadedModel, text: str, pair: str | None) -> Encoding:
+    """The input as the model sees it, tokenised once per model, text and limits, shared read-only.
+
+    Raises:
+        InputError: an empty text, or a sentence over the operator's character limit: refused before
+            the text is hashed for the cache key, so a 1 MB paste costs only the message.
+    """
+    return _input(loaded, text, pair)[1]
+
+
+def _input(loaded: LoadedModel, text: str, pair: str | None) -> tuple[settings.Limits, Encoding]:
+    """The operator's limits (part of every key of a result computed from the encoding) and the encoding."""
+    limits = app_settings().limits
+    extraction.check_length(text, pair, limits)
+    return limits, _encoding(loaded, loaded.info.name, text, pair, limits)
+
+
+@st.cache_resource(max_entries=64, ttl=RESULT_TTL, show_spinner=False)
+def _encoding(_loaded: LoadedModel, model_name: str, text: str, pair: str | None, limits: settings.Limits):
+    types = _loaded.encoder.config.type_vocab_size  # one token type: a pair is read as one segment
+    return _read_only(extraction.encode(_loaded.tokenizer, text, pair, _loaded.info.max_positions, limits, types))
 
 
 # 32 entries bound the memory: a 512-token result of the bundled model is 75 MB.
-@st.cache_resource(max_entries=32, show_spinner="Running the model…")
+@st.cache_resource(max_entries=32, ttl=RESULT_TTL, show_spinner="Running the model…")
 def attention(
     _loaded: LoadedModel,
     model_name: str,
@@ -92,93 +147,122 @@ def attention(
     source: str,
     variant: str,
     seed: int,
-    limits: settings.Limits | None = None,
+    limits: settings.Limits,
+    _encoding: Encoding,
 ) -> AttentionResult:
-    """Cached :func:`attention_viz.extraction.extract`, shared read-only by every session.
+    """Cached :func:`attention_viz.extraction.extract_encoded`, shared read-only by every session.
 
-    ``_loaded`` is not hashed, ``model_name`` is. The result's arrays are not writeable: copy one
+    ``_loaded`` and ``_encoding`` (the encoding of ``text`` and ``pair`` under ``limits``) are not
+    hashed; the rest is the key. The result's arrays are not writeable: copy one
     (``np.array(result.weights)``) before changing it.
     """
-    result = extraction.extract(_loaded, text, pair, source, variant, seed, limits)
-    _read_only(result)
-    return result
-
-
-def _limits(loaded: LoadedModel, text: str, pair: str | None) -> settings.Limits:
-    """The operator's limits; text over the character limit is refused here, before it is hashed for
-    the cache key, so a 1 MB paste costs only the message."""
-    limits = app_settings().limits
-    if max(len(text or ""), len(pair or "")) > limits.max_chars:
-        extraction.encode(loaded.tokenizer, text, pair, loaded.info.max_positions, limits)  # raises InputError
-    return limits
+    return _read_only(extraction.extract_encoded(_loaded, _encoding, source, variant, seed))
 
 
 def pretrained(loaded: LoadedModel, text: str, pair: str | None) -> AttentionResult:
-    limits = _limits(loaded, text, pair)
-    return attention(loaded, loaded.info.name, text, pair, "pretrained", "exact", 0, limits)
+    """The pretrained model's attention (:func:`attention`)."""
+    limits, found = _input(loaded, text, pair)
+    return attention(loaded, loaded.info.name, text, pair, "pretrained", "exact", 0, limits, found)
 
 
 def scratch(loaded: LoadedModel, text: str, pair: str | None, variant: str, seed: int) -> AttentionResult:
-    seed = seed if variant == "random" else 0  # the seed only matters to the random variant
-    limits = _limits(loaded, text, pair)
-    return attention(loaded, loaded.info.name, text, pair, "scratch", variant, seed, limits)
+    """The from-scratch encoder's attention (:func:`attention`); the seed only matters to ``random``."""
+    limits, found = _input(loaded, text, pair)
+    seed = seed if variant == "random" else 0
+    return attention(loaded, loaded.info.name, text, pair, "scratch", variant, seed, limits, found)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def _parity(_loaded: LoadedModel, model_name: str, text: str, pair: str | None) -> float:
-    exact = scratch(_loaded, text, pair, "exact", 0).weights
-    return analysis.max_abs_difference(exact, pretrained(_loaded, text, pair).weights)
+@st.cache_data(max_entries=32, ttl=RESULT_TTL, show_spinner=False)
+def _parity(model_name: str, text: str, pair: str | None, limits, _exact: np.ndarray, _theirs: np.ndarray) -> float:
+    return analysis.max_abs_difference(_exact, _theirs)
 
 
 def parity(loaded: LoadedModel, text: str, pair: str | None) -> float:
     """Max |exact from-scratch − pretrained| over every layer and head, computed once per input."""
-    return _parity(loaded, loaded.info.name, text, pair)
+    exact, theirs = scratch(loaded, text, pair, "exact", 0).weights, pretrained(loaded, text, pair).weights
+    return _parity(loaded.info.name, text, pair, app_settings().limits, exact, theirs)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def _head_vectors(_loaded: LoadedModel, model_name: str, text: str, pair: str | None, layer: int, head: int):
-    encoding = extraction.encode(_loaded.tokenizer, text, pair, _loaded.info.max_positions)
-    hidden = steps.layer_input(_loaded.encoder, encoding, layer)
-    return encoding, steps.head_vectors(_loaded.encoder, hidden, layer, head)
+# 8 texts: every layer's input is L × t × hidden float32 (4.7 MB at 512 tokens for the bundled model).
+@st.cache_resource(max_entries=8, ttl=RESULT_TTL, show_spinner=False)
+def _layer_inputs(_loaded: LoadedModel, model_name: str, text: str, pair: str | None, limits, _encoding: Encoding):
+    return _read_only(steps.layer_inputs(_loaded.encoder, _encoding))
+
+
+def layer_inputs(loaded: LoadedModel, text: str, pair: str | None) -> np.ndarray:
+    """``(L, t, hidden)`` the hidden states entering every layer, one encoder run per text, read-only."""
+    limits, found = _input(loaded, text, pair)
+    return _layer_inputs(loaded, loaded.info.name, text, pair, limits, found)
+
+
+@st.cache_resource(max_entries=16, ttl=RESULT_TTL, show_spinner=False)
+def _layer_vectors(_loaded: LoadedModel, model_name: str, text: str, pair: str | None, limits, layer: int, _hidden):
+    return _read_only(steps.layer_vectors(_loaded.encoder, _hidden, layer))
 
 
 def head_vectors(loaded: LoadedModel, text: str, pair: str | None, layer: int, head: int):
-    """``(encoding, (queries, keys, values))`` of one head, each ``(t, head_dim)`` (see :mod:`steps`)."""
-    return _head_vectors(loaded, loaded.info.name, text, pair, layer, head)
+    """``(encoding, (queries, keys, values))`` of one head, each ``(t, head_dim)`` (see :mod:`steps`).
+
+    No forward on a change of head: every layer's input is computed once per text and each layer's
+    projections once per text and layer; a head is an index into them.
+
+    Raises:
+        IndexError: a layer or head out of range.
+    """
+    limits, found = _input(loaded, text, pair)
+    hidden = _layer_inputs(loaded, loaded.info.name, text, pair, limits, found)  # (L, t, hidden)
+    if not 0 <= layer < len(hidden):
+        raise IndexError(f"layer {layer} out of range: 0-{len(hidden) - 1}")
+    vectors = _layer_vectors(loaded, loaded.info.name, text, pair, limits, layer, hidden[layer])  # (3, h, t, d)
+    if not 0 <= head < vectors.shape[1]:
+        raise IndexError(f"head {head} out of range: 0-{vectors.shape[1] - 1}")
+    return found, tuple(vectors[:, head])
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=16, ttl=RESULT_TTL, show_spinner=False)
 def _article_maps(
-    _loaded: LoadedModel, model_name: str, text: str, pair: str | None, layer: int, seed: int, differences: tuple
+    model_name: str, text: str, pair: str | None, limits, layer: int, seed: int, differences: tuple, _hidden, heads
 ):
-    encoding = extraction.encode(_loaded.tokenizer, text, pair, _loaded.info.max_positions)
-    hidden = steps.layer_input(_loaded.encoder, encoding, layer)
-    correct, article = article_compare.seeded_layers(_loaded.info.hidden_size, _loaded.info.num_heads, seed)
-    base = article_compare.variant_weights(hidden, correct, article)
-    return encoding, base, article_compare.variant_weights(hidden, correct, article, differences)
+    return tuple(_read_only(weights) for weights in article_compare.article_maps(_hidden, heads, seed, differences))
 
 
 def article_maps(loaded: LoadedModel, text: str, pair: str | None, layer: int, seed: int, differences: tuple):
-    """``(encoding, correct, with_differences)``: both ``(heads, query, key)`` on the layer's input."""
-    return _article_maps(loaded, loaded.info.name, text, pair, layer, seed, tuple(sorted(differences)))
+    """``(encoding, correct, with_differences)``: both ``(heads, query, key)`` on the layer's input, read-only.
+
+    Raises:
+        IndexError: a layer out of range.
+    """
+    limits, found = _input(loaded, text, pair)
+    hidden = _layer_inputs(loaded, loaded.info.name, text, pair, limits, found)  # (L, t, hidden)
+    if not 0 <= layer < len(hidden):
+        raise IndexError(f"layer {layer} out of range: 0-{len(hidden) - 1}")
+    differences = tuple(sorted(differences))
+    heads = loaded.info.num_heads
+    return found, *_article_maps(loaded.info.name, text, pair, limits, layer, seed, differences, hidden[layer], heads)
 
 
-# --- Exploring heads (issue 8): statistics, importance, similarity, flow ------------------------------
+# --- Exploring heads: statistics, importance, similarity, rollout and norms ----------------------------
 
 CORPUS_RESULTS_KEPT = 8
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def _text_statistics(_loaded: LoadedModel, model_name: str, text: str, pair: str | None) -> pd.DataFrame:
-    result = pretrained(_loaded, text, pair)
-    frame = analysis.head_statistics(result.weights, analysis.TokenKinds.from_encoding(result.encoding))
-    frame["importance"] = analysis.head_importance(_loaded.encoder, result.encoding).reshape(-1)  # layer-major
-    return frame
+@st.cache_data(max_entries=32, ttl=RESULT_TTL, show_spinner=False)
+def _text_statistics(_loaded: LoadedModel, model_name: str, text: str, pair: str | None, limits, _result):
+    tokenizer = _loaded.tokenizer
+    return analysis.text_statistics(
+        _loaded.encoder,
+        _result.weights,
+        _result.encoding,
+        tokenizer.cls_token,
+        tokenizer.sep_token,
+        _loaded.info.causal,
+    )
 
 
 def text_statistics(loaded: LoadedModel, text: str, pair: str | None) -> pd.DataFrame:
-    """Per-head statistics, tags and importance of the current text (one row per layer and head)."""
-    return _text_statistics(loaded, loaded.info.name, text, pair).copy()
+    """Per-head statistics, tags and importance of the current text (one row per layer and head); a copy."""
+    result = pretrained(loaded, text, pair)
+    return _text_statistics(loaded, loaded.info.name, text, pair, app_settings().limits, result)
 
 
 @st.cache_resource(show_spinner=False)
@@ -192,10 +276,10 @@ def corpus_statistics(
 ) -> analysis.CorpusResult:
     """Statistics (and head divergence; importance if asked) over a corpus text, computed once per model,
     corpus and options; ``progress(done, total)`` is called while it runs. Streamlit stops the run when
-    the user changes the input (the next progress update raises), and nothing is stored then.
+    the user changes the input or presses Stop (the next progress update raises), and nothing is stored then.
 
     Raises:
-        InputError: an empty corpus.
+        InputError: an empty corpus, or one over the operator's limits.
     """
     digest = hashlib.sha256(corpus.encode("utf-8")).hexdigest()
     key = (loaded.info.name, digest, batch_size, importance)
@@ -205,7 +289,10 @@ def corpus_statistics(
             store.move_to_end(key)
             return store[key]
     texts = analysis.parse_corpus(corpus)
-    result = analysis.corpus_statistics(loaded, texts, batch_size, progress, importance=importance, divergence=True)
+    limits = app_settings().limits
+    result = analysis.corpus_statistics(
+        loaded, texts, batch_size, progress, importance=importance, divergence=True, limits=limits
+    )
     with lock:
         store[key] = result
         while len(store) > CORPUS_RESULTS_KEPT:
@@ -213,30 +300,31 @@ def corpus_statistics(
     return result
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def _text_divergence(_loaded: LoadedModel, model_name: str, text: str, pair: str | None) -> np.ndarray:
-    return analysis.head_divergence(pretrained(_loaded, text, pair).weights)
+@st.cache_data(max_entries=32, ttl=RESULT_TTL, show_spinner=False)
+def _text_divergence(model_name: str, text: str, pair: str | None, limits, _weights: np.ndarray) -> np.ndarray:
+    return analysis.head_divergence(_weights)
 
 
 def text_divergence(loaded: LoadedModel, text: str, pair: str | None) -> np.ndarray:
     """``(n, n)`` JS divergence between every pair of heads on the current text (bits)."""
-    return _text_divergence(loaded, loaded.info.name, text, pair)
+    weights = pretrained(loaded, text, pair).weights
+    return _text_divergence(loaded.info.name, text, pair, app_settings().limits, weights)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_data(max_entries=32, ttl=RESULT_TTL, show_spinner=False)
 def mds_layout(divergence: np.ndarray) -> np.ndarray:
     """Cached :func:`attention_viz.analysis.mds_layout` (keyed by the divergence matrix itself)."""
     return analysis.mds_layout(divergence)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_data(max_entries=32, ttl=RESULT_TTL, show_spinner=False)
 def _rollout_and_norms(
-    _loaded: LoadedModel, model_name: str, text: str, pair: str | None, layer: int
+    _loaded: LoadedModel, model_name: str, text: str, pair: str | None, limits, layer: int, _encoding: Encoding
 ) -> analysis.RolloutAndNorms:
-    encoding = pretrained(_loaded, text, pair).encoding
-    return analysis.rollout_and_norms(_loaded.encoder, encoding, layer)
+    return analysis.rollout_and_norms(_loaded.encoder, _encoding, layer)
 
 
 def rollout_and_norms(loaded: LoadedModel, text: str, pair: str | None, layer: int) -> analysis.RolloutAndNorms:
     """Raw head average, rollout up to ``layer`` and norm-based attention for the current text."""
-    return _rollout_and_norms(loaded, loaded.info.name, text, pair, layer)
+    limits, found = _input(loaded, text, pair)
+    return _rollout_and_norms(loaded, loaded.info.name, text, pair, limits, layer, found)

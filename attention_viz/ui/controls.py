@@ -3,6 +3,8 @@ layer and head stepper that a page draws beside its map."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
 from attention_viz.models.loading import BUNDLED_MODEL, LoadedModel, ModelLoadError
@@ -14,8 +16,20 @@ from attention_viz.ui.i18n import LANGUAGE_KEY, LANGUAGES, t
 SHORTCUTS = {("head", -1): "Left", ("head", 1): "Right", ("layer", -1): "Up", ("layer", 1): "Down"}
 
 
+def model_choices(typed: str | None) -> tuple[list[str], Callable[[str], str]]:
+    """The Model box's options (the bundled model, the models found on this machine, what was typed)
+    and how each is shown: a found model with its family ("roberta-base · RoBERTa")."""
+    found = cache.found_models()
+    options = list(dict.fromkeys([BUNDLED_MODEL, *found, *([typed] if typed else [])]))
+    return options, lambda name: t("families.found", name=name, family=found[name]) if name in found else name
+
+
 def _model() -> LoadedModel | None:
-    """The typed model; if it fails, the previous one (the bundled one before any) and a message."""
+    """The typed model; if it fails, the previous one (the bundled one before any) and a message.
+
+    Called before the Model box is drawn: after a failure the box shows the model that is shown (the
+    message names the one that failed).
+    """
     wanted = state.typed_model()
     try:
         loaded = cache.model(wanted)
@@ -30,17 +44,18 @@ def _model() -> LoadedModel | None:
         feedback.model_failed(exc, previous)  # in the main area, above the page
         if loaded is None:
             return None
-        wanted = previous
+        wanted = st.session_state["model"] = previous
     state.set_active_model(wanted)
     return loaded
 
 
 def model_box() -> None:
-    """The Model box: the bundled model, or a name or folder typed in (kept in the box if it fails)."""
-    typed = st.session_state["model"]
+    """The Model box: the bundled model, the models found on this machine, or a name or folder typed in."""
+    options, shown = model_choices(st.session_state["model"])
     st.selectbox(
         t("sidebar.model"),
-        [BUNDLED_MODEL] + ([typed] if typed and typed != BUNDLED_MODEL else []),
+        options,
+        format_func=shown,
         key="model",
         accept_new_options=True,
         help=t("sidebar.model_help"),
@@ -72,13 +87,14 @@ def sidebar() -> LoadedModel | None:
     keeps its value. A layer or head that the model does not have is clamped, with a note.
     """
     state.init()
+    feedback.settings_problem()
+    loaded = _model()  # before the Model box: after a failure the box shows the model that is shown
     with st.sidebar:
         st.radio(t("sidebar.language"), list(LANGUAGES), key=LANGUAGE_KEY, format_func=LANGUAGES.get, horizontal=True)
         st.text_area(t("sidebar.text"), key="text", height=120 if st.session_state["presentation"] else 96)
         st.text_input(t("sidebar.pair"), key="pair", help=t("sidebar.pair_help"))
         presets_ui.picker()
         model_box()
-    loaded = _model()
     with st.sidebar:
         shape = state.model_shape(None if loaded is None else loaded.info)
         for key, old, new in state.keep_in_model(shape):

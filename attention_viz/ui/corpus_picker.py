@@ -1,6 +1,10 @@
-"""Choosing the scope of a statistic: the current text, the bundled corpus or an uploaded ``.txt`` file."""
+"""Choosing the scope of a statistic (the current text, the bundled corpus or an uploaded ``.txt`` file), and
+running it over a corpus: a progress bar that says how long the rest takes, and a Stop button."""
 
 from __future__ import annotations
+
+import hashlib
+import time
 
 import streamlit as st
 
@@ -8,6 +12,7 @@ from attention_viz import analysis
 from attention_viz.models.loading import LoadedModel
 from attention_viz.ui import cache, feedback, state
 from attention_viz.ui.i18n import t
+from attention_viz.ui.safe_text import Markdown
 
 SCOPES = state.SCOPES
 
@@ -36,16 +41,57 @@ def corpus_scope(key: str) -> tuple[str, str | None]:
 
 
 CORPUS_BATCH_SIZE = 16
+_STOPPED = "_corpus_stopped"  # the run the user stopped: (its key, texts done, texts in all)
+_DONE = "_corpus_done"  # the running run's progress, kept for the note when it is stopped
+
+
+def duration(seconds: float) -> Markdown:
+    """``seconds`` in words: "about 40 s", "about 2 min 30 s" (to 10 s), "about 25 min" (from 10 minutes)."""
+    seconds = max(1, round(seconds))
+    if seconds < 60:
+        return t("stats.about_seconds", s=seconds)
+    if seconds >= 600:
+        return t("stats.about_whole_minutes", m=round(seconds / 60))
+    minutes, rest = divmod(round(seconds / 10) * 10, 60)
+    return t("stats.about_minutes", m=minutes, s=rest)
+
+
+def _stop(run: str) -> None:
+    """Stop's ``on_click``: Streamlit ends the running run at its next progress update, then reruns."""
+    st.session_state[_STOPPED] = (run, *st.session_state.get(_DONE, (0, 0)))
+
+
+def _run_again() -> None:
+    st.session_state.pop(_STOPPED, None)
 
 
 def run_corpus(loaded: LoadedModel, corpus: str, importance: bool = False) -> analysis.CorpusResult:
-    """The corpus statistics (cached), with a progress bar while they run; a refused corpus shows why
-    (the shared, translated message) and stops the page."""
-    bar = st.progress(0.0, text=t("stats.progress", done=0, total="…"))
+    """The corpus statistics (cached), with a progress bar, the time left (estimated from the first batch)
+    and a Stop button while they run. A refused corpus shows why (the shared, translated message) and
+    stops the page; so does a run the user stopped, with a button to run it again."""
+    digest = hashlib.sha256(corpus.encode("utf-8")).hexdigest()
+    run = f"{loaded.info.name}|{digest}|{importance}"
+    stopped = st.session_state.get(_STOPPED)
+    if stopped is not None and stopped[0] == run:
+        st.info(t("stats.stopped", done=int(stopped[1]), total=stopped[2]), icon=":material/stop_circle:")
+        st.button(t("stats.run_again"), on_click=_run_again, icon=":material/play_arrow:", key="_corpus_again")
+        st.stop()
+    running = st.empty()
+    with running.container():
+        bar = st.progress(0.0, text=t("stats.progress_start"))
+        st.button(t("stats.stop"), on_click=_stop, args=(run,), icon=":material/stop:", key="_corpus_stop")
+    started = time.monotonic()
 
-    def progress(done: int, total: int) -> None:
-        bar.progress(done / total, text=t("stats.progress", done=done, total=total))
+    def progress(done: float, total: int) -> None:
+        st.session_state[_DONE] = (done, total)
+        text = t("stats.progress", done=int(done), total=total)
+        if done < min(CORPUS_BATCH_SIZE, total):  # the estimate waits for the first batch
+            text += Markdown(" ") + t("stats.measuring")
+        elif done < total:
+            left = analysis.seconds_left(time.monotonic() - started, done, total)
+            text += Markdown(" ") + t("stats.left", left=duration(left))
+        bar.progress(min(done / max(total, 1), 1.0), text=text)
 
     result = feedback.or_stop(cache.corpus_statistics, loaded, corpus, CORPUS_BATCH_SIZE, importance, progress)
-    bar.empty()
+    running.empty()
     return result

@@ -1,14 +1,13 @@
 """Messages for the user instead of tracebacks: bad input, failed extraction, a model that did not load, truncation.
 
 The user sees one translated sentence (``messages.*`` in the locale tables); the server log keeps the
-library's details. Anything the user typed is shown literally, as inline code, so it is never read as
-Markdown (a link, a formula) and shows no backslashes.
+library's details. Anything from outside (typed text, a model name, a library's detail) is shown with
+:func:`literal`, so it is never read as Markdown (a link, a formula) and keeps its backslashes.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -16,29 +15,22 @@ import streamlit as st
 
 from attention_viz.extraction import AttentionError, Encoding, InputError
 from attention_viz.models.loading import ModelLoadError
+from attention_viz.ui import cache
 from attention_viz.ui.i18n import DEFAULT_LANGUAGE, t, table
+from attention_viz.ui.safe_text import Markdown, literal  # noqa: F401 (feedback.literal: outside text, shown as is)
 
 T = TypeVar("T")
 log = logging.getLogger("attention_viz")
 
 
-def literal(text: str) -> str:
-    """``text`` as a Markdown code span: shown exactly as typed, with no escapes visible.
-
-    The fence is one backtick longer than the longest run of backticks in ``text`` (CommonMark code
-    spans); line breaks become spaces so the span stays on one line.
-    """
-    text = " ".join(str(text).split("\n"))
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
-def input_message(exc: InputError) -> str:
+def input_message(exc: InputError) -> Markdown:
     """The translated sentence for a refused input."""
     if exc.code == "empty":
         return t("messages.input_empty")
+    if exc.code == "corpus_too_large":
+        fields = exc.fields
+        what = t(f"messages.corpus_{fields['what']}")
+        return t("messages.input_corpus_too_large", what=what, **{k: v for k, v in fields.items() if k != "what"})
     if exc.code == "too_long":
         which = t(f"messages.input_which_{exc.fields['which']}")
         return t(
@@ -49,13 +41,17 @@ def input_message(exc: InputError) -> str:
     return t("messages.input_invalid")
 
 
-def model_message(exc: ModelLoadError, previous: str) -> str:
+def model_message(exc: ModelLoadError, previous: str) -> Markdown:
     """The translated sentence for a model that did not load, naming the one still shown."""
-    reason = t(f"messages.model_{exc.code}", **{k: literal(v) for k, v in exc.fields.items() if k != "name"})
-    reason = f"{reason} {t('messages.model_detail')}"
-    return t(
-        "messages.model_failed", name=literal(exc.fields.get("name", "")), reason=reason, previous=literal(previous)
-    )
+    reason = t(f"messages.model_{exc.code}", **{k: v for k, v in exc.fields.items() if k != "name"})
+    reason += Markdown(" ") + t("messages.model_detail")
+    return t("messages.model_failed", name=exc.fields.get("name", ""), reason=reason, previous=previous)
+
+
+def settings_problem() -> None:
+    """Say in the main area that a server setting is invalid and the defaults are used (the log says which)."""
+    if cache.settings_problem() is not None:
+        st.error(t("messages.settings_invalid"), icon=":material/settings:")
 
 
 def model_failed(exc: ModelLoadError, previous: str) -> None:
@@ -76,19 +72,22 @@ def or_stop(compute: Callable[..., T], *args) -> T:
     st.stop()
 
 
-def truncation_message(encoding: Encoding) -> str | None:
+def truncation_message(encoding: Encoding) -> Markdown | None:
     """Which sentence was cut and by how many tokens (``longest_first``); ``None`` if nothing was."""
     if not encoding.truncated:
         return None
     total = t("messages.truncated", total=encoding.num_input_tokens, kept=encoding.num_tokens)
     cut_text, cut_pair = encoding.cut
     if cut_pair:
-        return f"{total} {t('messages.truncated_pair', cut_text=cut_text, cut_pair=cut_pair)}"
-    return f"{total} {t('messages.truncated_text', cut=cut_text)}"
+        return total + Markdown(" ") + t("messages.truncated_pair", cut_text=cut_text, cut_pair=cut_pair)
+    return total + Markdown(" ") + t("messages.truncated_text", cut=cut_text)
 
 
 def truncation(encoding: Encoding) -> None:
-    """Say when the input was cut to the model's maximum length (case C03)."""
+    """Say when the input was cut to the model's maximum length (case C03), and when a model with one
+    token type read a sentence pair as one segment."""
     message = truncation_message(encoding)
     if message:
         st.warning(message)
+    if encoding.one_segment:
+        st.caption(t("messages.one_segment"))

@@ -1,8 +1,11 @@
 """User-facing words: one table per language (``locales/en.toml``, ``locales/zh.toml``), keyed by stable ids.
 
 Pages never hold literal sentences: they call ``t("compare.title", layer=3, head=1)``. Ids are
-``section.name``; values are ``str.format`` templates whose fields are filled from the model info and
-the result, never typed in. Both tables have the same ids and the same fields (a test checks).
+``section.name``; values are ``str.format`` templates, written in Markdown. A template's fields are
+escaped, not the template: a string field is shown literally (:func:`attention_viz.ui.safe_text.literal`:
+a token, a file name, a model name can never become a link or a formula), a number is formatted by
+the template (``{weight:.2f}``), and a :class:`~attention_viz.ui.safe_text.Markdown` field (another
+``t(...)``, a literal) goes in as it is. Both tables have the same ids and the same fields (a test checks).
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from functools import cache
 from importlib.resources import files
 
 import streamlit as st
+
+from attention_viz.ui.safe_text import Markdown, literal
 
 LANGUAGES = {"en": "English", "zh": "中文"}
 DEFAULT_LANGUAGE = "en"
@@ -44,12 +49,20 @@ def language() -> str:
     return chosen if chosen in LANGUAGES else DEFAULT_LANGUAGE
 
 
-def t(key: str, /, **values: object) -> str:
-    """The text ``key`` in the user's language, with ``values`` filled in.
+def t(key: str, /, **values: object) -> Markdown:
+    """The text ``key`` in the user's language as Markdown, with ``values`` filled in; string values are
+    shown literally (see the module docstring).
 
     Raises:
         KeyError: for an id that is in neither table (a typo in a page fails its AppTest).
     """
+    escaped = {name: literal(value) if isinstance(value, str) else value for name, value in values.items()}
+    return Markdown(table(language())[key].format(**escaped))
+
+
+def plain(key: str, /, **values: object) -> str:
+    """The text ``key`` with ``values`` filled in as they are: for what does not render Markdown (a
+    chart's title, an option of a select box), never for a Streamlit call that does."""
     return table(language())[key].format(**values)
 
 

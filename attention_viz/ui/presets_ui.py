@@ -8,6 +8,7 @@ from attention_viz.analysis import presets
 from attention_viz.models.loading import LoadedModel
 from attention_viz.ui import cache, state
 from attention_viz.ui.i18n import language, t
+from attention_viz.ui.safe_text import Markdown
 
 
 def _apply(widget: str) -> None:
@@ -33,7 +34,7 @@ def picker() -> None:
     Once the text is edited or the view steps to another head the box is empty, so choosing the same
     example again goes back to its head.
     """
-    titles = {p.id: p.title[language()] for p in presets.load()}
+    titles = {p.id: Markdown(p.title[language()]) for p in presets.load()}  # the project's own words
     widget = state.widget_key("example", titles.values())
     current = active()
     on_it = current is not None and (st.session_state["layer"], st.session_state["head"]) == (
@@ -69,7 +70,7 @@ def look_for(loaded: LoadedModel, place=st) -> None:
         return
     result = cache.pretrained(loaded, preset.text, preset.pair or None)
     found = presets.finding(preset, result.encoding, result.weights[preset.layer, preset.head])
-    text = preset.look_for[language()]
+    text = Markdown(preset.look_for[language()])  # the project's own words (assets/presets), in Markdown
     if found is not None:
         query, key, weight = found
         labels = result.encoding.labels
@@ -81,4 +82,4 @@ def look_for(loaded: LoadedModel, place=st) -> None:
             key=labels[key],
             weight=f"{weight:.2f}",
         )
-    place.info(t("presets.active", title=preset.title[language()]) + " " + text, icon=":material/lightbulb:")
+    place.info(t("presets.active", title=Markdown(preset.title[language()])) + " " + text, icon=":material/lightbulb:")

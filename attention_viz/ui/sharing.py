@@ -12,9 +12,11 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from attention_viz.ui import links, state
 from attention_viz.ui.i18n import t
+from attention_viz.ui.safe_text import Markdown
 
 FALLBACK_ORIGIN = "http://localhost:8501"  # when the browser's address is unknown (tests)
 SHARE_BOX = "share_box"  # the expander's key: its state says whether it is open
@@ -40,14 +42,24 @@ def _remember_open() -> None:
     st.session_state[SHARE_OPEN] = bool(st.session_state[SHARE_BOX])
 
 
-def link_box(page: str) -> None:
-    """Tell what was wrong with an opened link (once), and offer the link to this view in the sidebar."""
+def opened_link(slot: DeltaGenerator) -> None:
+    """Tell, once, what was wrong with the opened link: the settings it could not read and those the app
+    had to change (after the page ran, which may change some), named literally, in ``slot``."""
+    if not state.link_pending():
+        return
     notes = state.link_notes()
     dropped = sorted({key for kind, key in notes if kind != "cut"})
-    if dropped:
-        st.warning(t("links.opened_invalid", names=", ".join(dropped)))
-    if any(kind == "cut" for kind, _ in notes):
-        st.warning(t("links.opened_cut", limit=links.MAX_TEXT))
+    with slot.container():
+        if dropped:
+            st.warning(t("links.opened_invalid", names=Markdown(", ").join(dropped)))
+        if any(kind == "cut" for kind, _ in notes):
+            st.warning(t("links.opened_cut", limit=links.MAX_TEXT))
+
+
+def link_box(page: str) -> DeltaGenerator:
+    """Offer the link to this view in the sidebar; return the place, at the top of the page, for the note
+    about an opened link (:func:`opened_link`, called once the page ran)."""
+    slot = st.empty()
     url, cut_notes = view_link(page)
     box = st.sidebar.expander(
         t("links.share"),
@@ -61,3 +73,4 @@ def link_box(page: str) -> None:
         box.caption(t("links.copy_hint"))
         if cut_notes:
             box.warning(t("links.text_cut", limit=links.MAX_TEXT))
+    return slot

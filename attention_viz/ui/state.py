@@ -87,7 +87,7 @@ RANGES: dict[str, tuple] = {
 # Values that older links wrote under other names.
 ALIASES = {"scaling": {"bert": "exact", "article": "article-scaling", "none": "no-scaling"}}
 PAGE_KEY = "page"  # the current page's name in the link (not a widget: the router owns it)
-_URL_READ, _URL_NOTES, _URL_PAGE = "_url_read", "_url_notes", "_url_page"
+_URL_READ, _URL_NOTES, _URL_PAGE, _URL_VALUES = "_url_read", "_url_notes", "_url_page", "_url_values"
 _log = logging.getLogger("attention_viz")
 
 
@@ -113,6 +113,7 @@ def init() -> None:
         values, notes = links.from_query(st.query_params.to_dict(), link_rules())
         st.session_state[_URL_PAGE] = values.pop(PAGE_KEY, None)
         st.session_state[_URL_NOTES] = [(note.kind, note.key) for note in notes]
+        st.session_state[_URL_VALUES] = dict(values)
         for key, value in values.items():
             st.session_state[key] = value
     for key, value in DEFAULTS.items():
@@ -138,9 +139,20 @@ def requested_page(pages: tuple[str, ...]) -> str | None:
     return requested or None
 
 
+def link_pending() -> bool:
+    """Whether the session's link has not been reported on yet (see :func:`link_notes`)."""
+    return bool(st.session_state.get(_URL_NOTES) or st.session_state.get(_URL_VALUES))
+
+
 def link_notes() -> list[tuple[str, str]]:
-    """What was wrong with the session's link, as ``(kind, key)`` (see :class:`links.Note`), once."""
-    return st.session_state.pop(_URL_NOTES, [])
+    """What was wrong with the session's link, as ``(kind, key)`` (see :class:`links.Note`), once.
+
+    Once the first run has drawn its page, this includes ``("changed", key)`` for each setting the link
+    gave that the app had to change (a layer the model does not have, a token past the text's end).
+    """
+    notes = st.session_state.pop(_URL_NOTES, [])
+    given = st.session_state.pop(_URL_VALUES, {})
+    return notes + [("changed", key) for key, value in given.items() if st.session_state.get(key) != value]
 
 
 def view_query(page: str) -> tuple[dict[str, str], list[links.Note]]:

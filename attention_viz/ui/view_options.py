@@ -13,6 +13,7 @@ import streamlit as st
 from attention_viz.analysis import BLOCKS, ViewMatrix, ViewOptions
 from attention_viz.ui import state
 from attention_viz.ui.i18n import t
+from attention_viz.ui.safe_text import Markdown
 
 
 def view_options(is_pair: bool, place=st) -> ViewOptions:
@@ -50,4 +51,4 @@ def view_caption(view: ViewMatrix, options: ViewOptions, place=st) -> None:
     if options.block != "all":
         notes.append(t("views.note_block", block=t(f"views.block_{options.block}")))
     if notes:
-        place.caption(" ".join(notes))
+        place.caption(Markdown(" ").join(notes))

@@ -135,13 +135,10 @@ def importing() -> Iterator[None]:
 
 
 def _draw() -> object:
-    import plotly.graph_objects as go
+    from attention_viz.figures.plotting import blank_figure
 
     slot = st.empty()
-    empty = go.Figure(
-        layout={"xaxis": {"visible": False}, "yaxis": {"visible": False}, "margin": dict.fromkeys("lrtb", 0)}
-    )
-    slot.plotly_chart(empty, height=1, key=KEY, config={"displayModeBar": False, "staticPlot": True})
+    slot.plotly_chart(blank_figure(), height=1, key=KEY, config={"displayModeBar": False, "staticPlot": True})
     return slot
 
 

@@ -7,8 +7,8 @@ import streamlit as st
 
 from attention_viz import analysis, figures
 from attention_viz.models.encoder import Variant
-from attention_viz.ui import cache, controls, downloads, feedback, presets_ui, screen, state
-from attention_viz.ui.i18n import t
+from attention_viz.ui import cache, controls, downloads, feedback, model_notes, presets_ui, screen, state
+from attention_viz.ui.i18n import plain, t
 from attention_viz.ui.view_options import view_caption, view_options
 
 PARITY_BOUND = 1e-5
@@ -92,7 +92,7 @@ focus = state.control(
     t("compare.focus"),
     "focus",
     [-1, *range(queries)],
-    labels=lambda i: no_focus if i < 0 else f"{i}: {figures.shorten_label(row_labels[i])}",
+    labels=lambda i: no_focus if i < 0 else f"{i}: {figures.isolate(figures.shorten_label(row_labels[i]))}",
     then=lambda query: _focus_on(query, queries, size),
 )
 for start_key, count in (("query_start", queries), ("key_start", keys)):
@@ -140,6 +140,8 @@ box.plotly_chart(
 )
 if view_matrix is not None:
     view_caption(view_matrix, options, map_column)
+with map_column:
+    model_notes.layers(info)
 windowed = queries > size or keys > size
 if windowed:
     if queries == keys:
@@ -199,7 +201,7 @@ if focus >= 0:
         figures.focus_bars(
             bars,
             key_labels[columns],
-            t("compare.bars_title", token=row_labels[focus], index=focus),
+            plain("compare.bars_title", token=figures.isolate(row_labels[focus]), index=focus),  # a chart: no Markdown
             style,
             columns.start,
         ),

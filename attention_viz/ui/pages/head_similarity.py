@@ -41,5 +41,8 @@ st.plotly_chart(
     on_select=state.guarded(lambda: head_links.on_select(CHART_KEY, info.num_heads)),
     selection_mode="points",
 )
-mean = float(divergence[~np.eye(len(divergence), dtype=bool)].mean())
-st.caption(t("similarity.caption", heads=len(divergence), mean=f"{mean:.3f}"))
+if len(divergence) < 2:  # no pair of heads: no mean divergence
+    st.caption(t("similarity.caption_one"))
+else:
+    mean = float(divergence[~np.eye(len(divergence), dtype=bool)].mean())
+    st.caption(t("similarity.caption", heads=len(divergence), mean=f"{mean:.3f}"))

@@ -3,7 +3,8 @@
 import streamlit as st
 
 from attention_viz import analysis, figures
-from attention_viz.ui import cache, controls, feedback, head_links, state
+from attention_viz.analysis import published
+from attention_viz.ui import cache, controls, feedback, head_links, model_notes, state
 from attention_viz.ui.corpus_picker import corpus_scope, run_corpus
 from attention_viz.ui.i18n import t
 
@@ -47,15 +48,23 @@ statistic = state.control(
     labels=lambda c: t(f"stats.col_{c}"),
 )
 importance_grid = analysis.statistic_grid(frame, "importance") if "importance" in frame else None
+found = published.published_heads(info.name, info.num_layers, info.num_heads)  # Clark et al. 2019's heads
+notes = published.head_notes(found, info.num_layers, info.num_heads)  # layer-major, like the frame
 figure = figures.head_overview(
     analysis.statistic_grid(frame, statistic),
-    [_shown_tags(tags, "tag") for tags in frame["tags"]],
+    [
+        _shown_tags(tags, "tag") + (f" ★ {note}" if note else "")
+        for tags, note in zip(frame["tags"], notes, strict=True)
+    ],
     t("stats.overview_title", statistic=t(f"stats.col_{statistic}")),
     t(f"stats.col_{statistic}"),
     (t("stats.axis_head"), t("stats.axis_layer")),
     importance=importance_grid,
     selected=(selection.layer, selection.head),
-    tag_labels=[_shown_tags(tags, "short").replace(", ", "+") for tags in frame["tags"]],
+    tag_labels=[
+        _shown_tags(tags, "short").replace(", ", "+") + ("★" if note else "")
+        for tags, note in zip(frame["tags"], notes, strict=True)
+    ],
 )
 # The table sits below the overview: side by side, 12 heads per row crowd at laptop widths (checked at 800 × 600).
 st.plotly_chart(
@@ -66,6 +75,21 @@ st.plotly_chart(
     selection_mode="points",
 )
 st.caption(t("stats.overview_caption") + (" " + t("stats.size_caption") if importance_grid is not None else ""))
+model_notes.layers(info)
+model_notes.not_applicable(info, [t(f"stats.col_{c}") for c in analysis.STATISTICS if frame[c].isna().all()])
+if found:
+    st.caption(t("families.published_caption", source=published.CLARK_2019))
+    st.dataframe(
+        {
+            t("stats.col_layer"): [h.layer for h in found],
+            t("stats.col_head"): [h.head for h in found],
+            t("families.published_col_paper"): [h.paper_head for h in found],
+            t("families.published_col_relation"): [h.relation for h in found],
+            t("families.published_col_accuracy"): [h.accuracy for h in found],
+        },
+        hide_index=True,
+        key="_stats_published",
+    )
 first = ["layer", "head", statistic, "tags"] + (["importance"] if "importance" in frame else [])
 shown = frame[list(dict.fromkeys(first + list(frame.columns)))]  # the chosen statistic next to the head
 shown = shown.assign(tags=[_shown_tags(tags, "tag") for tags in shown["tags"]])  # a copy: the CSV stays English

@@ -6,6 +6,7 @@ from attention_viz import analysis, figures
 from attention_viz.analysis import presets, steps
 from attention_viz.ui import cache, controls, downloads, feedback, presets_ui, screen, state
 from attention_viz.ui.i18n import t
+from attention_viz.ui.safe_text import Markdown
 
 PARITY_BOUND = 1e-5
 
@@ -34,7 +35,7 @@ def _masked(stored: str) -> list[int]:
 
 
 def _token(i: int) -> str:
-    return f"{i}: {labels[i]}"
+    return f"{i}: {figures.isolate(labels[i])}"
 
 
 header = st.empty()
@@ -81,13 +82,15 @@ presets_ui.look_for(loaded)
 feedback.truncation(encoding)
 
 scaling = steps.scaling_factor(scaling_kind, info.head_dim, info.hidden_size)
-result = feedback.or_stop(steps.head_steps, queries, keys, values, query_index, scaling, temperature, masked_keys)
+result = feedback.or_stop(
+    steps.head_steps, queries, keys, values, query_index, scaling, temperature, masked_keys, info.causal
+)
 query_label = labels[query_index]
 d = info.head_dim
 config = downloads.chart_config(info.name, layer, head, "inside")
 
 
-def step(number: int, text: str, figure, key: str) -> None:
+def step(number: int, text: Markdown, figure, key: str) -> None:
     """One step: its explanation on the left, its chart on the right."""
     words, chart = st.columns([1, 2])
     words.markdown(f"**{number}.** {text}")

@@ -1,0 +1,1 @@
+"""Running attention-viz as identical replicas behind nginx (see README.md in this folder)."""

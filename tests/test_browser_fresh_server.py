@@ -1,0 +1,81 @@
+"""A fresh server as a developer runs it (file watcher on, rerun on save), in headless Chromium: the first
+visit while the model still loads, and a clean log when a source file changes.
+
+This module starts a server of its own instead of the shared one of conftest.py, for two reasons: the shared
+server runs without a file watcher (the lecture setting in ``.streamlit/config.toml``), and it has served
+other tests' sessions, while the first visit here must reach a server whose preload is still running.
+"""
+
+import shutil
+
+import pytest
+from browser import IDLE, MAP_DRAWN, ROOT, streamlit_server
+from playwright.sync_api import expect
+
+from attention_viz.ui import warmup
+
+LIVE_RELOAD = ("--server.fileWatcherType", "auto", "--server.runOnSave", "true")  # README's developer options
+# Appended to the running app's copy of app.py: the session shows it once it has rerun with the new source.
+CHANGED = "Source changed while the server runs."
+CHANGE = f'\n\nif __name__ == "__main__":\n    st.caption("{CHANGED}")\n'
+# Whether the warm-up chart was ever on the page, recorded from the first byte of the page on.
+SEE_WARMUP = f"""
+window.__warmupSeen = false;
+new MutationObserver(() => {{
+    if (document.querySelector('.st-key-{warmup.KEY}')) window.__warmupSeen = true;
+}}).observe(document, {{childList: true, subtree: true}});
+"""
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory):
+    """``streamlit run app.py`` with the file watcher on, in a folder of its own: a copy of ``app.py`` (the
+    file the test changes) beside links to the package, the assets and the repository's settings."""
+    folder = tmp_path_factory.mktemp("live")
+    shutil.copy(ROOT / "app.py", folder / "app.py")
+    for name in ("attention_viz", "assets", ".streamlit"):
+        (folder / name).symlink_to(ROOT / name, target_is_directory=True)
+    with streamlit_server(*LIVE_RELOAD, cwd=folder) as running:
+        yield running, folder / "app.py"
+
+
+@pytest.fixture(scope="module")
+def first_visit(live_server, chromium):
+    """The server's first session, opened as soon as it answers: ``(page, what its first run left)``."""
+    (url, _, _), _ = live_server
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    page.add_init_script(SEE_WARMUP)
+    page.goto(url)
+    page.wait_for_selector(MAP_DRAWN, timeout=120_000)
+    page.wait_for_selector(IDLE, timeout=120_000)
+    left = {
+        "warmup_drawn": page.evaluate("window.__warmupSeen"),
+        "warmup_left": page.locator(f".st-key-{warmup.KEY}").count(),
+        "charts": page.locator(".js-plotly-plot").count(),
+    }
+    yield page, left
+    page.close()
+
+
+def test_a_first_visit_during_the_preload_draws_an_empty_chart_and_clears_it(first_visit):
+    """While the server still imports torch and loads the model, the first run sends an empty chart so the
+    browser fetches plotly.js meanwhile (attention_viz/ui/warmup.py); when the run ends it is gone."""
+    _, left = first_visit
+    assert left["warmup_drawn"], "the first visit found the model loaded: it came too late to test the warm-up"
+    assert (left["warmup_left"], left["charts"]) == (0, 2)  # the map and the line view, nothing above them
+
+
+def test_log_is_clean_at_start_and_when_a_source_file_changes(live_server, first_visit):
+    """An app that imports torch once made Streamlit's file watcher log a traceback about ``torch.classes``
+    when it walked the loaded modules. With the watcher on, a change to ``app.py`` reruns the open session
+    (it shows what the change added, so the watcher did see it), and the log has no traceback, error or
+    inotify complaint."""
+    (_, log, _), app = live_server
+    page, _ = first_visit
+    app.write_text(app.read_text() + CHANGE)
+    expect(page.get_by_text(CHANGED)).to_be_visible(timeout=90_000)  # rerun with the new source
+    page.wait_for_selector(IDLE, timeout=90_000)
+    text = log.read_text()
+    assert "You can now view your Streamlit app" in text
+    for noise in ("Traceback", "torch.classes", "Error", "Inotify"):
+        assert noise not in text, text

@@ -1,0 +1,102 @@
+"""AppTest: every family on every page, Compare's parity, the decoder's and ALBERT's notes, the Model box."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from apptools import chart, no_errors, run_app, view, z
+from tiny_families import FAMILIES
+
+from attention_viz.extraction import extract
+from attention_viz.ui import cache, i18n
+
+TEXT = "The animal didn't cross the street because it was too tired."
+PAGES = [
+    f"attention_viz/ui/pages/{page}.py"
+    for page in ("all_heads", "head_stats", "head_similarity", "rollout", "inside", "article")
+]
+
+
+def _captions(at) -> str:
+    return " ".join(c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_compare_matches_transformers_exactly_and_every_page_opens(family_dir, family):
+    folder = family_dir(family)
+    at = run_app(model=folder, text=TEXT, pair="", layer=1, head=2)
+    no_errors(at)
+    assert not at.error, [e.value for e in at.error]
+    expected = extract(cache.model(folder), TEXT).weights[1, 2]
+    shown = z(chart(at, "map"))  # the first window of a long map
+    assert shown.shape[0] >= 10 and np.array_equal(shown, expected[: shown.shape[0], : shown.shape[1]])
+    assert "Matches transformers" in at.success[0].value
+    assert np.all(z(chart(view(at, "difference"), "map")) == 0)  # bit for bit: the difference map is 0
+    captions = _captions(at)
+    assert ("shares its layer weights" in captions) == (family == "albert")
+    assert ("is a decoder" in captions) == (family == "gpt2")
+    for page in PAGES:
+        at.switch_page(page).run()
+        no_errors(at)
+        assert not at.error, (page, [e.value for e in at.error])
+
+
+def test_gpt2_map_is_lower_triangular_and_a_pair_gets_a_clear_message(family_dir):
+    folder = family_dir("gpt2")
+    at = run_app(model=folder, text=TEXT, layer=0, head=0)
+    no_errors(at)
+    shown = z(chart(at, "map"))
+    assert np.all(shown[np.triu_indices(len(shown), k=1)] == 0) and shown[-1, 0] > 0 and len(shown) >= 10
+    at = run_app(model=folder, text="Where is it?", pair="It is in the box.")
+    no_errors(at)
+    assert i18n.t("messages.input_pair_unsupported") in at.info[0].value
+    assert at.text_input(key="pair").value == "It is in the box."  # what was typed is kept
+
+
+def test_head_statistics_say_what_a_decoder_leaves_empty(family_dir):
+    at = run_app(model=family_dir("gpt2"), text=TEXT)
+    at.switch_page("attention_viz/ui/pages/head_stats.py").run()
+    no_errors(at)
+    table = at.dataframe[0].value
+    assert table["next"].isna().all() and table["previous"].notna().all()  # empty, not 0
+    assert "not applicable and left empty rather than 0" in _captions(at)
+    assert i18n.t("stats.col_next") in _captions(at)
+
+
+@pytest.fixture
+def bert_base_in_the_cache(tmp_path, monkeypatch):
+    """A hub cache holding a tiny 12 × 12 BERT as ``bert-base-uncased`` (the model Clark et al. analysed)."""
+    from huggingface_hub import constants
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from attention_viz.models.loading import bundled_model_path
+
+    snapshot = tmp_path / "models--bert-base-uncased" / "snapshots" / "0123abc"
+    snapshot.mkdir(parents=True)
+    (tmp_path / "models--bert-base-uncased" / "refs").mkdir()
+    (tmp_path / "models--bert-base-uncased" / "refs" / "main").write_text("0123abc")
+    config = BertConfig(hidden_size=24, num_hidden_layers=12, num_attention_heads=12, intermediate_size=24)
+    BertModel(config).save_pretrained(snapshot)
+    AutoTokenizer.from_pretrained(bundled_model_path()).save_pretrained(snapshot)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    cache._found_models.clear()
+    yield
+    cache._found_models.clear()
+
+
+def test_model_box_offers_cached_models_and_head_statistics_mark_clarks_heads(bert_base_in_the_cache):
+    at = run_app()
+    no_errors(at)
+    box = at.selectbox(key="model")
+    assert "bert-base-uncased · BERT" in box.options  # found in the cache, shown with its family
+    at = run_app(model="bert-base-uncased", text=TEXT)
+    at.switch_page("attention_viz/ui/pages/head_stats.py").run()
+    no_errors(at)
+    assert not at.error
+    published, statistics = at.dataframe[0].value, at.dataframe[1].value  # the published heads come first
+    assert len(published) == 7 and len(statistics) == 144
+    row = published[published.iloc[:, 2] == "8-10"].iloc[0]  # the paper's 1-based 8-10 is our layer 7, head 9
+    assert (row.iloc[0], row.iloc[1], row.iloc[4]) == (7, 9, 86.8) and row.iloc[3].startswith("dobj")
+    texts = chart(at, "stats_overview")["data"][0]["text"]
+    assert texts[7 * 12 + 9].endswith("★") and texts[4 * 12 + 3].endswith("★") and not texts[0].endswith("★")
+    assert "Clark et al. 2019" in _captions(at)

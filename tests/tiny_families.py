@@ -1,0 +1,146 @@
+"""Tiny random checkpoints of every supported family, built offline in a folder.
+
+Each has 2-3 layers of 4 heads (hidden 32) and a real tokenizer of its kind: the bundled WordPiece for
+BERT, DistilBERT and ELECTRA; a byte-level BPE (RoBERTa, GPT-2) or a SentencePiece-style Unigram
+(XLM-R, ALBERT) trained here on a few lines with the ``tokenizers`` library. Query and key weights are
+drawn wider than the families' init so that heads have structure and a wrong mask or position shows.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+import torch
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+from transformers import (
+    AlbertConfig,
+    AlbertModel,
+    AlbertTokenizer,
+    AutoTokenizer,
+    BertConfig,
+    BertModel,
+    DistilBertConfig,
+    DistilBertModel,
+    DistilBertTokenizer,
+    ElectraConfig,
+    ElectraModel,
+    GPT2Config,
+    GPT2Model,
+    GPT2Tokenizer,
+    RobertaConfig,
+    RobertaModel,
+    RobertaTokenizer,
+    XLMRobertaConfig,
+    XLMRobertaModel,
+    XLMRobertaTokenizer,
+)
+
+from attention_viz.models.loading import bundled_model_path
+
+FAMILIES = ("albert", "bert", "distilbert", "electra", "gpt2", "roberta", "xlm-roberta")
+LINES = [
+    "The cat sat on the mat.",
+    "The animal didn't cross the street because it was too tired.",
+    "I have a new GPU! Naïve café, déjà vu.",
+    "The quick brown fox jumps over the lazy dog; it's 2024.",
+    "Where is it? It is in the box.",
+    "Attention is all you need, or so the paper says.",
+]
+SIZES = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
+POSITIONS = 64
+
+
+@cache
+def _bpe() -> tuple[dict, list]:
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=400,
+        special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>", "<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(LINES * 4, trainer)
+    model = json.loads(tokenizer.to_str())["model"]
+    return model["vocab"], [tuple(merge) for merge in model["merges"]]
+
+
+@cache
+def _unigram(specials: tuple[str, ...], unk: str) -> list[tuple[str, float]]:
+    """A Unigram vocabulary, the specials first in the order the family's tokenizer expects them."""
+    tokenizer = Tokenizer(models.Unigram())
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Metaspace()])
+    trainer = trainers.UnigramTrainer(vocab_size=200, special_tokens=list(specials), unk_token=unk, show_progress=False)
+    tokenizer.train_from_iterator([line.lower() for line in LINES] * 4 + LINES * 4, trainer)
+    return [tuple(entry) for entry in json.loads(tokenizer.to_str())["model"]["vocab"]]
+
+
+def _tokenizer(family: str):
+    if family in ("bert", "electra"):
+        return AutoTokenizer.from_pretrained(bundled_model_path())
+    if family == "distilbert":
+        return DistilBertTokenizer.from_pretrained(bundled_model_path())
+    if family == "roberta":
+        return RobertaTokenizer(vocab=_bpe()[0], merges=_bpe()[1])
+    if family == "gpt2":
+        return GPT2Tokenizer(vocab=_bpe()[0], merges=_bpe()[1])
+    if family == "xlm-roberta":  # XLM-R's ids: <s> 0, <pad> 1, </s> 2, <unk> 3
+        return XLMRobertaTokenizer(vocab=_unigram(("<s>", "<pad>", "</s>", "<unk>", "<mask>"), "<unk>"))
+    return AlbertTokenizer(vocab=_unigram(("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"), "<unk>"))  # <unk> is 1
+
+
+def _model(family: str, vocab_size: int, pad: int | None):
+    if family == "bert":
+        return BertModel(BertConfig(vocab_size=vocab_size, max_position_embeddings=POSITIONS, **SIZES))
+    if family in ("roberta", "xlm-roberta"):
+        config_class, model_class = (
+            (RobertaConfig, RobertaModel) if family == "roberta" else (XLMRobertaConfig, XLMRobertaModel)
+        )
+        positions = POSITIONS + pad + 1  # RoBERTa's positions start after the padding index
+        config = config_class(
+            vocab_size=vocab_size, max_position_embeddings=positions, type_vocab_size=1, pad_token_id=pad, **SIZES
+        )
+        return model_class(config)
+    if family == "distilbert":
+        config = DistilBertConfig(
+            vocab_size=vocab_size, max_position_embeddings=POSITIONS, dim=32, n_layers=2, n_heads=4, hidden_dim=37
+        )
+        return DistilBertModel(config)
+    if family == "electra":
+        config = ElectraConfig(vocab_size=vocab_size, max_position_embeddings=POSITIONS, embedding_size=16, **SIZES)
+        return ElectraModel(config)
+    if family == "albert":
+        sizes = SIZES | {"num_hidden_layers": 3}
+        config = AlbertConfig(
+            vocab_size=vocab_size, max_position_embeddings=POSITIONS, embedding_size=16, pad_token_id=pad, **sizes
+        )
+        return AlbertModel(config)
+    end = _bpe()[0]["<|endoftext|>"]
+    config = GPT2Config(
+        vocab_size=vocab_size,
+        n_positions=POSITIONS,
+        n_embd=32,
+        n_layer=2,
+        n_head=4,
+        n_inner=37,
+        bos_token_id=end,
+        eos_token_id=end,
+    )
+    return GPT2Model(config)
+
+
+def make_tiny(family: str, folder, seed: int = 0) -> str:
+    """Save a random model of ``family`` (safetensors) with a tokenizer of its kind in ``folder``."""
+    tokenizer = _tokenizer(family)
+    torch.manual_seed(seed)
+    model = _model(family, len(tokenizer), tokenizer.pad_token_id)
+    with torch.no_grad():  # the families' init (std 0.02) gives near-uniform attention: sharpen it so tests bite
+        for name, param in model.named_parameters():
+            if name.endswith(("query.weight", "key.weight", "q_lin.weight", "k_lin.weight", "c_attn.weight")):
+                param.normal_(0.0, 0.5)
+            elif name.endswith(("embeddings_project.weight", "embedding_hidden_mapping_in.weight")):
+                param.normal_(0.0, 0.5)  # the projection feeds layer 0 with no LayerNorm between
+    model.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
