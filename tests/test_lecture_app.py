@@ -255,8 +255,8 @@ def test_inside_a_head_runs_no_forward_when_the_head_or_layer_changes(bundled):
     handle = torch.nn.modules.module.register_module_forward_pre_hook(count)
     try:
         for layer, head in ((2, 7), (2, 8), (5, 0), (0, 11)):
-            at.slider(key="layer").set_value(layer).run()
-            at.slider(key="head").set_value(head).run()
+            control(at, "selectbox", "layer").set_value(layer).run()
+            control(at, "selectbox", "head").set_value(head).run()
             _no_errors(at)
             assert at.header[0].value.startswith(f"Inside layer {layer}, head {head}:")
     finally:

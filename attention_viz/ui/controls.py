@@ -10,6 +10,7 @@ import streamlit as st
 from attention_viz.models.loading import BUNDLED_MODEL, LoadedModel, ModelLoadError
 from attention_viz.ui import cache, feedback, presets_ui, state
 from attention_viz.ui.i18n import LANGUAGE_KEY, LANGUAGES, t
+from attention_viz.ui.safe_text import Markdown
 
 # Keyboard shortcuts of the stepper (Streamlit's button shortcuts: they work wherever the focus is,
 # except in a text box): left and right step through the heads, up and down through the layers.
@@ -131,14 +132,15 @@ def _stepper(place, unit: str, count: int) -> int:
     return value
 
 
-def explain(place, *paragraphs: str) -> None:
+def explain(place, *paragraphs: Markdown) -> None:
     """A "?" button that opens what the page shows, so that the explanation takes no room on the screen."""
     with place.popover("", icon=":material/help:", help=t("compare.explain")):
-        for paragraph in paragraphs:
-            st.markdown(paragraph)
+        st.markdown(Markdown("\n\n").join(paragraphs))
 
 
-def head_picker(place=st, layer: bool = True, head: bool = True, explanation: tuple[str, ...] = ()) -> tuple[int, int]:
+def head_picker(
+    place=st, layer: bool = True, head: bool = True, explanation: tuple[Markdown, ...] = ()
+) -> tuple[int, int]:
     """The layer and head stepper, in ``place``: a choice for each, with previous and next buttons.
 
     Keyboard (:data:`SHORTCUTS`): left and right step the head (after a layer's last head comes the
