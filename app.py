@@ -60,7 +60,7 @@ def main() -> None:
     if requested and requested != page:
         st.switch_page(pages[requested])
     state.begin_run(page)
-    link_note = None
+    link_note = None  # the place, at the top of the page, for the note about an opened link
     try:
         with recovery.on_error(page):  # an unexpected error: one message, the sidebar and navigation stay
             loaded = controls.sidebar()
@@ -74,8 +74,8 @@ def main() -> None:
             navigation.run()
     finally:  # also when the page stops early (st.stop) to show a message
         warmup.clear(warming)
-        if link_note is not None:  # after the page: it names the settings the page had to change too
-            sharing.opened_link(link_note)
+        if link_note is not None:
+            sharing.opened_link(link_note)  # after the page: it names the settings the page had to change too
 
 
 if __name__ == "__main__":  # Streamlit runs this file as every session's script

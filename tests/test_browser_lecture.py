@@ -6,45 +6,36 @@ from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
-from browser import ARTIFACTS, CHROMIUM_ARGS, MAP, chromium_path, streamlit_server
-from playwright.sync_api import expect, sync_playwright
+from browser import ARTIFACTS, IDLE, MAP, settled
+from playwright.sync_api import expect
 
 from attention_viz.extraction import extract
 from attention_viz.ui import i18n, state
 
 PAGES = ("compare", "all_heads", "head_stats", "head_similarity", "rollout", "inside", "article")
-IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 ERROR_BOX = "[data-testid='stException']"
 ZH = i18n.table("zh")
+# What the main area shows: its text and every chart's data. An action's run has happened once it changed.
+SIGNATURE = """() => JSON.stringify([document.querySelector('.stMainBlockContainer').innerText,
+    Array.from(document.querySelectorAll('.js-plotly-plot'), el => (el._fullData || []).map(trace =>
+        [trace.y && Array.from(trace.y), trace.z && JSON.stringify(trace.z).slice(0, 4000), String(trace.text)]))])"""
 
 
-@pytest.fixture(scope="module")
-def server():
-    with streamlit_server() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def browser(server):
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
-def _settle(page) -> None:
-    """Wait until the app has finished its run (the script idle, no rerun pending)."""
-    page.wait_for_timeout(300)
+def _act(page, action) -> None:
+    """Do ``action`` and wait until the page shows its result and the run that drew it is over."""
+    before = page.evaluate(SIGNATURE)
+    action()
+    page.wait_for_function(f"before => ({SIGNATURE})() !== before", arg=before, timeout=90_000)
     page.wait_for_selector(IDLE, timeout=90_000)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=90_000)
-    page.wait_for_timeout(300)
 
 
-def _open(browser, url: str, width: int = 1280, height: int = 720, query: str = ""):
-    page = browser.new_page(viewport={"width": width, "height": height})
+def _open(chromium, url: str, width: int = 1280, height: int = 720, query: str = ""):
+    """A new session on ``url`` + ``query``, once its first chart is drawn and still."""
+    page = chromium.new_page(viewport={"width": width, "height": height})
     page.goto(f"{url}/{query}")
-    page.wait_for_selector(".js-plotly-plot", timeout=90_000)
-    _settle(page)
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=90_000)
+    page.wait_for_selector(IDLE, timeout=90_000)
+    settled(page, ".js-plotly-plot")
     return page
 
 
@@ -59,39 +50,40 @@ def _heading(page, text: str) -> None:
 
 
 def _language(page, name: str) -> None:
-    page.locator("[data-testid='stSidebar'] label").filter(has_text=name).first.click()
-    _settle(page)
+    _act(page, lambda: page.locator("[data-testid='stSidebar'] label").filter(has_text=name).first.click())
 
 
 def _choose(page, selector: str, option: str) -> None:
     """Pick ``option`` in the selectbox inside ``selector``."""
     box = page.locator(f"{selector} input[role='combobox']").first
-    box.click()
-    box.fill(option)  # the list shows the options that match what is typed
-    page.get_by_role("option", name=option, exact=True).first.click()
-    _settle(page)
+
+    def choose() -> None:
+        box.click()
+        box.fill(option)  # the list shows the options that match what is typed
+        page.get_by_role("option", name=option, exact=True).first.click()
+
+    _act(page, choose)
 
 
 def _click(page, key: str) -> None:
-    page.locator(f".st-key-{key} button").first.click()
-    _settle(page)
+    _act(page, lambda: page.locator(f".st-key-{key} button").first.click())
 
 
 # --- Nothing leaves the server ---------------------------------------------------------------------------
 
 
-def test_no_request_leaves_the_apps_own_origin_on_any_page(server, browser):
+def test_no_request_leaves_the_apps_own_origin_on_any_page(server, chromium):
     url, _, _ = server
     origin = urlsplit(url).netloc
-    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
     requested = []
     page.on("request", lambda request: requested.append(request.url))
     page.on("websocket", lambda socket: requested.append(socket.url))
     for language in ("en", "zh"):
         for name in PAGES:
             page.goto(f"{url}/?page={name}&lang={language}&presentation={int(language == 'zh')}")
-            _settle(page)
-            page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+            page.wait_for_selector(".js-plotly-plot .main-svg", timeout=90_000)
+            page.wait_for_selector(IDLE, timeout=90_000)
             _no_error_page(page)
     page.close()
     foreign = sorted(
@@ -103,14 +95,13 @@ def test_no_request_leaves_the_apps_own_origin_on_any_page(server, browser):
 # --- Click sequences -------------------------------------------------------------------------------------
 
 
-def test_chinese_then_head_then_difference(server, browser):
+def test_chinese_then_head_then_difference(server, chromium):
     url, _, _ = server
-    page = _open(browser, url)
+    page = _open(chromium, url)
     _language(page, "中文")
     _click(page, "step_head_next")
     _heading(page, ZH["compare.title"].format(layer=3, head=2))
-    page.locator("[class*='st-key-_map_view-'] label").filter(has_text=ZH["compare.view_difference"]).click()
-    _settle(page)
+    _act(page, page.locator("[class*='st-key-_map_view-'] label").filter(has_text=ZH["compare.view_difference"]).click)
     _no_error_page(page)
     for language in ("English", "中文"):
         _language(page, language)
@@ -125,9 +116,9 @@ def test_chinese_then_head_then_difference(server, browser):
     page.close()
 
 
-def test_focus_then_example_then_head(server, browser):
+def test_focus_then_example_then_head(server, chromium):
     url, _, _ = server
-    page = _open(browser, url)
+    page = _open(chromium, url)
     _choose(page, "[class*='st-key-_focus-']", "10: it")
     expect(page.locator(".st-key-focus_bars .js-plotly-plot")).to_be_visible()
     _choose(page, "[class*='st-key-_example-']", "Repeated words")
@@ -137,12 +128,11 @@ def test_focus_then_example_then_head(server, browser):
     page.close()
 
 
-def test_focus_then_hide_special_then_head_and_a_pair_block(server, browser):
+def test_focus_then_hide_special_then_head_and_a_pair_block(server, chromium):
     url, _, _ = server
-    page = _open(browser, url)
+    page = _open(chromium, url)
     _choose(page, "[class*='st-key-_focus-']", "10: it")
-    page.locator(".st-key-_hide_special label").first.click()
-    _settle(page)
+    _act(page, page.locator(".st-key-_hide_special label").first.click)
     _click(page, "step_head_next")
     _no_error_page(page)
     _heading(page, "Layer 3, head 2")
@@ -155,14 +145,13 @@ def test_focus_then_hide_special_then_head_and_a_pair_block(server, browser):
     page.close()
 
 
-def test_inside_chinese_then_temperature(server, browser):
+def test_inside_chinese_then_temperature(server, chromium):
     url, _, _ = server
-    page = _open(browser, url, query="?page=inside")
+    page = _open(chromium, url, query="?page=inside")
     _language(page, "中文")
     slider = page.get_by_role("slider", name=ZH["inside.temperature"])
     slider.focus()
-    slider.press("ArrowRight")
-    _settle(page)
+    _act(page, lambda: slider.press("ArrowRight"))
     _no_error_page(page)
     expect(slider).to_have_value("1.1")
     page.close()
@@ -171,17 +160,16 @@ def test_inside_chinese_then_temperature(server, browser):
 # --- Keyboard stepping -----------------------------------------------------------------------------------
 
 
-def test_arrow_keys_step_heads_and_layers_without_focusing_a_widget(server, browser, bundled):
+def test_arrow_keys_step_heads_and_layers_without_focusing_a_widget(server, chromium, bundled):
     url, _, _ = server
-    page = _open(browser, url)
-    page.mouse.click(700, 690)  # somewhere on the page, not on a widget
+    page = _open(chromium, url)
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")  # no widget has the focus
     for key, heading in (
         ("ArrowRight", "Layer 3, head 2"),
         ("ArrowDown", "Layer 4, head 2"),
         ("ArrowLeft", "Layer 4, head 1"),
     ):
-        page.keyboard.press(key)
-        _settle(page)
+        _act(page, lambda key=key: page.keyboard.press(key))
         _heading(page, heading)
     weights = extract(bundled, state.EXAMPLE_TEXT).weights[4, 1]
     np.testing.assert_allclose(page.eval_on_selector(MAP, "el => el._fullData[0].z"), weights, atol=1e-7)
@@ -216,21 +204,25 @@ def _inside_viewport(box, viewport) -> bool:
 
 
 def _collapse_sidebar(page) -> None:
+    """Collapse the sidebar and wait until the map has been drawn again at the main area's new width."""
+    width = page.eval_on_selector(MAP, "el => el._fullLayout.width")
     page.locator("[data-testid='stSidebar']").hover()
     page.locator("[data-testid='stSidebarCollapseButton'] button").click()
     expect(page.locator("[data-testid='stSidebar']")).to_have_attribute("data-collapsed", "true")
-    page.wait_for_timeout(800)  # the main area widens: plotly draws the map again
+    page.wait_for_function(
+        "([sel, width]) => document.querySelector(sel)._fullLayout.width !== width", arg=[MAP, width], timeout=30_000
+    )
+    settled(page, MAP)
 
 
 @pytest.mark.parametrize("presentation", [False, True], ids=["normal", "presentation"])
 @pytest.mark.parametrize("viewport", ["1280x720", "800x600"])
-def test_sentence_controls_and_the_whole_map_are_on_one_screen(server, browser, bundled, viewport, presentation):
+def test_sentence_controls_and_the_whole_map_are_on_one_screen(server, chromium, bundled, viewport, presentation):
     url, _, _ = server
     width, height = map(int, viewport.split("x"))
-    page = _open(browser, url, width, height, f"?presentation={int(presentation)}")
+    page = _open(chromium, url, width, height, f"?presentation={int(presentation)}")
     if width < 1000:  # sidebar collapsed is fine at 800 × 600
         _collapse_sidebar(page)
-    _settle(page)
     page.screenshot(path=ARTIFACTS / f"one_screen_{viewport}_{'presentation' if presentation else 'normal'}.png")
     m = page.evaluate(BOXES)
     tokens = extract(bundled, state.EXAMPLE_TEXT).encoding.num_tokens
@@ -245,12 +237,12 @@ def test_sentence_controls_and_the_whole_map_are_on_one_screen(server, browser, 
     page.close()
 
 
-def test_presentation_enlarges_all_text_and_draws_18_tokens_whole(server, browser):
+def test_presentation_enlarges_all_text_and_draws_18_tokens_whole(server, chromium):
     url, _, _ = server
     sentence = "The quick brown fox jumps over the lazy dog while the cat sleeps on the mat."  # 18 tokens
     sizes = {}
     for presentation in (0, 1):
-        page = _open(browser, url, query=f"?presentation={presentation}&text={sentence.replace(' ', '+')}")
+        page = _open(chromium, url, query=f"?presentation={presentation}&text={sentence.replace(' ', '+')}")
         sizes[presentation] = page.evaluate(
             """() => Object.fromEntries([['heading', 'h2'], ['sidebar', '[data-testid="stSidebar"] label p'],
                 ['control', '.st-key-_layer label p'], ['caption', '[data-testid="stCaptionContainer"]']]
@@ -319,30 +311,39 @@ FAULTS = """() => {
     }
     return out;
 }"""
-SCROLL_THROUGH = """async () => {
-    const main = document.querySelector('[data-testid="stMain"]');  // charts below the fold render on the way
-    for (let y = 0; y < main.scrollHeight; y += 400) {
-        main.scrollTo(0, y);
-        await new Promise(r => setTimeout(r, 150));
-    }
-    main.scrollTo(0, 0);
+
+
+DRAWN = """i => {
+    const chart = document.querySelectorAll('[data-testid="stPlotlyChart"]')[i];
+    const plot = chart && chart.querySelector('.js-plotly-plot');
+    return !!(plot && plot._fullLayout);
 }"""
+
+
+def _draw_every_chart(page) -> None:
+    """Bring each chart into view until plotly has drawn it (Streamlit draws a chart below the fold only
+    once it is scrolled to), then go back to the top and wait for the first chart to be still."""
+    charts = page.locator("[data-testid='stPlotlyChart']")
+    for index in range(charts.count()):
+        charts.nth(index).scroll_into_view_if_needed()
+        page.wait_for_function(DRAWN, arg=index, timeout=60_000)
+    page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTo(0, 0)")
+    settled(page, ".js-plotly-plot")
 
 
 @pytest.mark.parametrize("mode", ["en", "zh-presentation"])
 @pytest.mark.parametrize("viewport", ["1280x720", "800x600"])
-def test_no_cut_label_overlap_tiny_text_or_blank_band_on_any_page(server, browser, viewport, mode):
+def test_no_cut_label_overlap_tiny_text_or_blank_band_on_any_page(server, chromium, viewport, mode):
     url, _, _ = server
     width, height = map(int, viewport.split("x"))
     language, presentation = ("zh", 1) if mode == "zh-presentation" else ("en", 0)
-    page = browser.new_page(viewport={"width": width, "height": height})
+    page = chromium.new_page(viewport={"width": width, "height": height})
     faults = {}
     for name in PAGES:
         page.goto(f"{url}/?page={name}&lang={language}&presentation={presentation}")
-        _settle(page)
-        page.wait_for_selector(".js-plotly-plot", timeout=90_000)
-        page.evaluate(SCROLL_THROUGH)
-        page.wait_for_timeout(800)
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=90_000)
+        page.wait_for_selector(IDLE, timeout=90_000)
+        _draw_every_chart(page)
         found = {kind: items for kind, items in page.evaluate(FAULTS).items() if items}
         if found:
             faults[name] = found

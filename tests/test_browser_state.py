@@ -1,5 +1,5 @@
 """The sidebar's state in a real browser: a layer and head survive a model switch typed in the Model box
-(AppTest cannot type a new option, and the fault only shows when Streamlit rebuilds the layer and head boxes), and a
+(AppTest cannot type a new option, and the fault only shows when Streamlit rebuilds the boxes), and a
 megabyte paste is refused without losing the text."""
 
 from browser import ARTIFACTS, MAP, settled
@@ -18,7 +18,7 @@ def _choose_model(page, name: str) -> None:
 def test_layer_and_head_survive_a_model_switch_and_out_of_range_ones_are_clamped_with_a_note(
     server, chromium, tiny_model_dir
 ):
-    """Streamlit makes a new slider, reset to its default, when its maximum changes. Layer 1, head 2, then a
+    """Streamlit makes a new widget, reset to its default, when its choices change. Layer 1, head 2, then a
     model of 2 layers × 4 heads: still layer 1, head 2 (valid in both); back to the bundled model: still 1, 2.
     Only a choice out of range is clamped, with a note; a model that fails to load leaves the last one."""
     url, _, _ = server
@@ -36,7 +36,7 @@ def test_layer_and_head_survive_a_model_switch_and_out_of_range_ones_are_clamped
     _choose_model(page, "all-MiniLM-L6-v2")  # and back
     expect(page.get_by_text("6 layers × 12 heads, hidden")).to_be_visible(timeout=60_000)
     _wait_for_header(page, "Layer 1, head 2")
-    expect(page.get_by_role("combobox", name="Head", exact=True)).to_have_value("2")
+    expect(page.locator(".st-key-_head input[role='combobox']")).to_have_value("2")
 
     _set_choice(page, "Layer", 5)
     _set_choice(page, "Head", 9)
@@ -72,7 +72,7 @@ def test_a_megabyte_paste_keeps_the_text_and_the_app_responsive(server, chromium
     expect(page.get_by_text("1,000,000 characters; the limit is 5,000")).to_be_visible(timeout=60_000)
     assert len(box.input_value()) == len(big)  # nothing the user typed is lost
     _set_choice(page, "Head", 4)  # still answers
-    expect(page.get_by_role("combobox", name="Head", exact=True)).to_have_value("4")
+    expect(page.locator(".st-key-_head input[role='combobox']")).to_have_value("4")
     box.fill("The cat sat.")
     box.press("Control+Enter")
     page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=60_000)

@@ -39,7 +39,7 @@ def test_a_layer_the_model_lacks_is_named_in_the_note():
 def test_tokens_past_the_text_s_end_are_named_in_the_note():
     at = _open({"page": "inside", "text": "The cat sat.", "inside_query": "40", "masked": "1,40", "layer": "2"})
     no_errors(at)
-    assert at.selectbox(key="_inside_query").value == 1 and at.multiselect(key="_masked").value == [1]
+    assert control(at, "selectbox", "inside_query").value == 1 and control(at, "multiselect", "masked").value == [1]
     assert _note(at) == {"inside_query", "masked"}
 
 

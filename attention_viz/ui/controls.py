@@ -50,8 +50,7 @@ def _model() -> LoadedModel | None:
 
 
 def model_box() -> None:
-    """The Model box: the bundled model, the models found on this machine (marked by family), or a name or
-    folder typed in."""
+    """The Model box: the bundled model, the models found on this machine, or a name or folder typed in."""
     options, shown = model_choices(st.session_state["model"])
     st.selectbox(
         t("sidebar.model"),
@@ -132,14 +131,15 @@ def _stepper(place, unit: str, count: int) -> int:
     return value
 
 
-def explain(place, *paragraphs: str) -> None:
+def explain(place, *paragraphs: Markdown) -> None:
     """A "?" button that opens what the page shows, so that the explanation takes no room on the screen."""
     with place.popover("", icon=":material/help:", help=t("compare.explain")):
-        for paragraph in paragraphs:
-            st.markdown(paragraph)
+        st.markdown(Markdown("\n\n").join(paragraphs))
 
 
-def head_picker(place=st, layer: bool = True, head: bool = True, explanation: tuple[str, ...] = ()) -> tuple[int, int]:
+def head_picker(
+    place=st, layer: bool = True, head: bool = True, explanation: tuple[Markdown, ...] = ()
+) -> tuple[int, int]:
     """The layer and head stepper, in ``place``: a choice for each, with previous and next buttons.
 
     Keyboard (:data:`SHORTCUTS`): left and right step the head (after a layer's last head comes the

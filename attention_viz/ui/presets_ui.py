@@ -34,7 +34,7 @@ def picker() -> None:
     Once the text is edited or the view steps to another head the box is empty, so choosing the same
     example again goes back to its head.
     """
-    titles = {p.id: p.title[language()] for p in presets.load()}
+    titles = {p.id: Markdown(p.title[language()]) for p in presets.load()}  # the project's own words
     widget = state.widget_key("example", titles.values())
     current = active()
     on_it = current is not None and (st.session_state["layer"], st.session_state["head"]) == (

@@ -313,7 +313,12 @@ def control(
         fixed = _fallback(key, value, options, low, high, decode)
         if note and value not in (None, -1, [], ""):
             place = getattr(draw, "__self__", st)
-            shown_new = widget_options["format_func"](fixed) if options is not None else fixed
+            shown_new = fixed
+            if options is not None:
+                shown_items = [
+                    widget_options["format_func"](item) for item in (fixed if isinstance(fixed, list) else [fixed])
+                ]
+                shown_new = ", ".join(shown_items) if shown_items else "—"
             place.caption(t("controls.reset", control=label, old=value, new=shown_new))
         value = fixed
     if widget not in s.get("_drawn_before", ()) or widget not in s or s[widget] != value:

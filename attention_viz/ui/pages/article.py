@@ -9,6 +9,7 @@ from attention_viz import analysis, figures
 from attention_viz.analysis import article_compare
 from attention_viz.ui import cache, controls, downloads, feedback, screen, state
 from attention_viz.ui.i18n import t
+from attention_viz.ui.safe_text import Markdown
 
 TABLE_ROWS = ("projections", "scaling", "mask", "output", "returned", "inputs")
 
@@ -31,7 +32,7 @@ switched_on = state.control(
     decode=lambda stored: [d for d in str(stored).split(",") if d],
     encode=lambda chosen: ",".join(d for d in article_compare.DIFFERENCES if d in chosen),
     selection_mode="multi",
-    help=" ".join(
+    help=Markdown(" ").join(
         t(f"article.diff_{d}") + ": " + t(f"article.diff_{d}_help", hidden=info.hidden_size, head_dim=info.head_dim)
         for d in article_compare.DIFFERENCES
     ),

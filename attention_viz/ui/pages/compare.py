@@ -140,7 +140,8 @@ box.plotly_chart(
 )
 if view_matrix is not None:
     view_caption(view_matrix, options, map_column)
-model_notes.layers(info)
+with map_column:
+    model_notes.layers(info)
 windowed = queries > size or keys > size
 if windowed:
     if queries == keys:
@@ -166,13 +167,21 @@ map_column.caption(t("compare.reading", tokens=total))
 # The numbers are over the head's whole token-level attention, whatever the view: a block's rows are not
 # distributions, so their entropy or divergence would mean nothing.
 numbers = st.container(horizontal=True, gap="large")  # wraps on a narrow screen: no number is cut
-for label, value in (
-    (t("compare.max_difference"), f"{analysis.max_abs_difference(raw_scratch, raw_pretrained):.2e}"),
-    (t("compare.js"), t("compare.bits", value=f"{analysis.js_divergence(raw_scratch, raw_pretrained).mean():.4f}")),
-    (t("compare.entropy_pretrained"), t("compare.bits", value=f"{analysis.row_entropy(raw_pretrained).mean():.3f}")),
-    (t("compare.entropy_scratch"), t("compare.bits", value=f"{analysis.row_entropy(raw_scratch).mean():.3f}")),
-):
-    numbers.metric(label, value, width="content")
+js = analysis.js_divergence(raw_scratch, raw_pretrained).mean()
+numbers.metric(
+    t("compare.max_difference"), f"{analysis.max_abs_difference(raw_scratch, raw_pretrained):.2e}", width="content"
+)
+numbers.metric(t("compare.js"), t("compare.bits", value=f"{js:.4f}"), width="content")
+numbers.metric(
+    t("compare.entropy_pretrained"),
+    t("compare.bits", value=f"{analysis.row_entropy(raw_pretrained).mean():.3f}"),
+    width="content",
+)
+numbers.metric(
+    t("compare.entropy_scratch"),
+    t("compare.bits", value=f"{analysis.row_entropy(raw_scratch).mean():.3f}"),
+    width="content",
+)
 if view_matrix is not None:
     st.caption(t("compare.numbers_tokens"))
 if variant == Variant.EXACT:
