@@ -10,6 +10,7 @@ import streamlit as st
 from attention_viz.models.loading import BUNDLED_MODEL, LoadedModel, ModelLoadError
 from attention_viz.ui import cache, feedback, presets_ui, state
 from attention_viz.ui.i18n import LANGUAGE_KEY, LANGUAGES, t
+from attention_viz.ui.safe_text import Markdown
 
 # Keyboard shortcuts of the stepper (Streamlit's button shortcuts: they work wherever the focus is,
 # except in a text box): left and right step through the heads, up and down through the layers.
