@@ -51,12 +51,13 @@ MEASURE = """el => {
 
 
 def _wait_for_map(page, first_label: str, rows: int) -> None:
-    """Wait until the main map shows ``rows`` rows starting with ``first_label``, drawn and settled."""
+    """Wait until the main map shows ``rows`` rows starting with ``first_label``, drawn and settled (the
+    bidi isolates around each label and the suffixes that keep duplicates apart are invisible, stripped)."""
     page.wait_for_function(
         """([sel, first, n]) => { const all = document.querySelectorAll(sel), el = all[0];
             const running = document.querySelector('[data-testid="stStatusWidget"]');
             return all.length === 1 && !running && el.data && el.data[0].y.length === n
-                && el.data[0].y[0] === '\u2068' + first + '\u2069'  // labels are bidi isolates
+                && el.data[0].y[0] === first  // as the figure writes it
                 && el.querySelectorAll('.ytick text').length === n; }""",
         arg=[MAP, figures.unique_labels([first_label])[0], rows],  # as the figure writes it: isolated, escaped
         timeout=90_000,

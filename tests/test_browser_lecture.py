@@ -2,6 +2,7 @@
 sequences that used to end on Streamlit's error page, the keyboard steppers, and the one-screen layout
 measured at a projector's 1280 × 720 and at 800 × 600."""
 
+import re
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -54,13 +55,17 @@ def _language(page, name: str) -> None:
 
 
 def _choose(page, selector: str, option: str) -> None:
-    """Pick ``option`` in the selectbox inside ``selector``."""
+    """Pick ``option`` in the selectbox inside ``selector``. A token option reads "10: it" with the token
+    between invisible bidi isolates: typing "10:" finds it, and its name is matched around them."""
     box = page.locator(f"{selector} input[role='combobox']").first
+    token = re.fullmatch(r"(\d+): (.+)", option)
+    typed = f"{token[1]}:" if token else option
+    name = re.compile(rf"^{token[1]}: [\u2066-\u2069]?{re.escape(token[2])}[\u2066-\u2069]?$") if token else option
 
     def choose() -> None:
         box.click()
-        box.fill(option)  # the list shows the options that match what is typed
-        page.get_by_role("option", name=option, exact=True).first.click()
+        box.fill(typed)  # the list shows the options that match what is typed
+        page.get_by_role("option", name=name, exact=not token).first.click()
 
     _act(page, choose)
 
