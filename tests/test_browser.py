@@ -55,8 +55,7 @@ def _wait_for_map(page, first_label: str, rows: int) -> None:
     page.wait_for_function(
         """([sel, first, n]) => { const all = document.querySelectorAll(sel), el = all[0];
             const running = document.querySelector('[data-testid="stStatusWidget"]');
-            return all.length === 1 && !running && el.data && el.data[0].y.length === n
-                && el.data[0].y[0] === '\u2068' + first + '\u2069'  // labels are bidi isolates
+            return all.length === 1 && !running && el.data && el.data[0].y.length === n && el.data[0].y[0] === first
                 && el.querySelectorAll('.ytick text').length === n; }""",
         arg=[MAP, figures.unique_labels([first_label])[0], rows],  # as the figure writes it: isolated, escaped
         timeout=90_000,
