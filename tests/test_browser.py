@@ -51,8 +51,8 @@ MEASURE = """el => {
 
 
 def _wait_for_map(page, first_label: str, rows: int) -> None:
-    """Wait until the main map shows ``rows`` rows starting with ``first_label``, drawn and settled (the
-    bidi isolates around each label and the suffixes that keep duplicates apart are invisible, stripped)."""
+    """Wait until the main map shows ``rows`` rows starting with ``first_label`` (as the figure writes it:
+    between bidi isolates, escaped for plotly), drawn and settled."""
     page.wait_for_function(
         """([sel, first, n]) => { const all = document.querySelectorAll(sel), el = all[0];
             const running = document.querySelector('[data-testid="stStatusWidget"]');
