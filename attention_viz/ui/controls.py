@@ -126,7 +126,7 @@ def _stepper(place, unit: str, count: int) -> int:
     row = place.container(horizontal=True, vertical_alignment="bottom", gap="small", width="content")
     _step_button(row, unit, -1)
     value = state.control(
-        row.selectbox, t(f"sidebar.{unit}"), unit, range(count), help=t(f"controls.{unit}_help"), width=72
+        row.selectbox, t(f"sidebar.{unit}"), unit, range(count), help=t(f"controls.{unit}_help"), width=92
     )
     _step_button(row, unit, 1)
     return value
