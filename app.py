@@ -9,21 +9,27 @@ Run with ``streamlit run app.py``. This file has two roles:
   server starts, before any browser asks (:mod:`attention_viz.ui.warmup`).
 """
 
+from pathlib import Path
+
 import streamlit as st
 
 from attention_viz.ui import warmup
 
+ICON = Path(__file__).resolve().parent / "assets" / "icon.png"  # served by the app itself: no font host
+
 
 def main() -> None:
     """One run of the app for one session."""
-    st.set_page_config(page_title="attention-viz", page_icon=":material/search:", layout="wide")
+    st.set_page_config(page_title="attention-viz", page_icon=str(ICON), layout="wide")
     warming = warmup.start_plotly()  # a cold start: the browser loads plotly.js during the imports below
 
     with warmup.importing():  # another session's warm-up chart must not be built while torch is half-imported
-        from attention_viz.ui import controls, presets_ui, sharing, state  # torch, transformers: seconds when cold
+        # torch, transformers: seconds when cold
+        from attention_viz.ui import controls, recovery, screen, sharing, state
         from attention_viz.ui.i18n import t
 
     state.init()  # before any word is drawn: the link may set the language
+    screen.frame(st.session_state["presentation"])
 
     pages = {
         "compare": st.Page(
@@ -53,21 +59,23 @@ def main() -> None:
     requested = state.requested_page(tuple(pages))
     if requested and requested != page:
         st.switch_page(pages[requested])
-    loaded = controls.sidebar()
-    state.write_url(page)
-    link_note = sharing.link_box(page)
-    if loaded is None:
-        warmup.clear(warming)
-        sharing.opened_link(link_note)
-        st.title(t("app.title"))
-        st.info(t("app.model_failed"))
-        st.stop()
-    presets_ui.look_for(loaded)
+    state.begin_run(page)
+    link_note = None  # the place, at the top of the page, for the note about an opened link
     try:
-        navigation.run()
+        with recovery.on_error(page):  # an unexpected error: one message, the sidebar and navigation stay
+            loaded = controls.sidebar()
+            state.write_url(page)
+            link_note = sharing.link_box(page)
+            if loaded is None:
+                st.title(t("app.title"))
+                st.info(t("app.model_failed"))
+                st.stop()
+            recovery.callback_note()
+            navigation.run()
     finally:  # also when the page stops early (st.stop) to show a message
         warmup.clear(warming)
-        sharing.opened_link(link_note)  # after the page: it names the settings the page had to change too
+        if link_note is not None:
+            sharing.opened_link(link_note)  # after the page: it names the settings the page had to change too
 
 
 if __name__ == "__main__":  # Streamlit runs this file as every session's script

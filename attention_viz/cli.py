@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-# --- stats: per-head statistics over a corpus file (issue 8) -------------------------------------------
+# --- stats: per-head statistics over a corpus file --------------------------------------------------
 
 
 def _add_stats_parser(commands) -> None:

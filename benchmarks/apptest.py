@@ -66,11 +66,12 @@ def _errors(at: AppTest) -> str:
 
 
 def _step(at: AppTest, key: str, count: int) -> None:
-    """Move the sidebar slider ``key`` one step (wrapping); fall back to session state without one."""
-    try:
-        slider = at.slider(key=key)
-        slider.set_value((int(slider.value) + 1) % count)
-    except KeyError:
+    """Move the page's ``key`` box (Layer or Head, beside the map) one step (wrapping); fall back to session
+    state on a page without one."""
+    boxes = [box for box in at.selectbox if (box.key or "").split("~")[0] == f"_{key}"]  # see state.widget_key
+    if boxes:
+        boxes[0].set_value((int(boxes[0].value) + 1) % count)
+    else:
         at.session_state[key] = (int(at.session_state[key]) + 1) % count
 
 

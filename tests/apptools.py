@@ -8,6 +8,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import numpy as np
+from replay import control
 from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -55,7 +56,7 @@ def chart(at, key: str) -> dict:
 
 def view(at, name: str):
     """Switch Compare's map to ``name`` (pretrained, scratch or difference) and rerun."""
-    return at.radio(key="_map_view").set_value(name).run()
+    return control(at, "radio", "map_view").set_value(name).run()
 
 
 def downloaded(media: dict, button) -> str:

@@ -175,20 +175,15 @@ def idle(page, frames: int = 10, timeout_ms: int = 120_000) -> None:
     page.wait_for_function(_IDLE_FOR, arg=frames, polling="raf", timeout=timeout_ms)
 
 
-def set_slider(page, label: str, value: int) -> None:
-    """Move a slider with quick key presses, as a person does (none may be lost to a rerun)."""
+def set_choice(page, label: str, value: int) -> None:
+    """Choose ``value`` in the Layer or Head box beside the map, as a person does (typing narrows its list)."""
     from playwright.sync_api import expect
 
-    slider = page.get_by_role("slider", name=label)  # Streamlit's slider is an <input type="range">
-    connected = page.locator("[data-testid='stApp'][data-test-connection-state='CONNECTED']")
-    slider.focus()
-    slider.press("Home")
-    for _ in range(value):
-        # Streamlit disables every widget while its WebSocket reconnects (seen once on a loaded CI machine); a
-        # key pressed then is the browser's loss, not a rerun's
-        expect(connected).to_have_count(1, timeout=30_000)
-        slider.press("ArrowRight")
-    expect(slider).to_have_value(str(value))
+    box = page.locator(f".st-key-_{label.lower()}[data-stale='false'] input[role='combobox']")  # not a stale copy
+    box.click()
+    box.fill(str(value))
+    page.get_by_role("option", name=str(value), exact=True).first.click()
+    expect(box).to_have_value(str(value), timeout=60_000)
 
 
 def wait_for_header(page, text: str) -> None:

@@ -44,7 +44,7 @@ from browser import ARTIFACTS, CHROMIUM_ARGS, MAP_DRAWN, Running, chromium_path,
 
 # Every selector the load test depends on, in one place (the pages' layout may change around them).
 SENTENCE_BOX = "Sentence"  # the text area's label
-SLIDER_LAYER, SLIDER_HEAD = "Layer", "Head"
+BOX_LAYER, BOX_HEAD = "Layer", "Head"  # the layer and head boxes beside the map
 # The first plotly chart whose first trace is a heatmap with exactly these (query) labels; plotly.js
 # keeps each chart's decoded data on its div (_fullData); the bidi isolates around each label and the
 # suffixes that keep duplicates apart are invisible characters, stripped here.
@@ -183,13 +183,12 @@ def _watch_health(url: str, report: Report, stop: threading.Event) -> None:
         stop.wait(1.0)
 
 
-async def _set_slider(page, label: str, value: int) -> None:
-    """Move a slider from where it is with arrow keys, as a person does."""
-    slider = page.get_by_role("slider", name=label)
-    await slider.focus()
-    delta = value - int(await slider.input_value())
-    for _ in range(abs(delta)):
-        await slider.press("ArrowRight" if delta > 0 else "ArrowLeft")
+async def _set_choice(page, label: str, value: int) -> None:
+    """Choose ``value`` in the layer or head box, as a person does (typing narrows the list)."""
+    box = page.get_by_role("combobox", name=label, exact=True)
+    await box.click()
+    await box.fill(str(value))
+    await page.get_by_role("option", name=str(value), exact=True).first.click()
 
 
 async def _shown_map(page, labels: list[str], expected: np.ndarray, timeout_s: float = 0) -> None:
@@ -249,13 +248,13 @@ class Session:
             box = self.page.get_by_label(SENTENCE_BOX, exact=True)
             await box.fill(self.sentence)
             await box.press("Control+Enter")
-            self.layer = int(await self.page.get_by_role("slider", name=SLIDER_LAYER).input_value())
-            self.head = int(await self.page.get_by_role("slider", name=SLIDER_HEAD).input_value())
+            self.layer = int(await self.page.get_by_role("combobox", name=BOX_LAYER, exact=True).input_value())
+            self.head = int(await self.page.get_by_role("combobox", name=BOX_HEAD, exact=True).input_value())
             await _shown_map(self.page, self.labels, self.weights[self.layer, self.head])
 
     async def switch_head(self, head: int, report: Report) -> None:
         started = time.monotonic()
-        await _set_slider(self.page, SLIDER_HEAD, head)
+        await _set_choice(self.page, BOX_HEAD, head)
         self.head = head
         await _shown_map(self.page, self.labels, self.weights[self.layer, head])
         report.head_switch_s.append(time.monotonic() - started)

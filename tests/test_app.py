@@ -11,6 +11,7 @@ from apptools import no_errors as _no_errors
 from apptools import run_app as _app
 from apptools import view as _view
 from apptools import z as _z
+from replay import control
 
 from attention_viz import extraction, figures
 from attention_viz.extraction import extract
@@ -35,16 +36,18 @@ def test_compare_opens_on_a_real_example(bundled):
     tokens = list(extract(bundled, state.EXAMPLE_TEXT).encoding.tokens)
     it, animal, street = tokens.index("it"), tokens.index("animal"), tokens.index("street")
     assert expected[it, animal] > 0.5 > 0.1 > expected[it, street]
-    # the page says so, with the numbers read from the result
-    finding = at.markdown[0].value
-    assert f"{expected[it, animal]:.2f}" in finding and f"{expected[it, street]:.2f}" in finding
-    assert "“animal”" in finding and "“street”" in finding
+    # the page says so beside the map, with the weight read from the result
+    finding = at.info[0].value
+    assert f'"it" → "animal": {expected[it, animal]:.2f}' in finding and '"street"' in finding
+    # and says no more once the view leaves the example's head: it would speak of a head not shown
+    at.session_state["head"] = state.EXAMPLE_HEAD + 1
+    assert not at.run().info
 
 
 def test_changing_layer_and_head_shows_that_head(bundled):
     at = _app()
-    at.slider(key="layer").set_value(2).run()
-    at.slider(key="head").set_value(5).run()
+    control(at, "selectbox", "layer").set_value(2).run()
+    control(at, "selectbox", "head").set_value(5).run()
     _no_errors(at)
     assert at.header[0].value == "Layer 2, head 5"
     weights = extract(bundled, state.EXAMPLE_TEXT).weights
@@ -71,13 +74,13 @@ def test_new_sentence_and_pair(bundled):
 
 def test_variants(bundled):
     at = _app()
-    at.selectbox(key="_variant").set_value("article-scaling").run()
+    control(at, "selectbox", "variant").set_value("article-scaling").run()
     _no_errors(at)
     assert not at.success and any("√hidden" in caption.value for caption in at.caption)
     js = at.metric[1].value
     assert float(js.split()[0]) > 0.001
-    at.selectbox(key="_variant").set_value("random").run()
-    at.number_input(key="_seed").set_value(3).run()
+    control(at, "selectbox", "variant").set_value("random").run()
+    control(at, "number_input", "seed").set_value(3).run()
     _no_errors(at)
     scratch = _chart(_view(at, "scratch"), "map")
     assert scratch["layout"]["title"]["text"] == "From scratch: random weights"
@@ -87,17 +90,16 @@ def test_variants(bundled):
 
 def test_variant_survives_a_page_change():
     at = _app()
-    at.selectbox(key="_variant").set_value("no-scaling").run()
+    control(at, "selectbox", "variant").set_value("no-scaling").run()
     at.switch_page(ALL_HEADS).run()
     at.switch_page("attention_viz/ui/pages/compare.py").run()
-    assert at.selectbox(key="_variant").value == "no-scaling"
+    assert control(at, "selectbox", "variant").value == "no-scaling"
 
 
 def test_all_heads_page_and_open_in_compare(bundled):
     at = _app()
+    at.session_state["layer"], at.session_state["head"] = 4, 9  # as a click on a thumbnail or an opened link
     at.switch_page(ALL_HEADS).run()
-    at.slider(key="layer").set_value(4).run()
-    at.slider(key="head").set_value(9).run()
     _no_errors(at)
     grid = _figures(at)[0]
     assert len(grid["data"]) == 72 + 1  # the thumbnails, then their click targets
@@ -151,15 +153,13 @@ def test_unknown_model_gets_a_message_and_keeps_every_control(bundled):
     message = at.error[0].value
     assert "`no-such-model-xyz`" in message and "`all-MiniLM-L6-v2`" in message and "\\" not in message
     assert at.text_area(key="text").value == "Keep this sentence."
-    assert (at.slider(key="layer").value, at.slider(key="head").value) == (4, 9)
-    assert not at.slider(key="layer").disabled and at.toggle(key="fit_range").value
-    assert (
-        at.selectbox(key="model").value == "all-MiniLM-L6-v2"
-    )  # the box shows the model shown; the message the typed one
+    assert (control(at, "selectbox", "layer").value, control(at, "selectbox", "head").value) == (4, 9)
+    assert not control(at, "selectbox", "layer").disabled and at.toggle(key="fit_range").value
+    assert at.selectbox(key="model").value == "all-MiniLM-L6-v2"  # the model shown; the message names the typed one
     expected = extract(bundled, "Keep this sentence.").weights[4, 9]
     assert np.array_equal(_z(_figures(at)[0]), expected)  # the app still works, on the previous model
     at.run()
-    assert (at.slider(key="layer").value, at.toggle(key="fit_range").value) == (4, True)
+    assert (control(at, "selectbox", "layer").value, at.toggle(key="fit_range").value) == (4, True)
 
 
 def test_a_failed_model_leaves_the_previous_one_not_the_bundled_one(tiny_model_dir):
@@ -270,8 +270,8 @@ def test_model_loads_once_and_head_changes_do_not_rerun_it(counted):
     first, second = _app(), _app()  # two sessions
     assert counted == {"load": 1, "extract": 2}  # pretrained + from scratch, once for both sessions
     for i in range(20):
-        first.slider(key="layer").set_value(i % 6).run()
-        second.slider(key="head").set_value(i % 12).run()
+        control(first, "selectbox", "layer").set_value(i % 6).run()
+        control(second, "selectbox", "head").set_value(i % 12).run()
     _no_errors(first)
     assert counted == {"load": 1, "extract": 2}
     first.switch_page(ALL_HEADS).run()
@@ -285,7 +285,10 @@ def test_switching_models_switches_the_attention(counted, tiny_model_dir, bundle
     at = _app(model=tiny_model_dir, layer=5, head=11)  # same process, same caches, another model
     _no_errors(at)
     assert counted["load"] == 2
-    assert (at.slider(key="layer").value, at.slider(key="head").value) == (1, 3)  # clamped to 2 layers × 4 heads
+    assert (control(at, "selectbox", "layer").value, control(at, "selectbox", "head").value) == (
+        1,
+        3,
+    )  # clamped to 2 layers × 4 heads
     expected = extract(cache.model(tiny_model_dir), state.EXAMPLE_TEXT).weights[1, 3]
     shown = _z(_chart(at, "map"))
     assert np.array_equal(shown, expected)

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from apptools import chart, decode, downloaded, no_errors, run_app, z
 from numpy.testing import assert_allclose
+from replay import control
 
 from attention_viz import analysis
 from attention_viz.extraction import export, extract
@@ -49,7 +50,7 @@ def test_word_level_keeps_cls_and_sep_and_rows_sum_to_1(bundled, media):
     [CLS] and [SEP] kept as rows and columns of their own, so every row still sums to 1."""
     at = run_app(text=GPU)
     no_errors(at)
-    at.toggle(key="_word_level").set_value(True).run()
+    control(at, "toggle", "word_level").set_value(True).run()
     no_errors(at)
     shown = chart(at, "map")
     encoding = extract(bundled, GPU).encoding
@@ -66,14 +67,14 @@ def test_word_level_keeps_cls_and_sep_and_rows_sum_to_1(bundled, media):
     assert_allclose(frame.to_numpy(), expected, rtol=1e-6, atol=1e-8)
     assert frame.index[0] == "[CLS]" and "GPU" in list(frame.columns)
     # bars and lines follow the words too
-    at.selectbox(key="_focus").set_value(words.index("GPU")).run()
+    control(at, "selectbox", "focus").set_value(words.index("GPU")).run()
     bars = chart(at, "focus_bars")
     assert_allclose(decode(bars["data"][0]["y"]), expected[words.index("GPU")], atol=1e-6)
 
 
 def test_hide_special_renormalises_and_says_so(bundled):
     at = run_app(text=GPU)
-    at.toggle(key="_hide_special").set_value(True).run()
+    control(at, "toggle", "hide_special").set_value(True).run()
     no_errors(at)
     shown = chart(at, "map")
     result = extract(bundled, GPU)
@@ -87,8 +88,8 @@ def test_hide_special_renormalises_and_says_so(bundled):
 def test_pair_block_a_to_b_is_the_cores_slice_and_the_difference_is_of_the_views(bundled, media):
     text, pair = "The cat sat.", "It slept."
     at = run_app(text=text, pair=pair)
-    assert not at.selectbox(key="_block").disabled
-    at.selectbox(key="_block").set_value("AB").run()
+    assert not control(at, "selectbox", "block").disabled
+    control(at, "selectbox", "block").set_value("AB").run()
     no_errors(at)
     result = extract(bundled, text, pair)
     segments = np.asarray(result.encoding.segments)
@@ -102,7 +103,7 @@ def test_pair_block_a_to_b_is_the_cores_slice_and_the_difference_is_of_the_views
     assert_allclose(frame.to_numpy(), expected.matrix, rtol=1e-6, atol=1e-8)
     assert list(frame.columns) == list(expected.key_labels) and list(frame.index) == list(expected.query_labels)
     # the difference map is transformed(scratch) − transformed(pretrained): exact variant ⇒ near zero
-    at.radio(key="_map_view").set_value("difference").run()
+    control(at, "radio", "map_view").set_value("difference").run()
     no_errors(at)
     assert z(chart(at, "map")).shape == (6, 4) and np.abs(z(chart(at, "map"))).max() < 1e-5
 
@@ -146,8 +147,8 @@ def test_the_numbers_stay_over_the_whole_token_level_head_in_any_view(bundled):
     text, pair = "The cat sat.", "It slept."
     at = run_app(text=text, pair=pair)
     before = [m.value for m in at.metric]
-    at.selectbox(key="_block").set_value("AB").run()
-    at.toggle(key="_word_level").set_value(True).run()
+    control(at, "selectbox", "block").set_value("AB").run()
+    control(at, "toggle", "word_level").set_value(True).run()
     no_errors(at)
     assert [m.value for m in at.metric] == before
     raw = extract(bundled, text, pair).weights[LAYER, HEAD]

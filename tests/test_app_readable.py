@@ -8,6 +8,7 @@ from apptools import decode as _decode
 from apptools import no_errors as _no_errors
 from apptools import run_app as _app
 from apptools import z as _z
+from replay import control
 
 from attention_viz import figures
 from attention_viz.extraction import extract
@@ -23,8 +24,8 @@ def test_moved_window_shows_the_core_weights_for_that_window(bundled):
     total = weights.shape[0]
     size = figures.map_style(False, total).window
     assert total > size
-    at.slider(key="_query_start").set_value(30).run()
-    at.slider(key="_key_start").set_value(total - size).run()
+    control(at, "slider", "query_start").set_value(30).run()
+    control(at, "slider", "key_start").set_value(total - size).run()
     _no_errors(at)
     shown = _chart(at, "map")
     assert np.array_equal(_z(shown), weights[30 : 30 + size, total - size :])
@@ -40,7 +41,7 @@ def test_focus_bars_are_that_querys_row_and_its_lines_are_the_weights(bundled):
     at = _app()
     result = extract(bundled, state.EXAMPLE_TEXT)
     it = result.encoding.tokens.index("it")
-    at.selectbox(key="_focus").set_value(it).run()
+    control(at, "selectbox", "focus").set_value(it).run()
     _no_errors(at)
     expected = result.weights[state.EXAMPLE_LAYER, state.EXAMPLE_HEAD]
     pretrained, scratch = _chart(at, "focus_bars")["data"]
@@ -51,18 +52,18 @@ def test_focus_bars_are_that_querys_row_and_its_lines_are_the_weights(bundled):
     lines = _chart(at, "lines")["layout"]["shapes"]
     assert [line["y0"] for line in lines] == [it] * len(expected)
     np.testing.assert_allclose([line["opacity"] for line in lines], expected[it], rtol=1e-6)
-    at.selectbox(key="_focus").set_value(-1).run()
+    control(at, "selectbox", "focus").set_value(-1).run()
     lines = _chart(at, "lines")["layout"]["shapes"]
     np.testing.assert_allclose(np.reshape([line["opacity"] for line in lines], expected.shape), expected, rtol=1e-6)
 
 
 def test_focus_on_a_far_token_moves_the_window_to_it(bundled):
     at = _app(text="hello " * 600)
-    at.selectbox(key="_focus").set_value(300).run()
+    control(at, "selectbox", "focus").set_value(300).run()
     _no_errors(at)
     size = figures.map_style(False, 512).window
     start = figures.window_around(300, 512, size)
-    assert at.slider(key="_query_start").value == start
+    assert control(at, "slider", "query_start").value == start
     weights = extract(bundled, "hello " * 600).weights[state.EXAMPLE_LAYER, state.EXAMPLE_HEAD]
     assert np.array_equal(_z(_chart(at, "map")), weights[start : start + size, :size])
     bars = _chart(at, "focus_bars")["data"][0]

@@ -7,6 +7,7 @@ import hashlib
 
 import pytest
 from apptools import no_errors, run_app
+from replay import control
 
 from attention_viz import analysis, settings
 from attention_viz.analysis import CancelledError, corpus_statistics, parse_corpus
@@ -103,7 +104,7 @@ def test_the_app_names_the_corpus_limit(monkeypatch):
     monkeypatch.setenv("ATTENTION_VIZ_MAX_CORPUS_TEXTS", "10")
     at = run_app()
     at.switch_page(STATS).run()
-    at.radio(key="_stats_scope").set_value("bundled").run()
+    control(at, "radio", "stats_scope").set_value("bundled").run()
     no_errors(at)
     (message,) = [m.value for m in at.info if "limit" in m.value]
     assert "texts; the limit on this server is 10" in message and "ATTENTION_VIZ_MAX_CORPUS_TEXTS" in message
@@ -114,7 +115,7 @@ def test_a_stopped_run_stays_stopped_until_run_again(bundled):
     run = f"{bundled.info.name}|{hashlib.sha256(corpus.encode()).hexdigest()}|False"
     at = run_app(_corpus_stopped=(run, 48.5, 264))
     at.switch_page(STATS).run()
-    at.radio(key="_stats_scope").set_value("bundled").run()
+    control(at, "radio", "stats_scope").set_value("bundled").run()
     no_errors(at)
     assert any("Stopped after 48 of 264 texts" in m.value for m in at.info) and not at.dataframe
     at.button(key="_corpus_again").click().run()

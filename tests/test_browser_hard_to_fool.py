@@ -51,9 +51,8 @@ def _made_of_markup(page) -> list:
 
 
 def _foreign(requests: list[str], url: str) -> list[str]:
-    """Requests that left the app, but for the page icon (a Material Symbol Streamlit fetches from Google's
-    font host): none may go to an address the corpus holds, or anywhere else."""
-    allowed = {urlsplit(url).netloc, "fonts.gstatic.com"}
+    """Requests that left the app: none may go to an address the corpus holds, or anywhere else."""
+    allowed = {urlsplit(url).netloc}
     return [r for r in requests if not r.startswith(("data:", "blob:")) and urlsplit(r).netloc not in allowed]
 
 

@@ -12,8 +12,8 @@ from attention_viz.ui import links
 def _sees_inside_layer4_head7_in_chinese(page) -> None:
     expect(page.get_by_role("heading", name=re.compile("^第 4 层第 7 个头的内部"))).to_be_visible(timeout=90_000)
     # generous waits: on a loaded machine the sidebar's widgets can arrive after the page's heading
-    expect(page.get_by_role("slider", name="注意力头")).to_have_value("7", timeout=60_000)
-    expect(page.get_by_role("slider", name="层")).to_have_value("4", timeout=60_000)
+    expect(page.get_by_role("combobox", name="注意力头", exact=True)).to_have_value("7", timeout=60_000)
+    expect(page.get_by_role("combobox", name="层", exact=True)).to_have_value("4", timeout=60_000)
     expect(page.get_by_role("radio", name="中文", exact=True)).to_be_checked(timeout=60_000)
     expect(page.get_by_label("句子", exact=True)).to_have_value("它太累了。", timeout=60_000)
 

@@ -200,9 +200,11 @@ def test_importance_reports_each_layer_once_and_refuses_a_text_with_no_token(tin
 def test_a_long_text_runs_in_chunks_with_the_same_numbers(tiny_model, monkeypatch):
     from attention_viz.analysis import importance
 
-    batch = _padded(tiny_model, TEXTS[:2])
+    same_length = [("The cat sat.", None), ("A dog ran.", None), ("It was red.", None)]
+    batch = _padded(tiny_model, [*same_length, TEXTS[0]])
+    assert (batch[2].sum(1)[:3] == batch[2].sum(1)[0]).all()  # three texts run together
     whole = importance_sums(tiny_model.encoder, *batch)
-    monkeypatch.setattr(importance, "ATTENTION_CELLS", 1)  # one sequence per layer call
+    monkeypatch.setattr(importance, "ATTENTION_CELLS", 1)  # one sequence, one text per layer call
     assert_allclose(importance_sums(tiny_model.encoder, *batch), whole, atol=1e-6, rtol=0)
 
 
@@ -215,3 +217,16 @@ def test_text_statistics_are_the_statistics_and_the_importance_of_one_text(tiny_
     pd.testing.assert_frame_equal(frame.drop(columns="importance"), expected)
     importance = head_importance(tiny_model.encoder, result.encoding)
     np.testing.assert_array_equal(frame["importance"].to_numpy(), importance.reshape(-1))  # layer-major
+
+
+def test_shared_attention_for_the_ablated_layer_equals_the_layer_with_head_masks(tiny_model):
+    from attention_viz.analysis.importance import _without_each_head
+
+    heads = tiny_model.info.num_heads
+    x = torch.randn(3, 5, tiny_model.info.hidden_size, generator=torch.Generator().manual_seed(0))  # (g, n, hidden)
+    off = 1 - torch.eye(heads).repeat_interleave(3, dim=0)  # (h * g, h)
+    for layer in tiny_model.encoder.layers:
+        with torch.inference_mode():
+            expected, _ = layer(x.repeat(heads, 1, 1), None, None, off)
+            found = _without_each_head(layer, x, heads)
+        torch.testing.assert_close(found, expected, atol=1e-6, rtol=0)

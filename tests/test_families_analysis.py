@@ -4,10 +4,12 @@ import json
 
 import numpy as np
 import pytest
+import torch
 from tiny_families import FAMILIES
 
 from attention_viz import analysis
 from attention_viz.analysis import article_compare, steps
+from attention_viz.analysis.importance import cosine_distance, mean_pool
 from attention_viz.cli import main
 from attention_viz.extraction import encode, extract
 
@@ -130,3 +132,35 @@ def test_clarks_heads_are_marked_for_bert_base_uncased_only():
     assert published.published_heads("all-MiniLM-L6-v2", 12, 12) == ()
     notes = published.head_notes(heads, 12, 12)
     assert notes[7 * 12 + 9] == "dobj 86.8%" and notes[0] == "" and len(notes) == 144
+
+
+def _definition(encoder, input_ids, attention_mask):
+    """Head importance summed over the batch by its definition: a full forward per head with it switched off."""
+    layers, heads = encoder.config.num_hidden_layers, encoder.config.num_attention_heads
+    pooled = lambda mask=None: mean_pool(  # noqa: E731
+        encoder(input_ids, None, attention_mask, head_mask=mask).last_hidden_state, attention_mask
+    )
+    sums = np.zeros((layers, heads))
+    with torch.inference_mode():
+        reference = pooled()
+        for layer in range(layers):
+            for head in range(heads):
+                mask = torch.ones(layers, heads)
+                mask[layer, head] = 0
+                sums[layer, head] = cosine_distance(pooled(mask), reference).double().sum()
+    return sums
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_importance_equals_one_forward_per_head_in_every_family(family_model, family):
+    """Switching a head off in its own layer and reusing the layers below gives the definition's numbers,
+    whatever the family's layer (post- or pre-LayerNorm, causal, shared weights, a final LayerNorm)."""
+    loaded = family_model(family)
+    encoded = [loaded.tokenizer(text) for text in ("The cat sat on the mat.", "Where is it?", "Attention.")]
+    pad = loaded.tokenizer.pad_token_id or 0
+    t = max(len(e["input_ids"]) for e in encoded)
+    ids = torch.tensor([e["input_ids"] + [pad] * (t - len(e["input_ids"])) for e in encoded])  # right padding
+    mask = torch.tensor([[1] * len(e["input_ids"]) + [0] * (t - len(e["input_ids"])) for e in encoded])
+    found = analysis.importance_sums(loaded.encoder, ids, None, mask)
+    np.testing.assert_allclose(found / 3, _definition(loaded.encoder, ids, mask) / 3, atol=1e-6, rtol=0)
+    assert (found > 0).all()

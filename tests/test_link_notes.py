@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from apptools import APP, no_errors, run_app
 from markup import shown
+from replay import control
 from streamlit.testing.v1 import AppTest
 
 from attention_viz.models.loading import BUNDLED_MODEL
@@ -29,7 +30,7 @@ def _note(at: AppTest) -> set[str]:
 def test_a_layer_the_model_lacks_is_named_in_the_note():
     at = _open({"layer": "99", "head": "11"})
     no_errors(at)
-    assert at.slider(key="layer").value == 5 and at.slider(key="head").value == 11
+    assert control(at, "selectbox", "layer").value == 5 and control(at, "selectbox", "head").value == 11
     assert _note(at) == {"layer"}  # only what was changed
     at.run()
     assert not _note(at)  # once
@@ -38,7 +39,7 @@ def test_a_layer_the_model_lacks_is_named_in_the_note():
 def test_tokens_past_the_text_s_end_are_named_in_the_note():
     at = _open({"page": "inside", "text": "The cat sat.", "inside_query": "40", "masked": "1,40", "layer": "2"})
     no_errors(at)
-    assert at.selectbox(key="_inside_query").value == 1 and at.multiselect(key="_masked").value == [1]
+    assert control(at, "selectbox", "inside_query").value == 1 and control(at, "multiselect", "masked").value == [1]
     assert _note(at) == {"inside_query", "masked"}
 
 

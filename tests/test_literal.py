@@ -68,9 +68,10 @@ def test_a_model_that_did_not_load_is_named_literally():
     from attention_viz.models.loading import ModelLoadError
 
     name = "[spoof](https://example.invalid) $x$"
-    error = ModelLoadError("no", "not_bert", name=name, model_type="**gpt**")
+    error = ModelLoadError("no", "not_bert", name=name, model_type="**gpt**", families="bert, roberta")
     view = shown(feedback.model_message(error, "all-MiniLM-L6-v2"))
-    assert name in view.text and "**gpt**" in view.text and not view.tags & MARKED_TAGS
+    assert name in view.text and "**gpt**" in view.text and "bert, roberta" in view.text
+    assert not view.tags & MARKED_TAGS
 
 
 def _link_warning(query: dict[str, str]) -> str:

@@ -76,7 +76,8 @@ class Checker:
         while True:
             if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
                 arguments = scope.args
-                for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
+                every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg]
+                for arg in filter(None, every):
                     if arg.arg == name:
                         return isinstance(arg.annotation, ast.Name) and arg.annotation.id in SAFE_ANNOTATIONS
             values, found = [], False
@@ -89,13 +90,35 @@ class Checker:
                 assigned = isinstance(parent, ast.Assign | ast.AnnAssign) and node in targets
                 if assigned or (isinstance(parent, ast.AugAssign) and isinstance(parent.op, ast.Add)):
                     values.append(parent.value)
+                elif (looped := self._looped_over(node)) is not None:
+                    values += looped
                 else:
-                    return False  # unpacked, looped over, bound by `with` or `:=`: unknown
+                    return False  # unpacked, looped over something unknown, bound by `with` or `:=`: unknown
             if found:
                 return all(self.safe(value, seen | {name}) for value in values)
             if scope is self.tree:
                 return False  # imported or built in: unknown
             scope = self._scope(scope)
+
+    def _looped_over(self, name: ast.Name) -> list[ast.AST] | None:
+        """What ``for name in ...`` binds ``name`` to: the elements of a literal, else the iterable itself (its
+        elements are as safe as it is); for ``for a, name in ((..., ...), ...)`` the literal's column; else ``None``."""
+        target, position = name, None
+        if isinstance(self.parents[name], ast.Tuple):
+            target = self.parents[name]
+            position = target.elts.index(name)
+        loop = self.parents.get(target)
+        if not (isinstance(loop, ast.For) and loop.target is target):
+            return None
+        literal = isinstance(loop.iter, ast.Tuple | ast.List)
+        if position is None:
+            return list(loop.iter.elts) if literal else [loop.iter]
+        if not literal:
+            return None
+        rows = loop.iter.elts
+        if not all(isinstance(row, ast.Tuple) and len(row.elts) == len(target.elts) for row in rows):
+            return None
+        return [row.elts[position] for row in rows]
 
     def safe(self, node: ast.AST | None, seen: frozenset[str] = frozenset()) -> bool:
         """Whether ``node`` evaluates to text that is safe to render as Markdown."""
@@ -146,12 +169,24 @@ class Checker:
         for node in ast.walk(self.tree):
             if not isinstance(node, ast.Call):
                 continue
+            node = self._through_control(node)
             funcs = [node.func.body, node.func.orelse] if isinstance(node.func, ast.IfExp) else [node.func]
             for func in funcs:
                 if not isinstance(func, ast.Attribute) or getattr(func.value, "id", None) in NOT_STREAMLIT:
                     continue
                 found += [(node.lineno, f"{func.attr}: {ast.unparse(arg)}") for arg in self._texts(func.attr, node)]
         return found
+
+    @staticmethod
+    def _through_control(call: ast.Call) -> ast.Call:
+        """``state.control(st.radio, label, key, options, labels=...)`` read as the widget call it makes:
+        ``st.radio(label, options, format_func=...)``."""
+        name = getattr(call.func, "id", None) or getattr(call.func, "attr", None)
+        if name != "control" or not call.args or not isinstance(call.args[0], ast.Attribute):
+            return call
+        args = call.args[1:2] + call.args[3:4]
+        keywords = [ast.keyword("format_func" if k.arg == "labels" else k.arg, k.value) for k in call.keywords]
+        return ast.copy_location(ast.Call(func=call.args[0], args=args, keywords=keywords), call)
 
     def _texts(self, method: str, call: ast.Call) -> list[ast.AST]:
         """The arguments of ``call`` that Streamlit renders as Markdown and that may not be safe."""
@@ -215,6 +250,10 @@ def _problems(source: str) -> list[str]:
         "(st.success if ok else st.error)(text)",
         "col.markdown(f'**{n}.** {text}')",
         "st.caption(t('x').format(name))",
+        "state.control(st.radio, t('x'), 'key', options, labels=lambda o: labels[o])",
+        "state.control(col.pills, label, 'key', options)",
+        "for label, value in ((t('a'), token),):\n    st.metric(label, value)",
+        "def f(*parts: str):\n    for part in parts:\n        st.markdown(part)",
     ],
 )
 def test_the_checker_finds_unsafe_calls(source):
@@ -232,6 +271,9 @@ def test_the_checker_finds_unsafe_calls(source):
         "st.caption(literal(name) + ' ' + (t('a') if pooled else ''))",
         "log.error('failed: %s', detail)",
         "st.radio(t('x'), options, format_func=LANGUAGES.get)",
+        "state.control(st.radio, t('x'), 'key', options, labels=lambda o: t(f'x.{o}'), help=t('h'))",
+        "for label, value in ((t('a'), f'{x:.3f}'), (t('b'), t('c', v=1))):\n    st.metric(label, value)",
+        "def f(*parts: Markdown):\n    for part in parts:\n        st.markdown(part)",
     ],
 )
 def test_the_checker_accepts_safe_calls(source):

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 from apptools import downloaded, no_errors, run_app
+from replay import control
 
 from attention_viz import figures
 from attention_viz.extraction import export, extract
@@ -62,7 +63,7 @@ def test_options_are_isolated_and_exports_are_not(bundled, media):
     text = "שלום עולם"
     at = run_app(text=text, focus=1)
     no_errors(at)
-    options = at.selectbox(key="_focus").options
+    options = control(at, "selectbox", "focus").options
     assert options[2] == "1: " + FSI + extract(bundled, text).encoding.labels[1] + PDI
     (button,) = [b for b in at.get("download_button") if "download_csv" in b.proto.id]
     csv = downloaded(media, button)

@@ -20,7 +20,7 @@ def _vectors(loaded, layer, head, text=TEXT, pair=None):
 def test_bert_scaling_gives_transformers_weights(bundled, layer, head):
     expected = extract(bundled, TEXT).weights[layer, head]
     info = bundled.info
-    scaling = steps.scaling_factor("bert", info.head_dim, info.hidden_size)
+    scaling = steps.scaling_factor("exact", info.head_dim, info.hidden_size)
     for query in (0, 8):
         result = steps.head_steps(*_vectors(bundled, layer, head), query, scaling)
         np.testing.assert_allclose(result.weights, expected[query], atol=1e-5, rtol=0)
@@ -54,8 +54,8 @@ def test_masked_keys_get_exactly_zero_and_rows_still_sum_to_one(bundled):
 def test_article_scaling_flattens_and_temperature_sharpens(bundled):
     info = bundled.info
     vectors = _vectors(bundled, 3, 1)
-    bert = steps.head_steps(*vectors, 8, steps.scaling_factor("bert", info.head_dim, info.hidden_size))
-    article = steps.head_steps(*vectors, 8, steps.scaling_factor("article", info.head_dim, info.hidden_size))
+    bert = steps.head_steps(*vectors, 8, steps.scaling_factor("exact", info.head_dim, info.hidden_size))
+    article = steps.head_steps(*vectors, 8, steps.scaling_factor("article-scaling", info.head_dim, info.hidden_size))
     np.testing.assert_allclose(article.scores * np.sqrt(info.num_heads), bert.scores, rtol=1e-5)
     assert article.weights.max() < bert.weights.max()
     cold = steps.head_steps(*vectors, 8, bert.scaling, temperature=0.1)

@@ -3,7 +3,7 @@
 Both layers get the same input (BERT's hidden states entering a layer) and weights drawn from the same
 seed: the article's layer has no pretrained weights, so neither uses the model's. Starting from the
 correct :class:`~attention_viz.models.attention.MultiHeadSelfAttention`, each of the article's choices (see
-:class:`~attention_viz.models.article.ArticleSelfAttention` and ``shared/seed/NOTES.md``) can be applied alone:
+:class:`~attention_viz.models.article.ArticleSelfAttention`) can be applied alone:
 with none the result is the correct layer's; with ``shared`` and ``embed_scaling`` it is the article's
 layer as designed; adding ``unprojected`` gives the article's code as printed.
 """

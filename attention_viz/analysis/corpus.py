@@ -47,7 +47,7 @@ class CorpusResult:
             :data:`attention_viz.analysis.stats.STATISTICS`, ``tags``, and ``importance`` when asked for).
         divergence: ``(n, n)`` mean JS divergence between heads (bits), ``n = layers * heads``; None
             unless asked for.
-        num_texts: texts used; num_skipped: lines with no token left after normalisation (case C20).
+        num_texts: texts used; num_skipped: lines with no token left after normalisation.
         num_tokens: tokens in all; num_truncated: texts at the model's maximum length (cut).
     """
 
@@ -263,7 +263,7 @@ def corpus_statistics(
             raise CancelledError(f"cancelled after {done} of {len(texts)} texts")
         real = [bool((~(kinds.cls | kinds.sep)).any()) for _, kinds in items]
         for (weights, kinds), has_words in zip(items, real, strict=True):
-            if not has_words:  # only [CLS] [SEP]: the line normalised to nothing (case C20)
+            if not has_words:  # only [CLS] [SEP]: the line normalised to nothing
                 skipped += 1
                 continue
             n = weights.shape[-1]

@@ -6,11 +6,17 @@ over tokens), so here the change is the cosine distance between the mean-pooled 
 with and without the head, computed with our from-scratch encoder, which reproduces the model exactly
 and takes a head mask.
 
-The definition costs one forward per head. Two things make it cheaper with the same numbers: a head
-in layer ``l`` changes nothing below ``l``, so every ablation starts from the unablated input of its
-layer and runs only that layer and the ones above, the heads of one layer side by side as one batch of
-head masks; and padding is dropped, texts of one length running together unpadded (a padded key gets
-weight exactly 0, so a text's numbers do not depend on its batch).
+The definition costs one forward per head. Three things make it cheaper with the same numbers:
+
+- a head in layer ``l`` changes nothing below ``l``: every ablation starts from the unablated input of
+  its layer and runs only that layer and the ones above, and at each layer all the ablations that have
+  reached it run as one batch;
+- in its own layer, an ablation changes only that head's share of the output: the layer's queries,
+  keys, values and attention are computed once for all its heads' ablations;
+- padding is dropped: texts of one length run together unpadded (a padded key gets weight exactly 0,
+  so a text's numbers do not depend on its batch).
+
+Over the bundled corpus that is about 2.5 times less work than one forward per head.
 """
 
 from __future__ import annotations
@@ -20,10 +26,12 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 import torch
+from torch import nn
 from torch.nn import functional as F
 
 from attention_viz.analysis import stats
-from attention_viz.models.encoder import BertEncoder
+from attention_viz.models.attention import scaled_dot_product_attention
+from attention_viz.models.encoder import BertEncoder, EncoderLayer
 
 # Attention weights (heads × query × key) computed by one layer call at most: 64 MB of float32.
 ATTENTION_CELLS = 16 * 2**20
@@ -60,12 +68,36 @@ def _length_groups(attention_mask: torch.Tensor) -> list[tuple[torch.Tensor, tor
     return groups
 
 
-def _run_in_chunks(layer, x: torch.Tensor, head_mask: torch.Tensor, size: int) -> torch.Tensor:
-    """``layer`` on ``x`` ``(s, n, hidden)``, ``size`` sequences at a time (the attention weights of all
-    ``s`` at once can take a gigabyte at 512 tokens)."""
-    if x.shape[0] <= size:
-        return layer(x, None, None, head_mask)[0]
-    return torch.cat([layer(x[i : i + size], None, None, head_mask[i : i + size])[0] for i in range(0, len(x), size)])
+def _in_chunks(run: Callable[[torch.Tensor], torch.Tensor], size: int, x: torch.Tensor) -> torch.Tensor:
+    """``run(x)``, ``size`` rows at a time (the attention weights of many sequences at once can take a
+    gigabyte at 512 tokens), concatenated."""
+    if len(x) <= size:
+        return run(x)
+    return torch.cat([run(x[i : i + size]) for i in range(0, len(x), size)])
+
+
+def _without_each_head(layer: nn.Module, x: torch.Tensor, heads: int) -> torch.Tensor:
+    """``layer`` on ``x`` ``(g, n, hidden)`` with each of its ``h`` heads switched off in turn:
+    ``(h * g, n, hidden)``, copy ``k * g + i`` being text ``i`` without head ``k``.
+
+    For an encoder's post-LayerNorm :class:`EncoderLayer` (not causal, three projections), whose
+    ``forward`` this follows step by step, the queries, keys, values and attention of the ``g`` texts
+    are computed once and only each head's share of the output is switched off; any other layer runs
+    every copy with a head mask.
+    """
+    g, n, _ = x.shape
+    off = 1 - torch.eye(heads).repeat_interleave(g, dim=0)  # (h * g, h)
+    copies = x.repeat(heads, 1, 1)  # (h * g, n, hidden), head-major
+    attention = layer.attention
+    if type(layer) is not EncoderLayer or attention.causal or attention.fused:
+        return layer(copies, None, None, off)[0]
+    d = attention.head_dim
+    q, k, v = (p(x).view(g, n, heads, d).transpose(1, 2) for p in (attention.query, attention.key, attention.value))
+    context, _ = scaled_dot_product_attention(q, k, v)  # (g, h, n, d), as the layer computes it
+    context = context.repeat(heads, 1, 1, 1) * off[:, :, None, None]  # (h * g, h, n, d)
+    attended = attention.output(context.transpose(1, 2).reshape(heads * g, n, heads * d))  # (h * g, n, hidden)
+    y = layer.attention_norm(copies + layer.dropout(attended))
+    return layer.output_norm(y + layer.dropout(layer.output(layer.activation(layer.intermediate(y)))))
 
 
 def _pooled_without_each_head(
@@ -77,17 +109,22 @@ def _pooled_without_each_head(
     ``inputs[l]`` is ``(g, n, hidden)`` the unablated input of layer ``l``. The ablations that start at
     a layer join those started below it, so each layer runs once over every ablation that has reached it.
     """
-    heads, (g, n, _) = encoder.config.num_attention_heads, inputs[0].shape
-    off = 1 - torch.eye(heads).repeat_interleave(g, dim=0)  # (h * g, h): copy k * g + i has head k off
-    chunk = max(1, ATTENTION_CELLS // (heads * n * n))  # sequences per layer call
+    heads, (g, n, hidden) = encoder.config.num_attention_heads, inputs[0].shape
+    size = max(1, ATTENTION_CELLS // (heads * n * n))  # sequences per layer call
     x = inputs[0][:0]  # (0, n, hidden): no ablation has started yet
+    texts = max(1, size // heads)  # texts per call of _without_each_head
     for layer, module in enumerate(encoder.layers):
-        started = inputs[layer].repeat(heads, 1, 1)  # (h * g, n, hidden), head-major copies
-        head_mask = torch.cat([torch.ones(len(x), heads), off])  # earlier ablations keep every head here
-        x = _run_in_chunks(module, torch.cat([x, started]), head_mask, chunk)  # ((layer + 1) * h * g, n, hidden)
+        if len(x):  # the ablations started below
+            x = _in_chunks(lambda chunk, module=module: module(chunk, None, None)[0], size, x)
+        started = [  # (h, texts, n, hidden) each
+            _without_each_head(module, inputs[layer][i : i + texts], heads).view(heads, -1, n, hidden)
+            for i in range(0, g, texts)
+        ]
+        x = torch.cat([x, torch.cat(started, dim=1).view(heads * g, n, hidden)])  # ((layer + 1) * h * g, n, hidden)
         if on_layer is not None:
             on_layer(layer)
-    return x.mean(1).view(len(encoder.layers), heads, g, -1)  # (L, h, g, hidden)
+    last = x if encoder.final_norm is None else encoder.final_norm(x)  # as last_hidden_state is
+    return last.mean(1).view(len(encoder.layers), heads, g, -1)  # (L, h, g, hidden)
 
 
 def importance_sums(
@@ -100,7 +137,7 @@ def importance_sums(
     """Sum over a batch of texts of the cosine distance caused by switching off each head in turn.
 
     Equal, to float32 round-off (about 1e-7), to one forward per head with that head's output zeroed
-    (``encoder(..., head_mask=...)``), at about a third of the cost (see the module's docstring).
+    (``encoder(..., head_mask=...)``), for less work (see the module's docstring).
 
     Args:
         encoder: the from-scratch encoder (eval mode).

@@ -3,7 +3,7 @@
 Every function takes attention as numpy arrays whose last two axes are ``(query, key)`` with rows that
 sum to 1, and leaves leading axes (layers, heads) alone unless it says otherwise. Entropies and
 divergences are in bits (log base 2). Results are clamped to their documented range, where round-off
-can cross a bound (case C23): ``0 <= entropy <= log2(keys)``, ``0 <= JS <= 1``, never ``-0.0``.
+can cross a bound: ``0 <= entropy <= log2(keys)``, ``0 <= JS <= 1``, never ``-0.0``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import numpy as np
 def _plogp(p: np.ndarray, q: np.ndarray | None = None) -> np.ndarray:
     """``p * log2(p / q)`` elementwise (``q`` = 1 if omitted), with ``0 * log 0 = 0``."""
     positive = p > 0
-    # The same numbers as p * log2(p / q) where p > 0, without the temporaries of np.where (a third of the
-    # corpus statistics' time went here, issue 10, figure #6).
+    # The same numbers as p * log2(p / q) where p > 0, without the temporaries of np.where (which took a third
+    # of the corpus statistics' time).
     ratio = p if q is None else np.divide(p, q, out=np.ones_like(p), where=positive)
     logs = np.log2(ratio, out=np.zeros_like(p), where=positive)
     return np.multiply(p, logs, out=logs)
@@ -52,7 +52,7 @@ def js_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
         raise ValueError(f"shapes differ: {p.shape} and {q.shape}")
     m = (p + q) / 2
     divergence = (_plogp(p, m).sum(-1) + _plogp(q, m).sum(-1)) / 2
-    return np.clip(divergence, 0.0, 1.0) + 0.0  # round-off gives -8e-17 for equal-in-theory rows (C23)
+    return np.clip(divergence, 0.0, 1.0) + 0.0  # round-off gives -8e-17 for equal-in-theory rows
 
 
 def max_abs_difference(a: np.ndarray, b: np.ndarray) -> float:

@@ -57,6 +57,11 @@ def load(path: Path = PRESETS_FILE) -> tuple[Preset, ...]:
     return tuple(Preset(**entry) for entry in raw["preset"])
 
 
+def opening(path: Path = PRESETS_FILE) -> Preset:
+    """The example the app opens on: the first in the file."""
+    return load(path)[0]
+
+
 def _normalise(label: str) -> str:
     return label.removesuffix(" [UNK]").removeprefix("##").lower()
 

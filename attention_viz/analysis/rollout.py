@@ -118,7 +118,7 @@ def attention_rollout(weights: np.ndarray, up_to_layer: int | None = None) -> np
 
     Heads are averaged; each layer's map gets the residual connection, ``(A + I) / 2``, rows are
     renormalised, and layers are multiplied with later layers on the left:
-    ``R = Â_l ··· Â_1 Â_0`` (case C12).
+    ``R = Â_l ··· Â_1 Â_0``.
 
     Args:
         weights: ``(layers, heads, t, t)`` or head-averaged ``(layers, t, t)``.

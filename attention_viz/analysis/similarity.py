@@ -28,7 +28,7 @@ def head_divergence_sums(weights: np.ndarray) -> tuple[np.ndarray, int]:
     sums = np.zeros((n, n))
     for a in range(n):
         divergence = measures.js_divergence(np.broadcast_to(flat[a], flat[a:].shape), flat[a:])  # (n - a, t)
-        sums[a, a:] = np.clip(divergence, 0.0, 1.0).sum(-1)  # clamped: round-off can go below 0 (case C23)
+        sums[a, a:] = np.clip(divergence, 0.0, 1.0).sum(-1)  # clamped: round-off can go below 0
         sums[a:, a] = sums[a, a:]
     np.fill_diagonal(sums, 0.0)
     return sums, flat.shape[-1]

@@ -16,9 +16,11 @@ import numpy as np
 import torch
 
 from attention_viz.extraction import Encoding, InputError
-from attention_viz.models.encoder import BertEncoder
+from attention_viz.models.encoder import BertEncoder, Variant
 
-SCALINGS = ("bert", "article", "none")  # head_dim ** -0.5, hidden ** -0.5 (the seed article), 1
+# The from-scratch variants' names for the same ideas: head_dim ** -0.5 (BERT), hidden ** -0.5 (the seed
+# article), 1 (no scaling).
+SCALINGS = tuple(v.value for v in Variant if v is not Variant.RANDOM)  # ("exact", "article-scaling", "no-scaling")
 
 
 @dataclass(frozen=True)
@@ -59,17 +61,18 @@ def scaling_factor(kind: str, head_dim: int, hidden_size: int) -> float:
     """The factor raw scores are multiplied by.
 
     Args:
-        kind: ``"bert"`` (``head_dim ** -0.5``, BERT and Vaswani et al.), ``"article"``
-            (``1 / sqrt(embed_size)``, the seed article's layer) or ``"none"`` (1).
+        kind: one of :data:`SCALINGS`, named as the from-scratch :class:`Variant` that scales so:
+            ``"exact"`` (``head_dim ** -0.5``, BERT and Vaswani et al.), ``"article-scaling"``
+            (``1 / sqrt(embed_size)``, the seed article's layer) or ``"no-scaling"`` (1).
         head_dim, hidden_size: the model's sizes.
 
     Raises:
         InputError: for an unknown kind.
     """
-    factors = {"bert": head_dim**-0.5, "article": hidden_size**-0.5, "none": 1.0}
-    if kind not in factors:
+    if kind not in SCALINGS:
         raise InputError(f"unknown scaling {kind!r}: choose one of {', '.join(SCALINGS)}")
-    return factors[kind]
+    factor = Variant(kind).scaling(hidden_size)
+    return head_dim**-0.5 if factor is None else factor
 
 
 def layer_inputs(encoder: BertEncoder, encoding: Encoding) -> np.ndarray:

@@ -2,8 +2,8 @@
 
 :func:`apply_view` turns a ``(..., t, t)`` attention array and its
 :class:`~attention_viz.extraction.Encoding` into the matrix a view draws, with its query (row) and key
-(column) labels. The order is fixed: merge pieces into words (Clark et al. 2019, case C10), hide
-[CLS]/[SEP] and renormalise the rows (case C11), then cut out the block. A block of a pair is a slice
+(column) labels. The order is fixed: merge pieces into words (Clark et al. 2019), hide
+[CLS]/[SEP] and renormalise the rows, then cut out the block. A block of a pair is a slice
 of the attention, not renormalised: its rows sum to the share that goes to that sentence.
 """
 
@@ -50,7 +50,7 @@ class ViewMatrix:
 
 
 def word_groups(encoding) -> tuple[np.ndarray, tuple[str, ...], np.ndarray, np.ndarray]:
-    """Group the tokens of an encoding into words; each special token is a group of its own (case C22).
+    """Group the tokens of an encoding into words; each special token is a group of its own.
 
     Args:
         encoding: an :class:`~attention_viz.extraction.Encoding`.
@@ -105,7 +105,7 @@ def apply_view(weights: np.ndarray, encoding, options: ViewOptions, renormalise:
         matrix = merge_word_pieces(matrix, groups)  # (..., w, w)
     if options.hide_special:
         keep = ~special
-        # (..., k, k); attention rows are renormalised to sum to 1 (case C11), other values only cut
+        # (..., k, k); attention rows are renormalised to sum to 1, other values only cut
         matrix = drop_tokens(matrix, keep) if renormalise else matrix[..., keep, :][..., keep]
         labels = tuple(label for label, s in zip(labels, special, strict=True) if not s)
         segments = segments[~special]
@@ -124,23 +124,23 @@ def apply_view(weights: np.ndarray, encoding, options: ViewOptions, renormalise:
 def merge_word_pieces(weights: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """Attention between words instead of WordPiece pieces (Clark et al. 2019, "What does BERT look at?").
 
-    Attention *to* a word is the sum over its pieces; attention *from* a word is the mean over its
-    pieces, so rows still sum to 1 (case C10). Every token must belong to a group: [CLS] and [SEP]
-    get groups of their own (see :func:`attention_viz.analysis.views.word_groups`), never dropped
-    (case C22).
+     Attention *to* a word is the sum over its pieces; attention *from* a word is the mean over its
+     pieces, so rows still sum to 1. Every token must belong to a group: [CLS] and [SEP]
+     get groups of their own (see :func:`attention_viz.analysis.views.word_groups`), never dropped
+    .
 
-    Args:
-        weights: ``(..., t, t)``.
-        groups: ``(t,)`` int, the group (0 to ``w - 1``) each token belongs to; every group from 0 to
-            ``w - 1`` has at least one token.
+     Args:
+         weights: ``(..., t, t)``.
+         groups: ``(t,)`` int, the group (0 to ``w - 1``) each token belongs to; every group from 0 to
+             ``w - 1`` has at least one token.
 
-    Returns:
-        ``(..., w, w)``.
+     Returns:
+         ``(..., w, w)``.
 
-    Raises:
-        ValueError: if ``groups`` does not cover every token with a group from 0 to ``w - 1`` (for
-            example ``-1`` for special tokens, as ``Encoding.word_ids`` has), leaves a group empty,
-            or does not match the number of tokens.
+     Raises:
+         ValueError: if ``groups`` does not cover every token with a group from 0 to ``w - 1`` (for
+             example ``-1`` for special tokens, as ``Encoding.word_ids`` has), leaves a group empty,
+             or does not match the number of tokens.
     """
     groups = np.asarray(groups)
     weights = np.asarray(weights, dtype=np.float64)
@@ -161,7 +161,7 @@ def drop_tokens(weights: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """Keep only some tokens (for example, hide [CLS]/[SEP]) and renormalise each row to sum to 1.
 
     The result is a conditional distribution ("attention among the kept tokens"), not the model's raw
-    attention: say so wherever it is shown (case C11).
+    attention: say so wherever it is shown.
 
     Args:
         weights: ``(..., t, t)``.

@@ -35,7 +35,7 @@ class _SoftmaxInto(TorchFunctionMode):
     """While one self-attention module runs, in this thread only: its softmax writes the attention
     probabilities straight into the result (``torch.softmax(..., out=)``, the same kernel), instead of into
     a temporary that is then copied. At 512 tokens that is 75 MB written once instead of three times
-    (issue 10, figure #1: about 15 ms of a 200 ms forward). Any other call, and a softmax that does not
+    (about 15 ms of a 200 ms forward). Any other call, and a softmax that does not
     fit ``out`` (another shape, dtype or dim), runs unchanged."""
 
     def __init__(self, out: torch.Tensor) -> None:
@@ -95,7 +95,7 @@ class _LayerChecker:
             if not bool(torch.isfinite(rows).all()):
                 raise AttentionError("attention weights contain NaN or infinity")
             computed_in = str(tensor.dtype).removeprefix("torch.")
-            if computed_in not in {"float32", "float64"}:  # the real cause, not a guess about dropout (C18)
+            if computed_in not in {"float32", "float64"}:  # the real cause, not a guess about dropout
                 raise AttentionError(
                     f"attention rows do not sum to 1 (off by {worst:.2g}): the model runs in {computed_in}; "
                     "load it in float32 (attention_viz.load_model does)"

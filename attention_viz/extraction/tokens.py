@@ -118,8 +118,8 @@ def encode(
 
     Text that BERT's normaliser turns into nothing (zero-width spaces, byte-order marks, soft hyphens,
     control characters) is empty; such a second sentence means no pair, so the model is given exactly
-    what is reported (case C20). Segment ids are asked for explicitly: tokenizers whose
-    ``model_input_names`` leave them out would return none (case C19).
+    what is reported. Segment ids are asked for explicitly: tokenizers whose
+    ``model_input_names`` leave them out would return none.
 
     Args:
         tokenizer: a fast (Rust-backed) transformers tokenizer: offsets and ``sequence_ids()`` are
@@ -162,7 +162,7 @@ def encode(
     a_tokens, b_tokens = enc.sequence_ids().count(0), enc.sequence_ids().count(1)
     if not a_tokens:
         raise InputError("the text is empty: type a sentence", "empty")
-    if pair is not None and not b_tokens:  # BERT's normaliser left nothing of it: no pair (C20)
+    if pair is not None and not b_tokens:  # BERT's normaliser left nothing of it: no pair
         pair = None
         enc = tokenize(None, cut=False)
     num_input_tokens = len(enc["input_ids"])

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from attention_viz.figures import plotting
 
 OVERVIEW_COLORSCALE = "Viridis"
-MARK_SIZE = (10, 34)  # px: smallest and largest mark in the overview
+MARK_SIZE = (8, 26)  # px: smallest and largest mark; 12 heads across 450 px leave 37 px per mark
 
 
 def _mark_sizes(importance: np.ndarray | None, count: int) -> np.ndarray:
@@ -80,7 +80,7 @@ def head_overview(
         "mode": "markers+text",
         "text": short,
         "textposition": "bottom center",
-        "textfont": {"size": 8, "color": "#444"},
+        "textfont": {"size": 10, "color": "#444"},
         "customdata": [[int(lay), int(hd), tag] for lay, hd, tag in zip(layer_of, head_of, tags, strict=True)],
         "hovertemplate": (
             f"{axis_titles[1]} %{{customdata[0]}}, {axis_titles[0]} %{{customdata[1]}}<br>"
@@ -153,7 +153,7 @@ def similarity_map(
             "colorscale": plotting.colorscale("Turbo"),
             "cmin": 0,
             "cmax": max(int(layer_of.max()), 1),
-            "colorbar": {"title": {"text": layer_title}, "thickness": 12, "dtick": 1},
+            "colorbar": {"title": {"text": layer_title, "side": "right"}, "thickness": 12, "dtick": 1},
             "line": _outline(layer_of, head_of, selected, ("white", 1)),
         },
     }

@@ -1,9 +1,9 @@
 """One head's map and a difference map, sized so every drawn row and column keeps a readable label.
 
-Conventions (case C13): rows are queries (from), top to bottom in token order; columns are keys (to)
+Conventions: rows are queries (from), top to bottom in token order; columns are keys (to)
 along the x axis; hover reads "query → key: weight" with the full tokens and their indices; every token
 has its own row and column even when two tokens read the same; cells are square. Data go to plotly as
-float32 arrays, which plotly encodes as base64 (about 1.5 MB of JSON for one head at 512 tokens, case C14).
+float32 arrays, which plotly encodes as base64 (about 1.5 MB of JSON for one head at 512 tokens).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ DIFFERENCE_COLORSCALE = "RdBu_r"
 FOCUS_COLOR = "#ff7f0e"
 QUERY_TITLE = "query (attending)"  # default axis titles; pages pass them in the user's language
 KEY_TITLE = "key (attended to)"
-INDEX_HOVER_UP_TO = 128 * 128  # cells; above this the hover leaves out the indices (C14: keep JSON small)
+INDEX_HOVER_UP_TO = 128 * 128  # cells; above this the hover leaves out the indices (keep JSON small)
 _INVISIBLE_DIGITS = str.maketrans("01", "\u200b\u200c")  # zero-width space and non-joiner
 _CHAR_WIDTH = 0.62  # average glyph width in font sizes, to reserve room for the longest label
 
@@ -70,6 +70,33 @@ def label_room(labels: Sequence[str], font_size: int) -> int:
     return int(_CHAR_WIDTH * font_size * longest) + 8
 
 
+def _top(style: MapStyle) -> int:
+    """The top margin (px): the title, then the colour bar and its tick labels (room for CJK line heights)."""
+    return 3 * style.font_size + 40
+
+
+def chart_height_over_width(
+    labels: Sequence[str], key_labels: Sequence[str] | None = None, style: MapStyle = NORMAL
+) -> int:
+    """How much taller than wide a map's chart is when its plot area is square (px).
+
+    The chart adds the top margin and the key labels (written vertically, under the plot) to the
+    plot's height, and the query labels to its width. A page that sizes the chart to its box uses
+    this to make the box no taller than the square plot needs.
+    """
+    keys = labels if key_labels is None else key_labels
+    return _top(style) + label_room(keys, style.font_size) - label_room(labels, style.font_size)
+
+
+def side_for_width(width: int, labels: Sequence[str], style: MapStyle = NORMAL) -> int:
+    """The side (px) of a square plot in a map chart ``width`` px wide: what the query labels and margins leave.
+
+    Give it as the ``side`` of the chart's :class:`MapStyle` (``dataclasses.replace(style, side=...)``) to
+    draw a chart of that width with no blank band under its plot.
+    """
+    return max(80, width - label_room(labels, style.font_size) - 2 * style.font_size - 32)
+
+
 def _axis(labels: Sequence[str], title: str, style: MapStyle) -> dict:
     short = [shorten_label(label) for label in labels]
     # one tick per row and column, never thinned by plotly; the shortened text only where it differs
@@ -104,6 +131,7 @@ def _heatmap(
     selectable: bool = False,
     query_title: str = QUERY_TITLE,
     key_title: str = KEY_TITLE,
+    value_title: str = "",
 ) -> go.Figure:
     keys = labels if key_labels is None else key_labels
     x, y = unique_labels(keys), unique_labels(labels)
@@ -138,6 +166,11 @@ def _heatmap(
                 "ypad": 6,
                 "ticklabelposition": "outside top",
                 "tickfont": {"size": style.font_size},
+                **(
+                    {"title": {"text": value_title, "side": "right", "font": {"size": style.font_size}}}
+                    if value_title
+                    else {}
+                ),
             },
         }
     ]
@@ -177,7 +210,7 @@ def _heatmap(
                 "line": {"color": FOCUS_COLOR, "width": 3},
             }
         )
-    top = 2 * style.font_size + 48  # title, then the colour bar and its tick labels
+    top = _top(style)
     bottom = label_room(keys, style.font_size) + 2 * style.font_size + 12
     height = style.side + top + bottom
     layout = {
@@ -228,6 +261,7 @@ def attention_heatmap(
     selectable: bool = False,
     query_title: str = QUERY_TITLE,
     key_title: str = KEY_TITLE,
+    value_title: str = "",
 ) -> go.Figure:
     """One head's attention (or a window of it) as a heatmap with one readable label per row and column.
 
@@ -245,6 +279,7 @@ def attention_heatmap(
         focus: a row (in this matrix) to outline, or ``None``.
         selectable: add invisible markers so a click on a cell is reported as a selection (Streamlit).
         query_title, key_title: the y (query) and x (key) axis titles, e.g. in the user's language.
+        value_title: the colour bar's title (what the values are, with their unit), if any.
 
     Returns:
         A ``plotly.graph_objects.Figure``: the heatmap trace first (then the markers if ``selectable``).
@@ -270,6 +305,7 @@ def attention_heatmap(
         selectable=selectable,
         query_title=query_title,
         key_title=key_title,
+        value_title=value_title,
     )
 
 

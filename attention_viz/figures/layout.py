@@ -44,7 +44,8 @@ class MapStyle:
 # whole (at least 12.5 px cells at 800 x 600), and only longer inputs get a window.
 NORMAL = MapStyle(font_size=12, window=18, side=480)
 DENSE = MapStyle(font_size=10, window=24, side=480)
-PRESENTATION = MapStyle(font_size=16, window=14, side=560, overview_side=200)
+# A projector's 16 px labels still leave 16 px cells for an 18-token sentence, drawn whole, on a 300 px plot.
+PRESENTATION = MapStyle(font_size=16, window=18, side=560, overview_side=200)
 
 
 def map_style(presentation: bool = False, tokens: int = 0) -> MapStyle:
@@ -73,7 +74,7 @@ def shorten_label(label: str, limit: int = LABEL_LIMIT) -> str:
     """``label`` cut to ``limit`` characters, the last one an ellipsis, so one long word cannot shrink the map;
     written for plotly (:func:`plotly_text`).
 
-    Case C21: a 120-character [UNK] piece becomes its first 19 characters and "…".
+    For example, a 120-character [UNK] piece becomes its first 19 characters and "…".
     """
     return plotly_text(label if len(label) <= limit else label[: limit - 1] + ELLIPSIS)
 

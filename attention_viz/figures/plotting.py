@@ -1,7 +1,7 @@
 """Figures built from plain dicts, without plotly's property-by-property validation.
 
 Building a map through ``go.Heatmap(...)`` and ``update_layout(template="plotly_white", ...)`` costs about
-80 ms of validation per figure on a 2-core machine, most of a head change (issue 10, figure #3); the same
+80 ms of validation per figure on a 2-core machine, most of a head change; the same
 figure from dicts costs about 2 ms. What validation would have caught is checked by the tests instead: every
 figure function's output is rebuilt with validation on and must come out unchanged
 (``tests/test_figure_validity.py``). Colour scales are resolved here, in Python, because plotly.js knows

@@ -45,6 +45,7 @@ def step_heatmap(matrix: np.ndarray, row_labels: Sequence[str], title: str, colu
     if matrix.shape[0] != len(row_labels):
         raise ValueError(f"expected {len(row_labels)} rows, got shape {matrix.shape}")
     bound = float(np.abs(matrix).max()) or 1e-12
+    height = int(np.clip(90 + 18 * matrix.shape[0], 140, 520))
     trace = {
         "type": "heatmap",
         "z": matrix,
@@ -54,10 +55,10 @@ def step_heatmap(matrix: np.ndarray, row_labels: Sequence[str], title: str, colu
         "zmax": bound,
         "zmid": 0.0,
         "hovertemplate": "%{y}, %{x}: %{z:.4f}<extra></extra>",
-        "colorbar": {"thickness": 10},
+        # a short chart has room for few colour-bar ticks: about one per 30 px of plot, never touching
+        "colorbar": {"thickness": 10, "nticks": max(2, (height - 80) // 30)},
     }
     yaxis = {"type": "category", "autorange": "reversed", "automargin": True, "dtick": 1}
-    height = int(np.clip(90 + 18 * matrix.shape[0], 140, 520))
     return plotting.figure([trace], _layout(title, height, {"title": {"text": column_title}}, yaxis))
 
 
@@ -100,10 +101,14 @@ def key_bars(
         "marker": {"color": colors, "line": {"width": outline, "color": "#d62728"}},
         "text": text,
         "textposition": "outside",
+        "textangle": -90,  # upright numbers ran together once bars were narrower than the numbers
         "textfont": {"size": 10},
         "constraintext": "none",
         "cliponaxis": False,
         "hovertemplate": "%{x}: %{text}<extra></extra>",
     }
-    xaxis = {"type": "category", "tickangle": -60, "automargin": True}
-    return plotting.figure([trace], _layout(title, 300, xaxis, {"zeroline": True}))
+    xaxis = {"type": "category", "tickangle": -90, "automargin": True}
+    low, high = min(0.0, float(shown.min(initial=0.0))), max(0.0, float(shown.max(initial=0.0)))
+    room = 0.35 * ((high - low) or 1.0)  # above and below the bars: their upright numbers stay off the labels
+    yaxis = {"zeroline": True, "range": [low - room if low < 0 else low, high + room if high > 0 else high]}
+    return plotting.figure([trace], _layout(title, 300, xaxis, yaxis))

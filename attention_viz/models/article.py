@@ -1,7 +1,7 @@
 """The seed article's ``SelfAttention`` layer, reproduced as written, for teaching.
 
-Source: the Chinese tutorial "BERT and the self-attention mechanism: from principle to practice" in
-``shared/seed/`` (itself a copy of a widely shared PyTorch tutorial layer).
+Source: the Chinese tutorial "BERT and the self-attention mechanism: from principle to practice" that
+the project began from (itself a copy of a widely shared PyTorch tutorial layer).
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ class ArticleSelfAttention(nn.Module):
 
     1. **Projections after the split, shared by all heads.** One ``Linear(head_dim, head_dim,
        bias=False)`` each for values, keys and queries, applied to each head's own slice of the
-       input. A head never sees the other slices (case C05), and Q/K/V have ``3 * head_dim**2``
+       input. A head never sees the other slices, and Q/K/V have ``3 * head_dim**2``
        parameters instead of BERT's ``3 * (hidden**2 + hidden)``. BERT projects the whole vector
        with bias, then splits.
     2. **Scaling by** ``sqrt(embed_size)`` instead of ``sqrt(head_dim)``: the softmax temperature is
-       ``sqrt(heads)`` times too high, so attention is flatter (case C04).
-    3. **Mask by** ``masked_fill(mask == 0, -1e20)`` before scaling: overflows in float16 (case C08)
+       ``sqrt(heads)`` times too high, so attention is flatter.
+    3. **Mask by** ``masked_fill(mask == 0, -1e20)`` before scaling: overflows in float16
        and the mask's shape is whatever the caller broadcasts. BERT adds ``finfo(dtype).min`` to
        padded keys.
     4. **No bias, no dropout, no residual or LayerNorm**: ``fc_out`` is its only output step (BERT's

@@ -23,7 +23,7 @@ def key_padding_mask(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.
 
     Returns:
         ``(b, 1, 1, s)`` tensor: 0 on real keys and ``torch.finfo(dtype).min`` on padded keys, so it
-        broadcasts over heads and queries and masks keys only (case C07).
+        broadcasts over heads and queries and masks keys only.
 
     Raises:
         ValueError: if ``attention_mask`` is not 2-D.
@@ -105,7 +105,7 @@ def scaled_dot_product_attention(
 
     Raises:
         ValueError: if ``mask`` is not 4-D. A bare ``(b, s)`` mask would broadcast against the wrong
-            axes (case C07).
+            axes.
     """
     if mask is not None and mask.dim() != 4:
         raise ValueError(

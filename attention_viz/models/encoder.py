@@ -278,7 +278,7 @@ class BertEncoder(nn.Module):
     Named after BERT, the family it began with; the config's options give the other families (see
     :class:`EncoderConfig`). Build it with :meth:`from_pretrained` to copy a transformers model's
     weights, or with :meth:`random` for an untrained encoder. Call ``eval()`` before reading attention:
-    in train mode dropout changes the weights on every run (case C09).
+    in train mode dropout changes the weights on every run.
 
     Attributes:
         layers: one module per layer, ``num_hidden_layers`` of them; layers that share weights (ALBERT)

@@ -1,8 +1,8 @@
 """Loading a pretrained model of a supported family (the bundled all-MiniLM-L6-v2 by default) with its attention.
 
 Uses transformers' ``AutoTokenizer`` / ``AutoModel`` with ``attn_implementation="eager"``: with the
-default SDPA kernels transformers 5 returns no attention weights (case C01). Weights are always read
-as float32 whatever dtype the checkpoint was saved in (case C18), from safetensors only and with no
+default SDPA kernels transformers 5 returns no attention weights. Weights are always read
+as float32 whatever dtype the checkpoint was saved in, from safetensors only and with no
 remote code. An operator's :class:`attention_viz.settings.ModelPolicy` is checked before transformers
 is called.
 """
@@ -54,7 +54,7 @@ class ModelInfo:
         max_positions: the most tokens one input can have (``max_position_embeddings``, less the
             positions RoBERTa and XLM-R reserve before the first token).
         checkpoint_dtype: the dtype the weights were saved in (``float16``, ``bfloat16``, ...); they are
-            always loaded as float32 (case C18).
+            always loaded as float32.
         family: the family's ``model_type`` (``bert``, ``roberta``, ``gpt2``, ...; see
             :mod:`attention_viz.models.families`); family_name: as people write it (``RoBERTa``).
         causal: a decoder (GPT-2): each token attends only to itself and earlier tokens.
@@ -82,7 +82,7 @@ class LoadedModel:
     """A tokenizer, the transformers model (eval mode, eager attention) and our encoder with its weights.
 
     Shared read-only by every caller (the app caches one per process): never set attributes or
-    config options on it; pass per-call options such as ``output_attentions`` as arguments (case C15).
+    config options on it; pass per-call options such as ``output_attentions`` as arguments.
     """
 
     info: ModelInfo

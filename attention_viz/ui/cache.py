@@ -1,8 +1,8 @@
 """The one place that caches: the model per process, results per input.
 
 The model is loaded once per process and model name (``st.cache_resource``) and shared read-only by
-every session (case C15). Results are cached by everything that changes them, with the model's name
-in the key (case C16), so changing only the layer or head never runs the model again.
+every session. Results are cached by everything that changes them, with the model's name
+in the key, so changing only the layer or head never runs the model again.
 
 Results are shared too, not copied: ``st.cache_data`` unpickles a fresh copy on every call, which at 512
 tokens is 75 MB of weights per result on every rerun (about 145 ms of a 512-token head change, measured
@@ -282,14 +282,14 @@ def corpus_statistics(
         InputError: an empty corpus, or one over the operator's limits.
     """
     digest = hashlib.sha256(corpus.encode("utf-8")).hexdigest()
-    key = (loaded.info.name, digest, batch_size, importance)
+    limits = app_settings().limits  # in the key: a corpus refused under new limits is not served from the store
+    key = (loaded.info.name, digest, batch_size, importance, limits)
     store, lock = _corpus_store()
     with lock:
         if key in store:
             store.move_to_end(key)
             return store[key]
     texts = analysis.parse_corpus(corpus)
-    limits = app_settings().limits
     result = analysis.corpus_statistics(
         loaded, texts, batch_size, progress, importance=importance, divergence=True, limits=limits
     )

@@ -1,4 +1,5 @@
-"""The sidebar controls every page shares: language, examples, model, text, second sentence, layer, head."""
+"""The controls every page shares: the sidebar (language, sentence, examples, model, presentation) and the
+layer and head stepper that a page draws beside its map."""
 
 from __future__ import annotations
 
@@ -11,24 +12,9 @@ from attention_viz.ui import cache, feedback, presets_ui, state
 from attention_viz.ui.i18n import LANGUAGE_KEY, LANGUAGES, t
 from attention_viz.ui.safe_text import Markdown
 
-
-def kept_slider(label: Markdown, key: str, count: int, **options) -> int:
-    """A slider over ``0 .. count - 1`` whose choice survives a change of ``count`` (case C24).
-
-    A choice still in range is kept; one out of range is clamped, with a note under the slider. Any
-    page can use it for a control whose range follows the model. With one choice (a model of one layer
-    or one head) there is nothing to slide, and ``st.slider`` refuses equal ends: a caption says 0.
-    """
-    moved = state.keep_choice(key, range(count))
-    if count == 1:
-        if st.session_state.get(key) != 0:  # the unrendered slider's last value can come back: set it each run
-            st.session_state[key] = 0
-        st.caption(t("sidebar.only_choice", control=label))
-        return 0
-    value = st.slider(label, 0, count - 1, key=key, **options)
-    if moved is not None:
-        st.caption(t("sidebar.model_clamped", control=label, old=moved[0], last=count - 1, new=moved[1]))
-    return value
+# Keyboard shortcuts of the stepper (Streamlit's button shortcuts: they work wherever the focus is,
+# except in a text box): left and right step through the heads, up and down through the layers.
+SHORTCUTS = {("head", -1): "Left", ("head", 1): "Right", ("layer", -1): "Up", ("layer", 1): "Down"}
 
 
 def model_choices(typed: str | None) -> tuple[list[str], Callable[[str], str]]:
@@ -64,49 +50,108 @@ def _model() -> LoadedModel | None:
     return loaded
 
 
+def model_box() -> None:
+    """The Model box: the bundled model, the models found on this machine, or a name or folder typed in."""
+    options, shown = model_choices(st.session_state["model"])
+    st.selectbox(
+        t("sidebar.model"),
+        options,
+        format_func=shown,
+        key="model",
+        accept_new_options=True,
+        help=t("sidebar.model_help"),
+    )
+
+
+def _model_info(loaded: LoadedModel) -> None:
+    info = loaded.info
+    st.caption(
+        t(
+            "sidebar.model_info",
+            name=feedback.literal(info.name),
+            layers=info.num_layers,
+            heads=info.num_heads,
+            hidden=info.hidden_size,
+            head_dim=info.head_dim,
+            vocab=f"{info.vocab_size:,}",
+            max_tokens=cache.app_settings().limits.tokens_for(info.max_positions),
+            dtype=info.checkpoint_dtype,
+        )
+    )
+
+
 def sidebar() -> LoadedModel | None:
     """Draw the shared controls; return the model to show, or ``None`` if not even the fallback loads.
 
-    A model that fails to load leaves the previous one in place with one message in the main area;
-    every control keeps its value.
+    The sentence comes first, so that it is in view on a projector's 1280 × 720 screen. A model that
+    fails to load leaves the previous one in place with one message in the main area; every control
+    keeps its value. A layer or head that the model does not have is clamped, with a note.
     """
     state.init()
     feedback.settings_problem()
-    loaded = _model()
-    typed = st.session_state["model"]
+    loaded = _model()  # before the Model box: after a failure the box shows the model that is shown
     with st.sidebar:
         st.radio(t("sidebar.language"), list(LANGUAGES), key=LANGUAGE_KEY, format_func=LANGUAGES.get, horizontal=True)
-        presets_ui.picker()
-        options, shown = model_choices(typed)
-        st.selectbox(
-            t("sidebar.model"),
-            options,
-            format_func=shown,
-            key="model",
-            accept_new_options=True,
-            help=t("sidebar.model_help"),
-        )
-        st.text_area(t("sidebar.text"), key="text", height=100)
+        st.text_area(t("sidebar.text"), key="text", height=120 if st.session_state["presentation"] else 96)
         st.text_input(t("sidebar.pair"), key="pair", help=t("sidebar.pair_help"))
+        presets_ui.picker()
+        model_box()
     with st.sidebar:
-        layers, heads = state.model_shape(None if loaded is None else loaded.info)
-        kept_slider(t("sidebar.layer"), "layer", layers, disabled=loaded is None)
-        kept_slider(t("sidebar.head"), "head", heads, disabled=loaded is None)
-        st.toggle(t("sidebar.fit_range"), key="fit_range", help=t("sidebar.fit_range_help"))
+        shape = state.model_shape(None if loaded is None else loaded.info)
+        for key, old, new in state.keep_in_model(shape):
+            last = shape[0 if key == "layer" else 1] - 1
+            st.caption(t("sidebar.model_clamped", control=t(f"sidebar.{key}"), old=old, last=last, new=new))
         if loaded is not None:
-            info = loaded.info
-            st.caption(
-                t(
-                    "sidebar.model_info",
-                    name=feedback.literal(info.name),
-                    layers=info.num_layers,
-                    heads=info.num_heads,
-                    hidden=info.hidden_size,
-                    head_dim=info.head_dim,
-                    vocab=f"{info.vocab_size:,}",
-                    max_tokens=cache.app_settings().limits.tokens_for(info.max_positions),
-                    dtype=info.checkpoint_dtype,
-                )
-            )
+            _model_info(loaded)
         st.toggle(t("sidebar.presentation"), key="presentation", help=t("sidebar.presentation_help"))
+        st.toggle(t("sidebar.fit_range"), key="fit_range", help=t("sidebar.fit_range_help"))
     return loaded
+
+
+def _step_button(place, unit: str, delta: int) -> None:
+    direction = "next" if delta > 0 else "previous"
+    place.button(
+        "",
+        icon=":material/chevron_right:" if delta > 0 else ":material/chevron_left:",
+        key=f"step_{unit}_{direction}",
+        on_click=state.guarded(state.step),
+        args=(unit, delta),
+        shortcut=SHORTCUTS[unit, delta],
+        help=t(f"controls.{unit}_{direction}"),
+    )
+
+
+def _stepper(place, unit: str, count: int) -> int:
+    """One unit's control: previous, the choice, next; the buttons answer their keyboard shortcuts too."""
+    row = place.container(horizontal=True, vertical_alignment="bottom", gap="small", width="content")
+    _step_button(row, unit, -1)
+    value = state.control(
+        row.selectbox, t(f"sidebar.{unit}"), unit, range(count), help=t(f"controls.{unit}_help"), width=92
+    )
+    _step_button(row, unit, 1)
+    return value
+
+
+def explain(place, *paragraphs: Markdown) -> None:
+    """A "?" button that opens what the page shows, so that the explanation takes no room on the screen."""
+    with place.popover("", icon=":material/help:", help=t("compare.explain")):
+        st.markdown(Markdown("\n\n").join(paragraphs))
+
+
+def head_picker(
+    place=st, layer: bool = True, head: bool = True, explanation: tuple[Markdown, ...] = ()
+) -> tuple[int, int]:
+    """The layer and head stepper, in ``place``: a choice for each, with previous and next buttons.
+
+    Keyboard (:data:`SHORTCUTS`): left and right step the head (after a layer's last head comes the
+    next layer's first), up and down the layer. Works for a model of one layer or one head (one
+    choice; the buttons wrap onto it). The page's ``explanation`` goes in a "?" popover at the end of
+    the row. Returns the chosen ``(layer, head)``.
+    """
+    shape = state.model_shape(None)
+    row = place.container(horizontal=True, gap="small", vertical_alignment="bottom", key="head_picker")
+    chosen_layer = _stepper(row, "layer", shape[0]) if layer else st.session_state["layer"]
+    chosen_head = _stepper(row, "head", shape[1]) if head else st.session_state["head"]
+    if explanation:
+        explain(row, *explanation)
+    return chosen_layer, chosen_head

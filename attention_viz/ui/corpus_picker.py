@@ -10,11 +10,11 @@ import streamlit as st
 
 from attention_viz import analysis
 from attention_viz.models.loading import LoadedModel
-from attention_viz.ui import cache, feedback
+from attention_viz.ui import cache, feedback, state
 from attention_viz.ui.i18n import t
 from attention_viz.ui.safe_text import Markdown
 
-SCOPES = ("text", "bundled", "upload")
+SCOPES = state.SCOPES
 
 
 def corpus_scope(key: str) -> tuple[str, str | None]:
@@ -22,8 +22,8 @@ def corpus_scope(key: str) -> tuple[str, str | None]:
 
     Stops the page with a message when an uploaded file is missing or not UTF-8.
     """
-    scope = st.radio(
-        t("views.scope"), SCOPES, format_func=lambda s: t(f"views.scope_{s}"), horizontal=True, key=f"_{key}_scope"
+    scope = state.control(
+        st.radio, t("views.scope"), f"{key}_scope", SCOPES, labels=lambda s: t(f"views.scope_{s}"), horizontal=True
     )
     if scope == "text":
         return scope, None

@@ -44,8 +44,8 @@ def buttons(
     """
     labels = result.encoding.labels if labels is None else labels
     stem = export.file_stem(result.model_name, f"layer{layer}", f"head{head}", what)
-    csv, json_file, html = st.columns(3)
-    csv.download_button(
+    row = st.container(horizontal=True, gap="small")  # wraps on a narrow screen instead of cutting the labels
+    row.download_button(
         t("links.download_csv"),
         lambda: export.matrix_csv(matrix, labels, key_labels),
         file_name=f"{stem}.csv",
@@ -53,8 +53,9 @@ def buttons(
         icon=":material/table:",
         on_click="ignore",
         key=f"download_csv_{what}",
+        width="content",
     )
-    json_file.download_button(
+    row.download_button(
         t("links.download_json"),
         lambda: export.attention_json(result),
         file_name=f"{export.file_stem(result.model_name, 'all')}.json",
@@ -62,8 +63,9 @@ def buttons(
         icon=":material/data_object:",
         on_click="ignore",
         key=f"download_json_{what}",
+        width="content",
     )
-    html.download_button(
+    row.download_button(
         t("links.download_html"),
         lambda: export.figure_html(figure),
         file_name=f"{stem}.html",
@@ -71,5 +73,6 @@ def buttons(
         icon=":material/code:",
         on_click="ignore",
         key=f"download_html_{what}",
+        width="content",
     )
     st.caption(t("links.png_hint"))

@@ -84,7 +84,7 @@ def truncation_message(encoding: Encoding) -> Markdown | None:
 
 
 def truncation(encoding: Encoding) -> None:
-    """Say when the input was cut to the model's maximum length (case C03), and when a model with one
+    """Say when the input was cut to the model's maximum length, and when a model with one
     token type read a sentence pair as one segment."""
     message = truncation_message(encoding)
     if message:

@@ -28,12 +28,15 @@ class Rules:
         choices: allowed values of a setting, for settings that have a fixed list.
         ranges: inclusive ``(low, high)`` of a number setting; other integers take ``0..MAX_INT``.
         max_text: the most characters one text setting may carry.
+        aliases: ``{setting: {old text: new text}}``: how older links wrote a value that has been
+            renamed since, so that they keep working.
     """
 
     defaults: Mapping[str, object]
     choices: Mapping[str, tuple] = field(default_factory=dict)
     ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     max_text: int = MAX_TEXT
+    aliases: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,7 @@ def from_query(params: Mapping[str, str], rules: Rules) -> tuple[dict[str, objec
             notes.append(Note("unknown", key))
             continue
         default = rules.defaults[key]
+        text = rules.aliases.get(key, {}).get(text, text)
         try:
             value = decode_value(text, default)
         except ValueError:

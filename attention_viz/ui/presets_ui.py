@@ -1,4 +1,4 @@
-"""The examples (``assets/presets``): chosen in one click in the sidebar, with what to look for."""
+"""The examples (``assets/presets``): chosen in one compact box in the sidebar, with what to look for."""
 
 from __future__ import annotations
 
@@ -6,33 +6,19 @@ import streamlit as st
 
 from attention_viz.analysis import presets
 from attention_viz.models.loading import LoadedModel
-from attention_viz.ui import cache
+from attention_viz.ui import cache, state
 from attention_viz.ui.i18n import language, t
 from attention_viz.ui.safe_text import Markdown
 
-_PICKER = "_preset"  # a one-shot widget: reset after each choice, so the same example can be chosen again
 
-
-def _apply() -> None:
-    chosen = st.session_state[_PICKER]
-    if chosen is None:
+def _apply(widget: str) -> None:
+    """Set the chosen example's text, pair, layer and head (the Inside page starts on its query token)."""
+    chosen = st.session_state.get(widget)
+    preset = next((p for p in presets.load() if p.id == chosen), None)
+    if preset is None:
         return
-    preset = next(p for p in presets.load() if p.id == chosen)
     st.session_state.update(
         text=preset.text, pair=preset.pair, layer=preset.layer, head=preset.head, inside_query=-1, masked=""
-    )
-    st.session_state[_PICKER] = None
-
-
-def picker() -> None:
-    """One pill per example; a click sets the text, the pair, the layer and the head."""
-    st.pills(
-        t("presets.label"),
-        [p.id for p in presets.load()],
-        key=_PICKER,
-        format_func={p.id: Markdown(p.title[language()]) for p in presets.load()}.__getitem__,  # fixed at draw time
-        on_change=_apply,
-        help=t("presets.help"),
     )
 
 
@@ -42,14 +28,47 @@ def active() -> presets.Preset | None:
     return next((p for p in presets.load() if p.text == s["text"] and p.pair == (s["pair"] or "")), None)
 
 
-def look_for(loaded: LoadedModel) -> None:
-    """What to look for in the current example, with its weight read from the model's result."""
+def picker() -> None:
+    """One box of examples; it shows the example the view is on (its text, layer and head), else none.
+
+    Once the text is edited or the view steps to another head the box is empty, so choosing the same
+    example again goes back to its head.
+    """
+    titles = {p.id: Markdown(p.title[language()]) for p in presets.load()}  # the project's own words
+    widget = state.widget_key("example", titles.values())
+    current = active()
+    on_it = current is not None and (st.session_state["layer"], st.session_state["head"]) == (
+        current.layer,
+        current.head,
+    )
+    shown = current.id if on_it else None
+    if widget not in st.session_state or st.session_state[widget] != shown:
+        st.session_state[widget] = shown
+    st.selectbox(
+        t("presets.label"),
+        list(titles),
+        key=widget,
+        format_func=lambda preset_id: titles.get(preset_id, str(preset_id)),
+        placeholder=t("presets.placeholder"),
+        on_change=state.guarded(_apply),
+        args=(widget,),
+        help=t("presets.help"),
+    )
+
+
+def look_for(loaded: LoadedModel, place=st) -> None:
+    """What to look for in the current example, while the view is on its layer and head.
+
+    The weight comes from the model's result; once the layer or head moves away the note goes, as it
+    would speak of a head that is not shown.
+    """
     preset = active()
-    if preset is None:
+    s = st.session_state
+    if preset is None or (s["layer"], s["head"]) != (preset.layer, preset.head):
         return
-    result = cache.pretrained(loaded, preset.text, preset.pair or None)
     if not (preset.layer < loaded.info.num_layers and preset.head < loaded.info.num_heads):
         return
+    result = cache.pretrained(loaded, preset.text, preset.pair or None)
     found = presets.finding(preset, result.encoding, result.weights[preset.layer, preset.head])
     text = Markdown(preset.look_for[language()])  # the project's own words (assets/presets), in Markdown
     if found is not None:
@@ -63,4 +82,4 @@ def look_for(loaded: LoadedModel) -> None:
             key=labels[key],
             weight=f"{weight:.2f}",
         )
-    st.info(t("presets.active", title=Markdown(preset.title[language()])) + " " + text, icon=":material/lightbulb:")
+    place.info(t("presets.active", title=Markdown(preset.title[language()])) + " " + text, icon=":material/lightbulb:")

@@ -12,52 +12,37 @@ import streamlit as st
 
 from attention_viz.analysis import BLOCKS, ViewMatrix, ViewOptions
 from attention_viz.ui import state
-from attention_viz.ui.i18n import option_labels, t
+from attention_viz.ui.i18n import t
 from attention_viz.ui.safe_text import Markdown
 
 
-def view_options(is_pair: bool) -> ViewOptions:
-    """Draw the toggles in one row and return the chosen options.
+def view_options(is_pair: bool, place=st) -> ViewOptions:
+    """Draw the toggles in ``place``, one under the other, and return the chosen options.
 
     Args:
-        is_pair: whether the input is a sentence pair; the block choice is disabled (and "all") otherwise.
+        is_pair: whether the input is a sentence pair; the block choice is drawn only for a pair
+            (a single sentence has one block, "all", whatever was chosen for a pair before).
+        place: the container (a column beside the map).
     """
-    state.init()
-    word, hide, block = st.columns([1, 1, 1.4])
-    word_level = word.toggle(
-        t("views.word_level"),
-        value=bool(st.session_state["word_level"]),
-        help=t("views.word_level_help"),
-        key=state.page_widget_key("word_level"),
-        on_change=state.remember,
-        args=("word_level",),
+    word_level = state.control(place.toggle, t("views.word_level"), "word_level", help=t("views.word_level_help"))
+    hide_special = state.control(
+        place.toggle, t("views.hide_special"), "hide_special", help=t("views.hide_special_help")
     )
-    hide_special = hide.toggle(
-        t("views.hide_special"),
-        value=bool(st.session_state["hide_special"]),
-        help=t("views.hide_special_help"),
-        key=state.page_widget_key("hide_special"),
-        on_change=state.remember,
-        args=("hide_special",),
-    )
-    blocks = list(BLOCKS)
-    chosen = st.session_state["block"] if st.session_state["block"] in BLOCKS else "all"
-    choice = block.selectbox(
-        t("views.block"),
-        blocks,
-        index=blocks.index(chosen),
-        format_func=option_labels(blocks, lambda b: f"views.block_{b}"),  # fixed in the language of the run
-        disabled=not is_pair,
-        help=t("views.block_help"),
-        key=state.page_widget_key("block"),
-        on_change=state.remember,
-        args=("block",),
-    )
-    return ViewOptions(word_level, hide_special, choice if is_pair else "all")
+    block = "all"
+    if is_pair:
+        block = state.control(
+            place.selectbox,
+            t("views.block"),
+            "block",
+            list(BLOCKS),
+            labels=lambda b: t(f"views.block_{b}"),
+            help=t("views.block_help"),
+        )
+    return ViewOptions(word_level, hide_special, block)
 
 
-def view_caption(view: ViewMatrix, options: ViewOptions) -> None:
-    """Say what the view shows when it is not the raw token-level map (case C11: renormalised rows)."""
+def view_caption(view: ViewMatrix, options: ViewOptions, place=st) -> None:
+    """Say what the view shows when it is not the raw token-level map (renormalised rows)."""
     notes = []
     if options.word_level:
         notes.append(t("views.note_words"))
@@ -66,4 +51,4 @@ def view_caption(view: ViewMatrix, options: ViewOptions) -> None:
     if options.block != "all":
         notes.append(t("views.note_block", block=t(f"views.block_{options.block}")))
     if notes:
-        st.caption(Markdown(" ").join(notes))
+        place.caption(Markdown(" ").join(notes))

@@ -1,6 +1,6 @@
 """A cold start: the server imports torch and transformers and loads the model before a browser asks.
 
-Measured in headless Chromium on a 2-core machine (issue 10, figure #5):
+Measured in headless Chromium on a 2-core machine (the cold-start benchmark, ``benchmarks/server.py``):
 
 - The imports of torch, transformers and the app (about 3.5 s) and the bundled model (about 4.5 s, most
   of it importing transformers' modelling code) used to begin only when the first browser session ran

@@ -5,7 +5,7 @@ import functools
 import streamlit as st
 
 from attention_viz import figures
-from attention_viz.ui import cache, downloads, feedback, model_notes, state
+from attention_viz.ui import cache, controls, downloads, feedback, model_notes, state
 from attention_viz.ui.i18n import t
 
 COMPARE = "attention_viz/ui/pages/compare.py"
@@ -31,8 +31,9 @@ if st.session_state.pop("_open_compare", False):
 result = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
 encoding = result.encoding
 
-st.header(t("all_heads.title", layers=info.num_layers, heads=info.num_heads))
-st.markdown(t("all_heads.intro"))
+title = st.container(horizontal=True, vertical_alignment="center", key="all_heads_title")
+title.header(t("all_heads.title", layers=info.num_layers, heads=info.num_heads), width="content")
+controls.explain(title, t("all_heads.intro"))
 feedback.truncation(encoding)
 pooled = encoding.num_tokens > figures.THUMBNAIL_SIZE
 st.caption(
@@ -51,7 +52,7 @@ st.plotly_chart(
     grid,
     key="head_grid",
     theme=None,
-    on_select=functools.partial(_on_thumbnail, info.num_heads),  # plotly_chart's callback takes no args
+    on_select=state.guarded(functools.partial(_on_thumbnail, info.num_heads)),  # plotly_chart's callback takes no args
     selection_mode="points",
     config=downloads.chart_config(info.name, selection.layer, selection.head, "all_heads"),  # PNG: the head outlined
 )

@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 from attention_viz import figures
-from attention_viz.ui import cache, feedback, head_links, state
+from attention_viz.ui import cache, controls, feedback, head_links, state
 from attention_viz.ui.corpus_picker import corpus_scope, run_corpus
 from attention_viz.ui.i18n import t
 
@@ -15,8 +15,9 @@ selection = state.selection()
 loaded = cache.model(selection.model)
 info = loaded.info
 
-st.header(t("similarity.title"))
-st.markdown(t("similarity.intro"))
+title = st.container(horizontal=True, vertical_alignment="center", key="similarity_title")
+title.header(t("similarity.title"), width="content")
+controls.explain(title, t("similarity.intro"))
 scope, corpus = corpus_scope("similarity")
 if corpus is None:
     divergence = feedback.or_stop(cache.text_divergence, loaded, selection.text, selection.pair)
@@ -37,7 +38,7 @@ st.plotly_chart(
     figure,
     key=CHART_KEY,
     theme=None,
-    on_select=lambda: head_links.on_select(CHART_KEY, info.num_heads),
+    on_select=state.guarded(lambda: head_links.on_select(CHART_KEY, info.num_heads)),
     selection_mode="points",
 )
 if len(divergence) < 2:  # no pair of heads: no mean divergence

@@ -4,7 +4,7 @@ import streamlit as st
 
 from attention_viz import analysis, figures
 from attention_viz.analysis import published
-from attention_viz.ui import cache, feedback, head_links, model_notes, state
+from attention_viz.ui import cache, controls, feedback, head_links, model_notes, state
 from attention_viz.ui.corpus_picker import corpus_scope, run_corpus
 from attention_viz.ui.i18n import t
 
@@ -26,21 +26,26 @@ selection = state.selection()
 loaded = cache.model(selection.model)
 info = loaded.info
 
-st.header(t("stats.title", layers=info.num_layers, heads=info.num_heads))
-st.markdown(t("stats.intro"))
+title = st.container(horizontal=True, vertical_alignment="center", key="stats_title")
+title.header(t("stats.title", layers=info.num_layers, heads=info.num_heads), width="content")
+controls.explain(title, t("stats.intro"))
 scope, corpus = corpus_scope("stats")
 if corpus is None:
     frame = feedback.or_stop(cache.text_statistics, loaded, selection.text, selection.pair)
     st.caption(t("stats.text_caption"))
 else:
-    importance = st.checkbox(t("stats.corpus_importance"), key="_stats_importance")
+    importance = state.control(st.checkbox, t("stats.corpus_importance"), "stats_importance")
     result = run_corpus(loaded, corpus, importance)
     frame = result.statistics
     st.caption(t("stats.corpus_caption", texts=result.num_texts, skipped=result.num_skipped, tokens=result.num_tokens))
 
 columns = [c for c in analysis.STATISTICS if frame[c].notna().any()] + (["importance"] if "importance" in frame else [])
-statistic = st.columns([2, 3])[0].selectbox(
-    t("stats.statistic"), columns, format_func=lambda c: t(f"stats.col_{c}"), key="_stats_statistic"
+statistic = state.control(
+    st.columns([2, 3])[0].selectbox,
+    t("stats.statistic"),
+    "stats_statistic",
+    columns,
+    labels=lambda c: t(f"stats.col_{c}"),
 )
 importance_grid = analysis.statistic_grid(frame, "importance") if "importance" in frame else None
 found = published.published_heads(info.name, info.num_layers, info.num_heads)  # Clark et al. 2019's heads
@@ -66,7 +71,7 @@ st.plotly_chart(
     figure,
     key=CHART_KEY,
     theme=None,
-    on_select=lambda: head_links.on_select(CHART_KEY, info.num_heads),
+    on_select=state.guarded(lambda: head_links.on_select(CHART_KEY, info.num_heads)),
     selection_mode="points",
 )
 st.caption(t("stats.overview_caption") + (" " + t("stats.size_caption") if importance_grid is not None else ""))

@@ -4,8 +4,8 @@ import streamlit as st
 
 from attention_viz import analysis, figures
 from attention_viz.analysis import presets, steps
-from attention_viz.ui import cache, downloads, feedback, presets_ui, state
-from attention_viz.ui.i18n import option_labels, t
+from attention_viz.ui import cache, controls, downloads, feedback, presets_ui, screen, state
+from attention_viz.ui.i18n import t
 from attention_viz.ui.safe_text import Markdown
 
 PARITY_BOUND = 1e-5
@@ -29,64 +29,57 @@ def _default_query() -> int:
     return found if found is not None else min(1, n - 1)
 
 
-def _remember_mask() -> None:
-    st.session_state["masked"] = ",".join(str(k) for k in sorted(st.session_state[state.page_widget_key("masked")]))
+def _masked(stored: str) -> list[int]:
+    """The masked keys stored as ``"0,3"``, as token positions."""
+    return [int(k) for k in str(stored).split(",") if k.strip().isdigit() and int(k) < n]  # this text's keys
 
 
-stored_query = st.session_state["inside_query"]
-if stored_query >= n:  # a token past this text's end (an old choice, a link): the default query instead
-    st.session_state["inside_query"] = stored_query = -1
-query_index = stored_query if 0 <= stored_query < n else _default_query()
-masked_keys = [int(k) for k in st.session_state["masked"].split(",") if k.strip().isdigit() and int(k) < n]
-if st.session_state["masked"] != ",".join(map(str, masked_keys)):  # keys past the end dropped: say so in the state
-    st.session_state["masked"] = ",".join(map(str, sorted(set(masked_keys))))
+def _token(i: int) -> str:
+    return f"{i}: {figures.isolate(labels[i])}"
 
-st.header(t("inside.title", layer=layer, head=head, query=labels[query_index]))
-st.markdown(t("inside.intro", head_dim=info.head_dim, hidden=info.hidden_size))
-feedback.truncation(encoding)
 
+header = st.empty()
+controls.head_picker(explanation=(t("inside.intro", head_dim=info.head_dim, hidden=info.hidden_size),))
 left, right = st.columns(2)
-query_index = left.selectbox(
+query_index = state.control(
+    left.selectbox,
     t("inside.query"),
+    "inside_query",
     range(n),
-    index=query_index,
-    format_func=lambda i: f"{i}: {figures.isolate(labels[i])}",
-    key=state.page_widget_key("inside_query"),
-    on_change=state.remember,
-    args=("inside_query",),
+    labels=_token,
+    decode=lambda stored: stored if 0 <= stored < n else _default_query(),
+    note=False,
 )
-scaling_kind = left.radio(
+scaling_kind = state.control(
+    left.radio,
     t("inside.scaling"),
+    "scaling",
     steps.SCALINGS,
-    index=steps.SCALINGS.index(st.session_state["scaling"]),
-    format_func=option_labels(
-        steps.SCALINGS, lambda kind: f"inside.scaling_{kind}", head_dim=info.head_dim, hidden=info.hidden_size
-    ),
-    key=state.page_widget_key("scaling"),
-    on_change=state.remember,
-    args=("scaling",),
+    labels=lambda kind: t(f"inside.scaling_{kind.replace('-', '_')}", head_dim=info.head_dim, hidden=info.hidden_size),
 )
-temperature = right.slider(
+temperature = state.control(
+    right.slider,
     t("inside.temperature"),
-    0.1,
-    5.0,
-    value=float(st.session_state["temperature"]),
+    "temperature",
+    min_value=0.1,
+    max_value=5.0,
     step=0.1,
     help=t("inside.temperature_help"),
-    key=state.page_widget_key("temperature"),
-    on_change=state.remember,
-    args=("temperature",),
 )
-masked_keys = right.multiselect(
+masked_keys = state.control(
+    right.multiselect,
     t("inside.mask"),
+    "masked",
     range(n),
-    default=masked_keys,
-    format_func=lambda i: f"{i}: {figures.isolate(labels[i])}",
+    labels=_token,
+    decode=_masked,
+    encode=lambda chosen: ",".join(str(k) for k in sorted(chosen)),
     help=t("inside.mask_help"),
     placeholder=t("inside.mask_placeholder"),
-    key=state.page_widget_key("masked"),
-    on_change=_remember_mask,
 )
+header.header(t("inside.title", layer=layer, head=head, query=labels[query_index]))
+presets_ui.look_for(loaded)
+feedback.truncation(encoding)
 
 scaling = steps.scaling_factor(scaling_kind, info.head_dim, info.hidden_size)
 result = feedback.or_stop(
@@ -158,22 +151,25 @@ step(
 )
 
 st.subheader(t("inside.all_title"))
-theirs = pretrained.head(layer, head)
-as_bert = scaling_kind == "bert" and temperature == 1.0 and not masked_keys
+model_weights = pretrained.head(layer, head)
+as_bert = scaling_kind == "exact" and temperature == 1.0 and not masked_keys
 if as_bert:
-    worst = analysis.max_abs_difference(result.all_weights, theirs)
+    worst = analysis.max_abs_difference(result.all_weights, model_weights)
     message = t("inside.parity", worst=f"{worst:.1e}", bound=f"{PARITY_BOUND:g}")
     (st.success if worst <= PARITY_BOUND else st.error)(message)
 else:
-    model_bits, our_bits = (float(analysis.row_entropy(m[query_index])) for m in (theirs, result.all_weights))
+    model_bits, our_bits = (float(analysis.row_entropy(m[query_index])) for m in (model_weights, result.all_weights))
     st.info(t("inside.changed", token=query_label, model_bits=f"{model_bits:.3f}", our_bits=f"{our_bits:.3f}"))
+style = figures.map_style(st.session_state["presentation"], n)
 figure = figures.attention_heatmap(
     result.all_weights,
     labels,
     t("inside.fig_all", layer=layer, head=head),
     None if selection.fit_range else (0, 1),
+    style=style,
     query_title=t("figures.axis_query"),
     key_title=t("figures.axis_key"),
 )
-st.plotly_chart(figure, key="inside_all", theme=None, config=config)
+box = screen.map_box(st, "inside_box", figures.chart_height_over_width(labels, labels, style))
+box.plotly_chart(figure, key="inside_all", theme=None, config=config, height="stretch")
 downloads.buttons(pretrained, result.all_weights, figure, layer, head, "inside", labels)

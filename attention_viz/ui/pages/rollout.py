@@ -3,22 +3,20 @@
 import streamlit as st
 
 from attention_viz import analysis, figures
-from attention_viz.ui import cache, feedback, state
-from attention_viz.ui.i18n import option_labels, t
+from attention_viz.ui import cache, controls, feedback, screen, state
+from attention_viz.ui.i18n import t
 from attention_viz.ui.view_options import view_caption, view_options
-
-MAPS = ("raw", "rollout", "norm")
 
 selection = state.selection()
 loaded = cache.model(selection.model)
-layer = selection.layer
-style = figures.map_style(st.session_state["presentation"])
+presentation = st.session_state["presentation"]
 
-st.header(t("rollout.title", layer=layer))
-st.markdown(t("rollout.intro"))
+map_column, side = st.columns([3, 2], gap="medium")
+title = side.empty()
+layer, _ = controls.head_picker(side, head=False, explanation=(t("rollout.intro"), t("rollout.caption")))
+title.header(t("rollout.title", layer=layer))
 result = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
-feedback.truncation(result.encoding)
-options = view_options(result.encoding.is_pair)
+options = view_options(result.encoding.is_pair, side)
 maps = feedback.or_stop(cache.rollout_and_norms, loaded, selection.text, selection.pair, layer)
 raw = analysis.apply_view(maps.raw, result.encoding, options)
 rollout = analysis.apply_view(maps.rollout, result.encoding, options)
@@ -26,39 +24,49 @@ norm_options = analysis.ViewOptions(False, options.hide_special, options.block) 
 norm = analysis.apply_view(maps.norm, result.encoding, norm_options, renormalise=False)
 
 # one map at a time, drawn as large and labelled as Compare's: three side by side squash the cells
-shown = st.radio(
+shown = state.control(
+    side.radio,
     t("rollout.view"),
-    MAPS,
-    format_func=option_labels(MAPS, lambda m: f"rollout.view_{m}"),
+    "rollout_map",
+    state.ROLLOUT_MAPS,
+    labels=lambda m: t(f"rollout.view_{m}"),
     horizontal=True,
-    key=state.page_widget_key("rollout_map"),
 )
 view = {"raw": raw, "rollout": rollout, "norm": norm}[shown]
 queries, keys = len(view.query_labels), len(view.key_labels)
+style = figures.map_style(presentation, max(queries, keys))
 starts = {}
 for axis, count in (("query", queries), ("key", keys)):
-    starts[axis] = 0
+    key = f"rollout_{axis}_start"
+    st.session_state[key] = figures.window_start(st.session_state[key], count, style.window)
+    starts[axis] = st.session_state[key]
     if count > style.window:  # a window of the tokens, as on Compare, instead of thinning the labels
-        starts[axis] = st.slider(
+        starts[axis] = state.control(
+            side.slider,
             t(f"rollout.{axis}_window", size=style.window, total=count),
-            0,
-            count - style.window,
-            key=state.page_widget_key(f"rollout_{axis}_start"),
+            key,
+            min_value=0,
+            max_value=count - style.window,
         )
 rows = figures.window_slice(starts["query"], queries, style.window)
 columns = figures.window_slice(starts["key"], keys, style.window)
+row_labels, key_labels = list(view.query_labels[rows]), list(view.key_labels[columns])
 chart = figures.attention_heatmap(
     view.matrix[rows, columns],
-    list(view.query_labels[rows]),
+    row_labels,
     t(f"rollout.{shown}", layer=layer),
-    None if shown == "norm" else (0.0, 1.0),
-    key_labels=list(view.key_labels[columns]),
+    (0.0, max(float(view.matrix.max()), 1e-12)) if shown == "norm" else (0.0, 1.0),  # norms: from 0, in hidden units
+    key_labels=key_labels,
     style=style,
     query_start=rows.start,
     key_start=columns.start,
     query_title=t("figures.axis_query"),
     key_title=t("figures.axis_key"),
+    value_title=t("rollout.norm_unit") if shown == "norm" else "",
 )
-st.plotly_chart(chart, key="rollout_map", theme=None, config={"displayModeBar": False})
-view_caption(raw, options)
-st.caption(t("rollout.caption"))
+with map_column:
+    feedback.truncation(result.encoding)
+    box = screen.map_box(map_column, "map_box", figures.chart_height_over_width(row_labels, key_labels, style))
+box.plotly_chart(chart, key="rollout_map", theme=None, height="stretch", config={"displayModeBar": False})
+view_caption(raw, options, map_column)
+map_column.caption(t(f"rollout.note_{shown}"))

@@ -1,0 +1,69 @@
+"""The lecture screen: the frame's margins, Presentation's larger text, and a map as tall as the window allows.
+
+Streamlit sizes a chart in pixels on the server, which does not know the window. A map is therefore
+drawn into a box whose height the browser sets by CSS: the window's height below the header, and no
+more than a square plot needs at the box's width (container query units), so a narrow window leaves
+no blank band under the map. Streamlit's own layout is kept; only spacing and font size change:
+
+- the main area starts just under Streamlit's header and uses the window's width, so that at
+  1280 × 720 with the sidebar open the map of an 18-token sentence fits beside its controls; in a
+  main area narrower than :data:`NARROW` (800 px wide with the sidebar open) columns stack, as
+  Streamlit stacks them on a phone, so a map keeps the whole width;
+- Presentation scales every rem-based size (headings, text, sidebar, controls) by :data:`PRESENTATION_SCALE`.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+PRESENTATION_SCALE = 1.2  # Presentation's text size over Streamlit's 16 px
+NOMINAL_MAP_HEIGHT = 640  # the map box's height where CSS does not apply (AppTest, a print)
+NARROW = 620  # px of main area below which a map and its controls stack (800 px wide with the sidebar open)
+_FRAME = f"""
+.stMainBlockContainer {{ padding: 3.5rem 1.5rem 2.5rem 1.5rem; container: main / inline-size; }}
+[data-testid="stSidebarUserContent"] {{ padding-top: 0.5rem; padding-bottom: 2rem; }}
+[data-testid="stSidebarNav"] {{ padding-top: 0; }}
+@container main (max-width: {NARROW}px) {{
+  [data-testid="stHorizontalBlock"] {{ flex-wrap: wrap; }}
+  [data-testid="stHorizontalBlock"] > [data-testid="stColumn"] {{
+    flex: 1 1 100% !important; width: 100% !important; min-width: 100%;
+  }}
+}}
+"""
+
+
+def frame(presentation: bool) -> None:
+    """The page's spacing, and in Presentation larger text everywhere (charts size their own fonts)."""
+    css = _FRAME + (f"html {{ font-size: {16 * PRESENTATION_SCALE:.0f}px; }}" if presentation else "")
+    st.html(f"<style>{css}</style>")
+
+
+def map_row(place, key: str, count: int, min_width: int) -> list:
+    """``count`` columns for maps side by side; a row wraps when a column would be narrower than ``min_width``.
+
+    ``min_width`` is what a map needs for readable cells (a label size plus some air per token).
+    """
+    st.html(
+        f"<style>.st-key-{key} [data-testid='stHorizontalBlock'] {{ flex-wrap: wrap; }}"
+        f".st-key-{key} [data-testid='stColumn'] {{ min-width: min(100%, {int(min_width)}px); }}</style>"
+    )
+    return place.container(key=key).columns(count, gap="medium")
+
+
+def map_box(place, key: str, height_over_width: int):
+    """A container for one map chart (drawn with ``height="stretch"``) as tall as the window allows.
+
+    Args:
+        place: the column the map goes in.
+        key: the container's key (its CSS class is ``st-key-<key>``).
+        height_over_width: how much taller than wide the chart is when its plot area is square
+            (margins, title, colour bar, axis labels; :func:`attention_viz.figures.chart_height_over_width`).
+    """
+    box = f".st-key-{key}"
+    rule = (
+        f'[data-testid="stColumn"]:has({box}) {{ container-type: inline-size; }}'
+        f"{box}, div:has(> {box}) {{ flex: 0 0 auto !important; height: min(calc(100vh - 4rem), "
+        f"calc(100cqw + {int(height_over_width)}px)) !important; }}"
+    )
+    st.html(f"<style>{rule}</style>")
+    return place.container(height=NOMINAL_MAP_HEIGHT, border=False, key=key)

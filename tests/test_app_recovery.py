@@ -1,0 +1,41 @@
+"""No error page: an unexpected error shows one message in the user's language, and the app stays usable."""
+
+import logging
+
+import pytest
+from apptools import no_errors, run_app
+
+from attention_viz import figures
+from attention_viz.ui import i18n, state
+
+
+def _broken(*args, **kwargs):
+    raise RuntimeError("a bug in a figure")
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_failing_page_shows_one_message_and_keeps_the_sidebar(monkeypatch, caplog, language):
+    monkeypatch.setattr(figures, "line_view", _broken)
+    with caplog.at_level(logging.ERROR, logger="attention_viz"):
+        at = run_app(lang=language)
+    no_errors(at)  # not Streamlit's error box
+    assert [w.value for w in at.warning] == [i18n.table(language)["app.page_failed"]]
+    assert "a bug in a figure" in caplog.text and "Traceback" in caplog.text  # the details go to the log only
+    assert at.text_area(key="text").value == state.EXAMPLE_TEXT  # the sidebar was drawn and works
+    at.text_area(key="text").input("The cat sat.").run()
+    no_errors(at)
+    monkeypatch.undo()
+    at.run()
+    no_errors(at)
+    assert not at.warning and at.get("plotly_chart")
+
+
+def test_a_failing_click_leaves_the_view_and_says_so(monkeypatch):
+    at = run_app()
+    monkeypatch.setattr(state, "stepped", _broken)
+    at.button(key="step_head_next").click().run()
+    no_errors(at)
+    assert at.header[0].value == f"Layer {state.EXAMPLE_LAYER}, head {state.EXAMPLE_HEAD}"
+    assert at.warning[0].value == i18n.t("app.callback_failed")
+    at.run()
+    assert not at.warning  # said once

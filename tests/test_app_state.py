@@ -1,0 +1,205 @@
+"""Click sequences that used to replace the app with Streamlit's error page, replayed as a browser sends them.
+
+A browser sends back the labels it showed (see tests/replay.py), so each sequence below runs the step
+after a change of language, example or view with the labels of the run before it.
+"""
+
+import numpy as np
+import pytest
+from apptools import chart, no_errors, run_app, z
+from replay import control, replay, shown_labels
+from streamlit.testing.v1 import AppTest
+
+from attention_viz.analysis import presets
+from attention_viz.extraction import extract
+from attention_viz.ui import i18n, links, state
+
+INSIDE = "attention_viz/ui/pages/inside.py"
+ZH = i18n.table("zh")
+
+
+def _language(at: AppTest, language: str) -> AppTest:
+    at.radio(key="lang").set_value(language).run()
+    no_errors(at)
+    return at
+
+
+def _example(at: AppTest, preset_id: str) -> AppTest:
+    """Choose an example in the sidebar's Examples control."""
+    options = [w for w in at.sidebar.get("selectbox") if (w.key or "").startswith("_example")]
+    (picker,) = options or [at.pills(key="_preset")]
+    return picker.set_value(preset_id).run()
+
+
+def _head(at: AppTest, head: int, shown) -> AppTest:
+    """Choose ``head``: the browser sends the labels of ``shown`` with it."""
+    at.session_state["head"] = head
+    return replay(at, shown)
+
+
+def _map_is_the_head(at: AppTest, bundled, text: str, pair: str | None, layer: int, head: int) -> None:
+    expected = extract(bundled, text, pair).weights[layer, head]
+    shown = z(chart(at, "map"))
+    np.testing.assert_array_equal(shown, expected[: shown.shape[0], : shown.shape[1]])
+
+
+def test_chinese_then_head_keeps_the_map_view_and_shows_chinese_labels(bundled):
+    at = run_app()
+    control(at, "radio", "map_view").set_value("difference").run()
+    english = shown_labels(at)
+    _language(at, "zh")
+    _head(at, 2, english)
+    no_errors(at)
+    assert at.header[0].value.startswith(ZH["compare.title"].format(layer=3, head=2)[:4])
+    assert control(at, "radio", "map_view").value == "difference"
+    variant = control(at, "selectbox", "variant")
+    assert variant.format_func(variant.value) == ZH["compare.variant_exact"]
+    focus = control(at, "selectbox", "focus")
+    assert focus.value == -1 and focus.format_func(-1) == ZH["compare.focus_none"]
+
+
+def test_chinese_english_chinese_then_a_view_click(bundled):
+    at = run_app()
+    earlier = shown_labels(at)
+    for language in ("zh", "en", "zh"):
+        before = shown_labels(at)
+        _language(at, language)
+        replay(at, earlier)
+        no_errors(at)
+        earlier = before
+    control(at, "radio", "map_view").set_value("scratch")
+    replay(at, earlier)
+    no_errors(at)
+    assert control(at, "radio", "map_view").value == "scratch"
+
+
+def test_focus_then_example_then_head(bundled):
+    at = run_app()
+    it = extract(bundled, state.EXAMPLE_TEXT).encoding.tokens.index("it")
+    control(at, "selectbox", "focus").set_value(it).run()
+    before = shown_labels(at)
+    _example(at, "repeated")
+    no_errors(at)
+    _head(at, 2, before)
+    no_errors(at)
+    preset = next(p for p in presets.load() if p.id == "repeated")
+    assert at.header[0].value == f"Layer {preset.layer}, head 2"
+    _map_is_the_head(at, bundled, preset.text, None, preset.layer, 2)
+    focus = control(at, "selectbox", "focus").value
+    assert focus == -1 or 0 <= focus < len(extract(bundled, preset.text).encoding.tokens)
+
+
+def test_focus_then_hide_special_then_head(bundled):
+    at = run_app()
+    it = extract(bundled, state.EXAMPLE_TEXT).encoding.tokens.index("it")
+    control(at, "selectbox", "focus").set_value(it).run()
+    before = shown_labels(at)
+    control(at, "toggle", "hide_special").set_value(True).run()
+    no_errors(at)
+    _head(at, 2, before)
+    no_errors(at)
+    assert at.header[0].value == "Layer 3, head 2"
+    focus = control(at, "selectbox", "focus")
+    assert focus.value == -1 or focus.value < len(extract(bundled, state.EXAMPLE_TEXT).encoding.tokens) - 2
+
+
+def test_pair_example_focus_hide_then_block(bundled):
+    at = run_app()
+    _example(at, "pair")
+    no_errors(at)
+    control(at, "selectbox", "focus").set_value(3).run()
+    before = shown_labels(at)
+    control(at, "toggle", "hide_special").set_value(True).run()
+    no_errors(at)
+    control(at, "selectbox", "block").set_value("BA")
+    replay(at, {k: v for k, v in before.items() if k != control(at, "selectbox", "block").id})
+    no_errors(at)
+    assert control(at, "selectbox", "block").value == "BA"
+
+
+def test_inside_chinese_then_temperature(bundled):
+    at = run_app()
+    at.switch_page(INSIDE).run()
+    english = shown_labels(at)
+    _language(at, "zh")
+    control(at, "slider", "temperature").set_value(2.0)
+    replay(at, english)
+    no_errors(at)
+    assert at.session_state["temperature"] == 2.0
+    assert at.header[0].value.startswith("第 3 层第 1 个头的内部")
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_every_option_widget_shows_labels_of_the_current_language(language):
+    at = run_app(lang=language, text="The cat sat.", pair="It slept.")  # a pair: the block box is drawn
+    table = i18n.table(language)
+    for kind, key in (("radio", "map_view"), ("selectbox", "variant"), ("selectbox", "block")):
+        widget = control(at, kind, key)
+        assert all(label in table.values() for label in widget.options), (key, widget.options)
+        assert widget.format_func(widget.value) in table.values()
+
+
+def test_head_steps_wrap_to_the_next_layer_and_around():
+    shape = (6, 12)
+    assert state.stepped(3, 1, "head", 1, shape) == (3, 2)
+    assert state.stepped(3, 11, "head", 1, shape) == (4, 0)  # after a layer's last head: the next layer
+    assert state.stepped(4, 0, "head", -1, shape) == (3, 11)
+    assert state.stepped(5, 11, "head", 1, shape) == (0, 0) and state.stepped(0, 0, "head", -1, shape) == (5, 11)
+    assert state.stepped(5, 7, "layer", 1, shape) == (0, 7) and state.stepped(0, 7, "layer", -1, shape) == (5, 7)
+    assert state.stepped(0, 0, "head", 1, (1, 1)) == (0, 0)  # a one-head model steps onto itself
+
+
+def test_step_buttons_move_the_head_and_the_title_follows(bundled):
+    at = run_app(head=11)
+    at.button(key="step_head_next").click().run()
+    no_errors(at)
+    assert at.header[0].value == "Layer 4, head 0"
+    _map_is_the_head(at, bundled, state.EXAMPLE_TEXT, None, 4, 0)
+    at.button(key="step_layer_previous").click().run()
+    at.button(key="step_head_previous").click().run()
+    assert at.header[0].value == "Layer 2, head 11"
+    assert (control(at, "selectbox", "layer").value, control(at, "selectbox", "head").value) == (2, 11)
+    assert at.query_params["layer"] == "2" and at.query_params["head"] == "11"
+
+
+def test_step_buttons_have_keyboard_shortcuts():
+    at = run_app()
+    shortcuts = {key: at.button(key=key).proto.shortcut for key in ("step_head_next", "step_layer_previous")}
+    assert shortcuts == {"step_head_next": "right", "step_layer_previous": "up"}
+
+
+def test_a_one_head_model_steps_through_its_layers(tmp_path_factory):
+    from conftest import TINY_CONFIGS, make_tiny_bert
+
+    folder = make_tiny_bert(tmp_path_factory.mktemp("one-head"), **TINY_CONFIGS["h24-l3-heads1"])
+    at = run_app(model=folder, layer=0, head=0)
+    no_errors(at)
+    assert control(at, "selectbox", "head").options == ["0"]
+    at.button(key="step_head_next").click().run()
+    no_errors(at)
+    assert at.header[0].value == "Layer 1, head 0"
+
+
+def test_a_setting_that_no_longer_fits_is_reset_with_a_note(bundled):
+    at = run_app(focus=14)
+    assert control(at, "selectbox", "focus").value == 14
+    at.text_area(key="text").input("The cat sat.").run()
+    no_errors(at)
+    assert control(at, "selectbox", "focus").value == -1 and at.session_state["focus"] == -1
+    assert any("14" in caption.value and "none" in caption.value for caption in at.caption)
+
+
+def test_an_older_links_scaling_names_still_open():
+    values, notes = links.from_query({"scaling": "bert"}, state.link_rules())
+    assert values == {"scaling": "exact"} and not notes
+    values, _ = links.from_query({"scaling": "none"}, state.link_rules())
+    assert values == {"scaling": "no-scaling"}
+
+
+def test_rollout_window_goes_into_the_link():
+    at = run_app(text="hello " * 40, rollout_query_start=7)
+    at.switch_page("attention_viz/ui/pages/rollout.py").run()
+    no_errors(at)
+    assert control(at, "slider", "rollout_query_start").value == 7
+    control(at, "slider", "rollout_key_start").set_value(5).run()
+    assert at.query_params["rollout_query_start"] == "7" and at.query_params["rollout_key_start"] == "5"
