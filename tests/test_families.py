@@ -268,8 +268,8 @@ def test_special_tokens_that_look_like_html_are_drawn_literally(family_model):
     encoding = encode(family_model("roberta").tokenizer, *PAIR)
     t = encoding.num_tokens
     figure = attention_heatmap(np.full((t, t), 1 / t), encoding.labels)
-    y = list(figure.data[0].y)
-    assert y[0] == "&lt;s&gt;" and y[-1].startswith("&lt;/s&gt;") and not any("<" in label for label in y)
+    y = list(figure.data[0].y)  # each label between bidi isolates (FSI ... PDI)
+    assert y[0] == "\u2068&lt;s&gt;\u2069" and y[-1].startswith("\u2068&lt;/s&gt;") and not any("<" in s for s in y)
     lines = line_view(np.full((t, t), 1 / t), encoding.labels)
     assert not any("<" in str(text) for trace in lines.data for text in (trace.text or ()))
 

@@ -65,7 +65,7 @@ def test_inside_a_head_reproduces_the_pretrained_head(family_model, family):
     hidden = steps.layer_input(loaded.encoder, encoding, layer)
     for head in range(loaded.info.num_heads):
         queries, keys, values = steps.head_vectors(loaded.encoder, hidden, layer, head)
-        scaling = steps.scaling_factor("bert", loaded.info.head_dim, loaded.info.hidden_size)
+        scaling = steps.scaling_factor("exact", loaded.info.head_dim, loaded.info.hidden_size)
         result = steps.head_steps(queries, keys, values, 1, scaling, causal=loaded.info.causal)
         np.testing.assert_allclose(result.all_weights, pretrained[layer, head], atol=1e-6)
     if loaded.info.causal:

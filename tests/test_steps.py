@@ -94,7 +94,7 @@ def test_inputs_of_every_layer_from_one_run_give_the_same_steps_bit_for_bit(bund
         inputs = steps.layer_inputs(loaded.encoder, encoding)  # one run for every layer and head below
         info = loaded.info
         assert inputs.shape == (info.num_layers, encoding.num_tokens, info.hidden_size)
-        scaling = steps.scaling_factor("bert", info.head_dim, info.hidden_size)
+        scaling = steps.scaling_factor("exact", info.head_dim, info.hidden_size)
         for layer in range(info.num_layers):
             vectors = steps.layer_vectors(loaded.encoder, inputs[layer], layer)  # (3, h, t, d)
             assert vectors.shape == (3, info.num_heads, encoding.num_tokens, info.head_dim)

@@ -128,22 +128,6 @@ class EncoderConfig:
         if groups is not None and not 1 <= groups <= self.num_hidden_layers:
             raise WeightMismatchError(f"layer_groups must be 1 to {self.num_hidden_layers}, got {groups}")
 
-    @classmethod
-    def from_hf(cls, config) -> EncoderConfig:
-        """Read a transformers config of any supported family (its ``model_type`` picks the family).
-
-        Raises:
-            WeightMismatchError: for settings the encoder does not implement (non-absolute positions,
-                an unknown activation, a decoder BERT, a family that is not supported).
-        """
-        from attention_viz.models import families
-
-        try:
-            family = families.family_for(config.model_type)
-        except families.UnsupportedFamilyError as exc:
-            raise WeightMismatchError(str(exc)) from None
-        return family.encoder_config(config)
-
     @property
     def head_dim(self) -> int:
         return self.hidden_size // self.num_attention_heads
@@ -276,9 +260,9 @@ class BertEncoder(nn.Module):
     """The embeddings and layer stack of any supported family, written from scratch (no pooler, no head).
 
     Named after BERT, the family it began with; the config's options give the other families (see
-    :class:`EncoderConfig`). Build it with :meth:`from_pretrained` to copy a transformers model's
-    weights, or with :meth:`random` for an untrained encoder. Call ``eval()`` before reading attention:
-    in train mode dropout changes the weights on every run.
+    :class:`EncoderConfig`). Build it with :func:`attention_viz.models.families.encoder_from_pretrained`
+    to copy a transformers model's weights, or with :meth:`random` for an untrained encoder. Call
+    ``eval()`` before reading attention: in train mode dropout changes the weights on every run.
 
     Attributes:
         layers: one module per layer, ``num_hidden_layers`` of them; layers that share weights (ALBERT)
@@ -294,35 +278,6 @@ class BertEncoder(nn.Module):
         sets = [block(config) for _ in range(config.weight_sets)]
         self.layers = nn.ModuleList(sets[config.weight_set(i)] for i in range(config.num_hidden_layers))
         self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.final_norm else None
-
-    @classmethod
-    def from_pretrained(cls, model: nn.Module) -> BertEncoder:
-        """Build an encoder with a copy of a transformers model's weights, in eval mode.
-
-        The model's ``config.model_type`` picks its family (:func:`attention_viz.models.families.family_for`),
-        which says how the checkpoint's names map onto the encoder's.
-
-        Raises:
-            WeightMismatchError: if the family or a setting is unsupported, or any weight is missing,
-                unused or of another shape.
-        """
-        from attention_viz.models import families
-
-        try:
-            family = families.family_for(model.config.model_type)
-        except families.UnsupportedFamilyError as exc:
-            raise WeightMismatchError(str(exc)) from None
-        config = family.encoder_config(model.config)
-        with torch.device("meta"):  # shapes only: every weight is replaced by the checkpoint's (no random init)
-            encoder = cls(config)
-        names = lambda name: family.checkpoint_name(name, config)  # noqa: E731
-        load_weights(encoder, model.state_dict(), names, family.unused, family.transposed, assign=True)
-        return encoder.eval()
-
-    @classmethod
-    def from_bert(cls, bert: nn.Module) -> BertEncoder:
-        """:meth:`from_pretrained` (kept under the name it had when BERT was the only family)."""
-        return cls.from_pretrained(bert)
 
     @classmethod
     def random(cls, config: EncoderConfig, seed: int) -> BertEncoder:

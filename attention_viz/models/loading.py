@@ -297,7 +297,7 @@ def load_model(name: str | None = None, policy: settings.ModelPolicy | None = No
         )
     model.eval()
     try:
-        encoder = BertEncoder.from_pretrained(model)
+        encoder = families.encoder_from_pretrained(model)
     except WeightMismatchError as exc:
         raise ModelLoadError(
             f"model {shown!r} does not fit the from-scratch encoder: {exc}", "mismatch", name=shown, detail=str(exc)

@@ -12,6 +12,10 @@ import importlib
 import pkgutil
 from functools import cache
 
+import torch
+from torch import nn
+
+from attention_viz.models.encoder import BertEncoder, EncoderConfig, WeightMismatchError, load_weights
 from attention_viz.models.families.base import Family
 
 
@@ -50,4 +54,48 @@ def family_for(model_type: str) -> Family:
     return found
 
 
-__all__ = ["Family", "UnsupportedFamilyError", "families", "family_for", "supported"]
+def encoder_config(config) -> EncoderConfig:
+    """The from-scratch encoder's config for a transformers config of any supported family.
+
+    Raises:
+        WeightMismatchError: for a family that is not supported, or settings the encoder does not
+            implement (non-absolute positions, an unknown activation, a decoder BERT).
+    """
+    try:
+        family = family_for(config.model_type)
+    except UnsupportedFamilyError as exc:
+        raise WeightMismatchError(str(exc)) from None
+    return family.encoder_config(config)
+
+
+def encoder_from_pretrained(model: nn.Module) -> BertEncoder:
+    """A from-scratch encoder with a copy of a transformers model's weights, in eval mode.
+
+    The model's ``config.model_type`` picks its family (:func:`family_for`), which says how the
+    checkpoint's names map onto the encoder's.
+
+    Raises:
+        WeightMismatchError: if the family or a setting is unsupported, or any weight is missing,
+            unused or of another shape.
+    """
+    try:
+        family = family_for(model.config.model_type)
+    except UnsupportedFamilyError as exc:
+        raise WeightMismatchError(str(exc)) from None
+    config = family.encoder_config(model.config)
+    with torch.device("meta"):  # shapes only: every weight is replaced by the checkpoint's (no random init)
+        encoder = BertEncoder(config)
+    names = lambda name: family.checkpoint_name(name, config)  # noqa: E731
+    load_weights(encoder, model.state_dict(), names, family.unused, family.transposed, assign=True)
+    return encoder.eval()
+
+
+__all__ = [
+    "Family",
+    "UnsupportedFamilyError",
+    "encoder_config",
+    "encoder_from_pretrained",
+    "families",
+    "family_for",
+    "supported",
+]
