@@ -9,7 +9,7 @@ import streamlit as st
 
 from attention_viz.models.loading import BUNDLED_MODEL, LoadedModel, ModelLoadError
 from attention_viz.ui import cache, feedback, presets_ui, state
-from attention_viz.ui.i18n import LANGUAGE_KEY, LANGUAGES, t
+from attention_viz.ui.i18n import LANGUAGE_KEY, LANGUAGES, plain, t
 from attention_viz.ui.safe_text import Markdown
 
 # Keyboard shortcuts of the stepper (Streamlit's button shortcuts: they work wherever the focus is,
@@ -22,7 +22,8 @@ def model_choices(typed: str | None) -> tuple[list[str], Callable[[str], str]]:
     and how each is shown: a found model with its family ("roberta-base · RoBERTa")."""
     found = cache.found_models()
     options = list(dict.fromkeys([BUNDLED_MODEL, *found, *([typed] if typed else [])]))
-    return options, lambda name: t("families.found", name=name, family=found[name]) if name in found else name
+    # an option of a select box renders no Markdown: the name as it is
+    return options, lambda name: plain("families.found", name=name, family=found[name]) if name in found else name
 
 
 def _model() -> LoadedModel | None:
