@@ -203,3 +203,17 @@ def test_rollout_window_goes_into_the_link():
     assert control(at, "slider", "rollout_query_start").value == 7
     control(at, "slider", "rollout_key_start").set_value(5).run()
     assert at.query_params["rollout_query_start"] == "7" and at.query_params["rollout_key_start"] == "5"
+
+
+def test_the_window_stays_on_the_token_in_focus_when_a_pair_changes_its_range(bundled):
+    preset = next(p for p in presets.load() if p.id == "long_zh")
+    at = run_app(text=preset.text, pair="")
+    control(at, "selectbox", "focus").set_value(30).run()
+    start = at.session_state["query_start"]
+    assert start > 0  # the window moved to the token
+    at.text_input(key="pair").input("🐱").run()  # more tokens: the window slider gets another range
+    no_errors(at)
+    assert at.session_state["query_start"] == start == control(at, "slider", "query_start").value
+    weights = extract(bundled, preset.text, "🐱").weights[state.EXAMPLE_LAYER, state.EXAMPLE_HEAD]
+    shown = z(chart(at, "map"))
+    np.testing.assert_array_equal(shown, weights[start : start + shown.shape[0], : shown.shape[1]])

@@ -315,7 +315,8 @@ def walk(tiny_model_dir):
 def test_random_walk_through_every_page(walk, request):
     from hypothesis.stateful import run_state_machine_as_test
 
-    walks = max(1, STEPS // STEPS_PER_WALK) if STEPS else 2
+    # a walk takes fewer steps than it may (hypothesis ends some early): half as many walks again as needed
+    walks = max(1, 3 * STEPS // (2 * STEPS_PER_WALK)) if STEPS else 2
     run_state_machine_as_test(
         walk,
         settings=settings(

@@ -189,18 +189,18 @@ def widget_key(key: str, labels: Iterable[str] = ()) -> str:
 
 
 def begin_run(page: str) -> None:
-    """Start a run of ``page``: the page's widgets drawn in the previous run, if it was this page's, are known.
+    """Start a run of ``page``: which page widgets the previous run drew, if it was this page's, is known.
 
-    Streamlit tells a page's widgets apart by the page as well as by key: the stepper on Inside is a
-    new widget after a run of Compare, even with the same key, and a new widget starts from its
-    default unless its value is written first. :func:`control` writes it for a widget not drawn in the
-    previous run of the same page, and otherwise only when the setting changed (writing every time
-    would undo a slider's key presses still on their way from the browser).
+    Streamlit tells widgets apart by more than their key: by the page (the stepper on Inside is a new
+    widget after a run of Compare), and a slider also by its range. A new widget starts from its
+    default unless its value is written first; :func:`control` writes it for a widget that the previous
+    run of the same page did not draw as it is now, and otherwise only when the setting changed
+    (writing every time would undo a slider's key presses still on their way from the browser).
     """
     s = st.session_state
     same_page = s.get("_drawn_page") == page
-    s["_drawn_before"] = s.get("_drawn_now", set()) if same_page else set()
-    s["_drawn_now"], s["_drawn_page"] = set(), page
+    s["_drawn_before"] = s.get("_drawn_now", {}) if same_page else {}
+    s["_drawn_now"], s["_drawn_page"] = {}, page
 
 
 def guarded(callback: Callable[..., None]) -> Callable[..., None]:
@@ -224,6 +224,10 @@ def guarded(callback: Callable[..., None]) -> Callable[..., None]:
 def callback_failed() -> bool:
     """Whether a widget callback failed before this run (once)."""
     return bool(st.session_state.pop("_callback_failed", False))
+
+
+# Widget arguments that Streamlit 1.67 counts in a keyed widget's identity (a slider's range, ...).
+_IDENTITY = ("min_value", "max_value", "step", "max_selections", "accept_new_options")
 
 
 def _validity(options: list | None, multi: bool, low: object, high: object) -> Callable[[object], bool]:
@@ -321,9 +325,10 @@ def control(
                 shown_new = ", ".join(shown_items) if shown_items else "—"
             place.caption(t("controls.reset", control=label, old=value, new=shown_new))
         value = fixed
-    if widget not in s.get("_drawn_before", ()) or widget not in s or s[widget] != value:
+    identity = tuple(widget_options.get(name) for name in _IDENTITY)  # what else makes Streamlit a new widget
+    if s.get("_drawn_before", {}).get(widget) != identity or widget not in s or s[widget] != value:
         s[widget] = value
-    s.setdefault("_drawn_now", set()).add(widget)
+    s.setdefault("_drawn_now", {})[widget] = identity
     result = draw(
         *positional, key=widget, on_change=guarded(_keep), args=(key, widget, valid, encode, then), **widget_options
     )
