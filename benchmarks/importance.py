@@ -78,8 +78,9 @@ def importance_rows(loaded: LoadedModel, settings: Settings) -> list[Row]:
     def baseline():
         return _over(batches, lambda *b: one_forward_per_head(encoder, *b))
 
-    importance.importance_sums(encoder, *batches[0])  # warm-up: one batch each
-    one_forward_per_head(encoder, *batches[0])
+    if not settings.quick:  # warm-up: one batch each (--quick checks the row, not its speed)
+        importance.importance_sums(encoder, *batches[0])
+        one_forward_per_head(encoder, *batches[0])
     ours_s, ours_cpu, base_s = [], [], []
     found = expected = None
     for _ in range(1 if settings.quick else 3):
