@@ -183,9 +183,14 @@ def _watch_health(url: str, report: Report, stop: threading.Event) -> None:
         stop.wait(1.0)
 
 
+def _box(page, label: str):
+    """The layer or head box beside the map, not a stale copy that Streamlit keeps while it reruns."""
+    return page.locator(f".st-key-_{label.lower()}[data-stale='false'] input[role='combobox']")
+
+
 async def _set_choice(page, label: str, value: int) -> None:
     """Choose ``value`` in the layer or head box, as a person does (typing narrows the list)."""
-    box = page.get_by_role("combobox", name=label, exact=True)
+    box = _box(page, label)
     await box.click()
     await box.fill(str(value))
     await page.get_by_role("option", name=str(value), exact=True).first.click()
@@ -248,8 +253,8 @@ class Session:
             box = self.page.get_by_label(SENTENCE_BOX, exact=True)
             await box.fill(self.sentence)
             await box.press("Control+Enter")
-            self.layer = int(await self.page.get_by_role("combobox", name=BOX_LAYER, exact=True).input_value())
-            self.head = int(await self.page.get_by_role("combobox", name=BOX_HEAD, exact=True).input_value())
+            self.layer = int(await _box(self.page, BOX_LAYER).input_value())
+            self.head = int(await _box(self.page, BOX_HEAD).input_value())
             await _shown_map(self.page, self.labels, self.weights[self.layer, self.head])
 
     async def switch_head(self, head: int, report: Report) -> None:

@@ -112,7 +112,7 @@ def test_head_overview_carries_every_head_s_values_tags_and_size():
     np.testing.assert_array_equal(np.delete(colors, 27), np.delete(GRID.reshape(-1), 27))
     assert (trace["marker"]["cmin"], trace["marker"]["cmax"]) == (low, high)
     sizes = decode(trace["marker"]["size"])
-    np.testing.assert_allclose(sizes, 10 + 24 * np.sqrt(IMPORTANCE.reshape(-1) / IMPORTANCE.max()))
+    np.testing.assert_allclose(sizes, 8 + 18 * np.sqrt(IMPORTANCE.reshape(-1) / IMPORTANCE.max()))  # MARK_SIZE (8, 26)
     line = trace["marker"]["line"]
     assert line["color"][14] == "red" and line["width"][14] == 3  # layer 1, head 2 selected
     assert set(line["color"][:14] + line["color"][15:]) == {"rgba(0,0,0,0.3)"}
@@ -124,7 +124,7 @@ def test_head_overview_carries_every_head_s_values_tags_and_size():
     assert trace["marker"]["colorscale"][0] == [0.0, "#440154"]  # Viridis, resolved in Python
     plain = _json(FIGURES["head overview, fixed range, own labels"]())["data"][0]
     assert plain["text"] == [str(i) for i in range(72)] and (plain["marker"]["cmin"], plain["marker"]["cmax"]) == (0, 1)
-    assert set(decode(plain["marker"]["size"])) == {28.0}  # no importance: one size
+    assert set(decode(plain["marker"]["size"])) == {20.0}  # no importance: one size, MARK_SIZE[1] - 6
 
 
 def test_similarity_map_places_each_head_and_labels_only_the_selected_one():
@@ -155,7 +155,7 @@ def test_step_heatmap_and_key_bars_carry_values_labels_and_shapes():
     assert bars["marker"]["color"][2] == "#bbbbbb" and bars["marker"]["color"][0] == "#1f77b4"
     assert bars["marker"]["line"]["width"] == [0, 2.5, 0, 0, 0, 0, 0, 0]  # the query token outlined
     assert bars["x"] == figures.unique_labels(LABELS)
-    assert _json(FIGURES["key bars, masked"]())["layout"]["xaxis"]["tickangle"] == -60
+    assert _json(FIGURES["key bars, masked"]())["layout"]["xaxis"]["tickangle"] == -90  # upright labels
     with pytest.raises(ValueError, match="expected 8 values"):
         figures.key_bars(SCORES[:3], LABELS, "t")
     with pytest.raises(ValueError, match="expected 8 rows"):
