@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attention_viz.figures import plotting
-from attention_viz.figures.layout import NORMAL, MapStyle, isolate, plotly_text, shorten_label
+from attention_viz.figures.layout import NORMAL, MapStyle, isolate, plotly_text, shorten_label, text_width
 
 ATTENTION_COLORSCALE = "Blues"
 DIFFERENCE_COLORSCALE = "RdBu_r"
@@ -23,7 +23,7 @@ QUERY_TITLE = "query (attending)"  # default axis titles; pages pass them in the
 KEY_TITLE = "key (attended to)"
 INDEX_HOVER_UP_TO = 128 * 128  # cells; above this the hover leaves out the indices (keep JSON small)
 _INVISIBLE_DIGITS = str.maketrans("01", "\u200b\u200c")  # zero-width space and non-joiner
-_CHAR_WIDTH = 0.62  # average glyph width in font sizes, to reserve room for the longest label
+_RIGHT = 10  # the right margin (px)
 
 
 def unique_labels(labels: Sequence[str]) -> list[str]:
@@ -65,14 +65,25 @@ def _check(matrix: np.ndarray, labels: Sequence[str], key_labels: Sequence[str] 
 
 
 def label_room(labels: Sequence[str], font_size: int) -> int:
-    """Pixels the longest shortened label needs, written in ``font_size`` px."""
-    longest = max((len(shorten_label(label)) for label in labels), default=1)
-    return int(_CHAR_WIDTH * font_size * longest) + 8
+    """Pixels the longest shortened label needs, written in ``font_size`` px (an upper estimate,
+    :func:`~attention_viz.figures.layout.text_width`)."""
+    widest = max((text_width(shorten_label(label), font_size) for label in labels), default=font_size)
+    return int(widest) + 6
 
 
 def _top(style: MapStyle) -> int:
     """The top margin (px): the title, then the colour bar and its tick labels (room for CJK line heights)."""
     return 3 * style.font_size + 40
+
+
+def _left(labels: Sequence[str], style: MapStyle) -> int:
+    """The left margin (px): the query labels, then the axis title written upwards (a CJK line's height)."""
+    return label_room(labels, style.font_size) + 2 * style.font_size + 14
+
+
+def _bottom(keys: Sequence[str], style: MapStyle) -> int:
+    """The bottom margin (px): the key labels written downwards, then the axis title."""
+    return label_room(keys, style.font_size) + 2 * style.font_size + 14
 
 
 def chart_height_over_width(
@@ -85,7 +96,7 @@ def chart_height_over_width(
     this to make the box no taller than the square plot needs.
     """
     keys = labels if key_labels is None else key_labels
-    return _top(style) + label_room(keys, style.font_size) - label_room(labels, style.font_size)
+    return _top(style) + _bottom(keys, style) - _left(labels, style) - _RIGHT
 
 
 def side_for_width(width: int, labels: Sequence[str], style: MapStyle = NORMAL) -> int:
@@ -94,7 +105,7 @@ def side_for_width(width: int, labels: Sequence[str], style: MapStyle = NORMAL) 
     Give it as the ``side`` of the chart's :class:`MapStyle` (``dataclasses.replace(style, side=...)``) to
     draw a chart of that width with no blank band under its plot.
     """
-    return max(80, width - label_room(labels, style.font_size) - 2 * style.font_size - 32)
+    return max(80, width - _left(labels, style) - _RIGHT)
 
 
 def _axis(labels: Sequence[str], title: str, style: MapStyle) -> dict:
@@ -106,7 +117,7 @@ def _axis(labels: Sequence[str], title: str, style: MapStyle) -> dict:
     return {
         "title": {"text": title, "font": {"size": style.font_size}},
         "type": "category",
-        "automargin": True,
+        "automargin": False,  # the margins are reserved (_left, _bottom): no second drawing to measure them
         **ticks,
         "tickfont": {"size": style.font_size},
         "showgrid": False,
@@ -210,8 +221,7 @@ def _heatmap(
                 "line": {"color": FOCUS_COLOR, "width": 3},
             }
         )
-    top = _top(style)
-    bottom = label_room(keys, style.font_size) + 2 * style.font_size + 12
+    top, bottom = _top(style), _bottom(keys, style)
     height = style.side + top + bottom
     layout = {
         "title": {
@@ -223,11 +233,10 @@ def _heatmap(
             "yref": "paper",
             "yanchor": "bottom",
             "pad": {"l": 8, "b": style.font_size + 28},
-            "automargin": True,
             "font": {"size": style.font_size + 4},
         },
         "height": height,
-        "margin": {"l": 10, "r": 10, "t": top, "b": 10, "autoexpand": True},
+        "margin": {"l": _left(labels, style), "r": _RIGHT, "t": top, "b": bottom, "autoexpand": True},
         # fixed ranges: the click targets' marker size must not pad one axis more than the other
         "xaxis": {**_axis(keys, key_title, style), "tickangle": -90, "side": "bottom", "range": [-0.5, k - 0.5]},
         "yaxis": {

@@ -19,13 +19,17 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.colors import get_colorscale
 
+from attention_viz.figures.layout import FONT_FAMILY
+
 TRACE_TYPES = ("heatmap", "scatter", "bar")  # the trace types our figures draw
 
 
 def _slim_template() -> dict:
-    """``plotly_white`` with trace defaults for :data:`TRACE_TYPES` only (about 3.6 kB of JSON, not 7)."""
+    """``plotly_white`` with trace defaults for :data:`TRACE_TYPES` only (about 3.6 kB of JSON, not 7), in the
+    font whose widths the margins are reserved for (:data:`~attention_viz.figures.layout.FONT_FAMILY`)."""
     white = pio.templates["plotly_white"].to_plotly_json()
-    return {"layout": white["layout"], "data": {kind: white["data"][kind] for kind in TRACE_TYPES}}
+    layout = {**white["layout"], "font": {**white["layout"].get("font", {}), "family": FONT_FAMILY}}
+    return {"layout": layout, "data": {kind: white["data"][kind] for kind in TRACE_TYPES}}
 
 
 TEMPLATE = _slim_template()

@@ -201,6 +201,25 @@ def begin_run(page: str) -> None:
     same_page = s.get("_drawn_page") == page
     s["_drawn_before"] = s.get("_drawn_now", {}) if same_page else {}
     s["_drawn_now"], s["_drawn_page"] = {}, page
+    s[_WHOLE_RUN] = True  # the page's fragment (if any) runs inside this run: see begin_fragment_run
+
+
+_WHOLE_RUN = "_whole_run"
+
+
+def begin_fragment_run(page: str) -> bool:
+    """Start a run of ``page``'s fragment; return whether it runs on its own (a fragment rerun).
+
+    Inside a run of the whole app :func:`begin_run` already started the page. A fragment rerun
+    (``st.fragment``: only the page's body reruns, after one of its own widgets changed) starts the
+    page's widgets over as :func:`begin_run` does, since the page's widgets are all in the fragment.
+    """
+    s = st.session_state
+    if s.pop(_WHOLE_RUN, False):
+        return False
+    begin_run(page)
+    s.pop(_WHOLE_RUN, None)
+    return True
 
 
 def guarded(callback: Callable[..., None]) -> Callable[..., None]:

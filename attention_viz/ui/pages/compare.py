@@ -7,7 +7,7 @@ import streamlit as st
 
 from attention_viz import analysis, figures
 from attention_viz.models.encoder import Variant
-from attention_viz.ui import cache, controls, downloads, feedback, model_notes, presets_ui, screen, state
+from attention_viz.ui import cache, controls, downloads, feedback, fragment, model_notes, presets_ui, screen, state
 from attention_viz.ui.i18n import plain, t
 from attention_viz.ui.view_options import view_caption, view_options
 
@@ -30,210 +30,232 @@ def _on_cell(first_query: int, keys: int, total: int, size: int) -> None:
         _focus_on(first_query + int(points[0]["point_index"]) // keys, total, size)
 
 
-selection = state.selection()
-loaded = cache.model(selection.model)
-info = loaded.info
-presentation = st.session_state["presentation"]
+def _show() -> None:
+    selection = state.selection()
+    loaded = cache.model(selection.model)
+    info = loaded.info
+    presentation = st.session_state["presentation"]
 
-map_column, side = st.columns([3, 2], gap="medium")
-title = side.empty()
-layer, head = controls.head_picker(side, explanation=(t("compare.intro"), t("compare.reading_help")))
-title.header(t("compare.title", layer=layer, head=head))
-presets_ui.look_for(loaded, side)
+    map_column, side = st.columns([3, 2], gap="medium")
+    title = side.empty()
+    layer, head = controls.head_picker(side, explanation=(t("compare.intro"), t("compare.reading_help")))
+    title.header(t("compare.title", layer=layer, head=head))
+    presets_ui.look_for(loaded, side)
 
-view = state.control(
-    side.radio,
-    t("compare.view"),
-    "map_view",
-    state.MAP_VIEWS,
-    labels=lambda v: t(f"compare.view_{v}"),
-    horizontal=True,
-)
-variant = state.control(
-    side.selectbox,
-    t("compare.variant"),
-    "variant",
-    VARIANTS,
-    labels=lambda v: t(f"compare.variant_{v.replace('-', '_')}"),
-    help=t("compare.variant_help"),
-)
-seed = st.session_state["seed"]
-if variant == Variant.RANDOM:
-    seed = state.control(side.number_input, t("compare.seed"), "seed", min_value=0, max_value=2**31 - 1)
-
-pretrained = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
-scratch = feedback.or_stop(cache.scratch, loaded, selection.text, selection.pair, variant, int(seed))
-encoding = pretrained.encoding
-labels, total = encoding.labels, encoding.num_tokens
-
-# The view toggles (word level, hide [CLS]/[SEP], pair block) shape what the map, the bars and the lines
-# show; with them off the map is the head's token-level attention exactly as extracted.
-options = view_options(encoding.is_pair, side)
-raw_scratch, raw_pretrained = scratch.head(layer, head), pretrained.head(layer, head)
-if options == analysis.ViewOptions():
-    scratch_map, pretrained_map, row_labels, key_labels, view_matrix = (
-        raw_scratch,
-        raw_pretrained,
-        labels,
-        labels,
-        None,
+    view = state.control(
+        side.radio,
+        t("compare.view"),
+        "map_view",
+        state.MAP_VIEWS,
+        labels=lambda v: t(f"compare.view_{v}"),
+        horizontal=True,
     )
-else:
-    view_matrix = analysis.apply_view(raw_pretrained, encoding, options)
-    scratch_map = analysis.apply_view(raw_scratch, encoding, options).matrix  # (q, k), same labels
-    pretrained_map, row_labels, key_labels = view_matrix.matrix, view_matrix.query_labels, view_matrix.key_labels
-queries, keys = pretrained_map.shape  # q != k for a pair's A→B and B→A blocks
-style = figures.map_style(presentation, max(queries, keys))  # smaller labels fit more
-size = style.window
-
-no_focus = t("compare.focus_none")
-focus = state.control(
-    side.selectbox,
-    t("compare.focus"),
-    "focus",
-    [-1, *range(queries)],
-    labels=lambda i: no_focus if i < 0 else f"{i}: {figures.isolate(figures.shorten_label(row_labels[i]))}",
-    then=lambda query: _focus_on(query, queries, size),
-)
-for start_key, count in (("query_start", queries), ("key_start", keys)):
-    st.session_state[start_key] = figures.window_start(st.session_state[start_key], count, size)
-rows = figures.window_slice(st.session_state["query_start"], queries, size)
-columns = figures.window_slice(st.session_state["key_start"], keys, size)
-what = "_".join(
-    [view]
-    + (["words"] if options.word_level else [])
-    + (["no_special"] if options.hide_special else [])
-    + ([options.block] if options.block != "all" else [])
-)  # names the files: e.g. attention_all-MiniLM-L6-v2_layer3_head1_pretrained_words.csv
-config = downloads.chart_config(info.name, layer, head, what)
-
-zrange = figures.shared_range(pretrained_map, scratch_map) if selection.fit_range else (0.0, 1.0)
-window = {
-    "key_labels": key_labels[columns],
-    "style": style,
-    "query_start": rows.start,
-    "key_start": columns.start,
-    "focus": focus - rows.start if rows.start <= focus < rows.stop else None,
-    "selectable": True,
-    "query_title": t("figures.axis_query"),
-    "key_title": t("figures.axis_key"),
-}
-shown = {"pretrained": pretrained_map, "scratch": scratch_map, "difference": scratch_map - pretrained_map}[view]
-map_title = t(f"compare.map_title_{view}", variant=t(f"compare.variant_{variant.replace('-', '_')}"))
-if view == "difference":
-    chart = figures.difference_heatmap(shown[rows, columns], row_labels[rows], map_title, selection.fit_range, **window)
-else:
-    chart = figures.attention_heatmap(shown[rows, columns], row_labels[rows], map_title, zrange, **window)
-with map_column:
-    feedback.truncation(encoding)
-    box = screen.map_box(
-        map_column, "map_box", figures.chart_height_over_width(row_labels[rows], key_labels[columns], style)
+    variant = state.control(
+        side.selectbox,
+        t("compare.variant"),
+        "variant",
+        VARIANTS,
+        labels=lambda v: t(f"compare.variant_{v.replace('-', '_')}"),
+        help=t("compare.variant_help"),
     )
-box.plotly_chart(
-    chart,
-    key="map",
-    theme=None,
-    height="stretch",
-    on_select=state.guarded(functools.partial(_on_cell, rows.start, columns.stop - columns.start, queries, size)),
-    selection_mode="points",
-    config=config,
-)
-if view_matrix is not None:
-    view_caption(view_matrix, options, map_column)
-with map_column:
-    model_notes.layers(info)
-windowed = queries > size or keys > size
-if windowed:
-    if queries == keys:
-        map_column.caption(t("compare.window_note", size=size, total=queries))
+    seed = st.session_state["seed"]
+    if variant == Variant.RANDOM:
+        seed = state.control(side.number_input, t("compare.seed"), "seed", min_value=0, max_value=2**31 - 1)
+
+    pretrained = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
+    scratch = feedback.or_stop(cache.scratch, loaded, selection.text, selection.pair, variant, int(seed))
+    encoding = pretrained.encoding
+    labels, total = encoding.labels, encoding.num_tokens
+
+    # The view toggles (word level, hide [CLS]/[SEP], pair block) shape what the map, the bars and the lines
+    # show; with them off the map is the head's token-level attention exactly as extracted.
+    options = view_options(encoding.is_pair, side)
+    raw_scratch, raw_pretrained = scratch.head(layer, head), pretrained.head(layer, head)
+    if options == analysis.ViewOptions():
+        scratch_map, pretrained_map, row_labels, key_labels, view_matrix = (
+            raw_scratch,
+            raw_pretrained,
+            labels,
+            labels,
+            None,
+        )
     else:
-        map_column.caption(t("compare.window_note_block", size=size, queries=queries, keys=keys))
-    sliders, small = map_column.columns([3, 2])
-    if queries > size:
-        state.control(sliders.slider, t("compare.query_start"), "query_start", min_value=0, max_value=queries - size)
-    if keys > size:
-        state.control(sliders.slider, t("compare.key_start"), "key_start", min_value=0, max_value=keys - size)
-    if queries == keys:  # the thumbnail pools square maps only
-        small.plotly_chart(
-            figures.overview(shown if view != "difference" else pretrained_map, rows, columns, style, zrange),
-            key="overview",
+        view_matrix = analysis.apply_view(raw_pretrained, encoding, options)
+        scratch_map = analysis.apply_view(raw_scratch, encoding, options).matrix  # (q, k), same labels
+        pretrained_map, row_labels, key_labels = view_matrix.matrix, view_matrix.query_labels, view_matrix.key_labels
+    queries, keys = pretrained_map.shape  # q != k for a pair's A→B and B→A blocks
+    style = figures.map_style(presentation, max(queries, keys))  # smaller labels fit more
+    size = style.window
+
+    no_focus = t("compare.focus_none")
+    focus = state.control(
+        side.selectbox,
+        t("compare.focus"),
+        "focus",
+        [-1, *range(queries)],
+        labels=lambda i: no_focus if i < 0 else f"{i}: {figures.isolate(figures.shorten_label(row_labels[i]))}",
+        then=lambda query: _focus_on(query, queries, size),
+    )
+    for start_key, count in (("query_start", queries), ("key_start", keys)):
+        st.session_state[start_key] = figures.window_start(st.session_state[start_key], count, size)
+    rows = figures.window_slice(st.session_state["query_start"], queries, size)
+    columns = figures.window_slice(st.session_state["key_start"], keys, size)
+    what = "_".join(
+        [view]
+        + (["words"] if options.word_level else [])
+        + (["no_special"] if options.hide_special else [])
+        + ([options.block] if options.block != "all" else [])
+    )  # names the files: e.g. attention_all-MiniLM-L6-v2_layer3_head1_pretrained_words.csv
+    config = downloads.chart_config(info.name, layer, head, what)
+
+    zrange = figures.shared_range(pretrained_map, scratch_map) if selection.fit_range else (0.0, 1.0)
+    window = {
+        "key_labels": key_labels[columns],
+        "style": style,
+        "query_start": rows.start,
+        "key_start": columns.start,
+        "focus": focus - rows.start if rows.start <= focus < rows.stop else None,
+        "selectable": True,
+        "query_title": t("figures.axis_query"),
+        "key_title": t("figures.axis_key"),
+    }
+    shown = {"pretrained": pretrained_map, "scratch": scratch_map, "difference": scratch_map - pretrained_map}[view]
+    map_title = t(f"compare.map_title_{view}", variant=t(f"compare.variant_{variant.replace('-', '_')}"))
+    if view == "difference":
+        chart = figures.difference_heatmap(
+            shown[rows, columns], row_labels[rows], map_title, selection.fit_range, **window
+        )
+    else:
+        chart = figures.attention_heatmap(shown[rows, columns], row_labels[rows], map_title, zrange, **window)
+    with map_column:
+        feedback.truncation(encoding)
+        box = screen.map_box(
+            map_column, "map_box", figures.chart_height_over_width(row_labels[rows], key_labels[columns], style)
+        )
+    box.plotly_chart(
+        chart,
+        key="map",
+        theme=None,
+        height="stretch",
+        on_select=state.guarded(functools.partial(_on_cell, rows.start, columns.stop - columns.start, queries, size)),
+        selection_mode="points",
+        config=config,
+    )
+    if view_matrix is not None:
+        view_caption(view_matrix, options, map_column)
+    with map_column:
+        model_notes.layers(info)
+    windowed = queries > size or keys > size
+    if windowed:
+        if queries == keys:
+            map_column.caption(t("compare.window_note", size=size, total=queries))
+        else:
+            map_column.caption(t("compare.window_note_block", size=size, queries=queries, keys=keys))
+        sliders, small = map_column.columns([3, 2])
+        if queries > size:
+            state.control(
+                sliders.slider, t("compare.query_start"), "query_start", min_value=0, max_value=queries - size
+            )
+        if keys > size:
+            state.control(sliders.slider, t("compare.key_start"), "key_start", min_value=0, max_value=keys - size)
+        if queries == keys:  # the thumbnail pools square maps only
+            small.plotly_chart(
+                figures.overview(shown if view != "difference" else pretrained_map, rows, columns, style, zrange),
+                key="overview",
+                theme=None,
+                width="content",
+                config=config,
+            )
+    map_column.caption(t("compare.reading", tokens=total))
+
+    # Below the screen: the numbers, the token in focus as bars and lines, the downloads.
+    # The numbers are over the head's whole token-level attention, whatever the view: a block's rows are not
+    # distributions, so their entropy or divergence would mean nothing.
+    numbers = st.container(horizontal=True, gap="large")  # wraps on a narrow screen: no number is cut
+    js = analysis.js_divergence(raw_scratch, raw_pretrained).mean()
+    numbers.metric(
+        t("compare.max_difference"), f"{analysis.max_abs_difference(raw_scratch, raw_pretrained):.2e}", width="content"
+    )
+    numbers.metric(t("compare.js"), t("compare.bits", value=f"{js:.4f}"), width="content")
+    numbers.metric(
+        t("compare.entropy_pretrained"),
+        t("compare.bits", value=f"{analysis.row_entropy(raw_pretrained).mean():.3f}"),
+        width="content",
+    )
+    numbers.metric(
+        t("compare.entropy_scratch"),
+        t("compare.bits", value=f"{analysis.row_entropy(raw_scratch).mean():.3f}"),
+        width="content",
+    )
+    if view_matrix is not None:
+        st.caption(t("compare.numbers_tokens"))
+    if variant == Variant.EXACT:
+        worst = cache.parity(loaded, selection.text, selection.pair)
+        where = dict(worst=f"{worst:.1e}", layers=info.num_layers, heads=info.num_heads)
+        if worst <= PARITY_BOUND:
+            st.success(t("compare.parity_ok", **where))
+        else:
+            st.error(t("compare.parity_bad", bound=f"{PARITY_BOUND:g}", **where))
+    elif variant == Variant.ARTICLE_SCALING:
+        st.caption(
+            t(
+                "compare.note_article",
+                hidden=info.hidden_size,
+                head_dim=info.head_dim,
+                factor=f"{info.num_heads**0.5:.2f}",
+            )
+        )
+    elif variant == Variant.NO_SCALING:
+        st.caption(t("compare.note_no_scaling", head_dim=info.head_dim))
+    else:
+        st.caption(t("compare.note_random", seed=int(seed)))
+
+    if focus >= 0:
+        bars = {
+            t("compare.view_pretrained"): pretrained_map[focus, columns],
+            t("compare.view_scratch"): scratch_map[focus, columns],
+        }
+        st.plotly_chart(
+            figures.focus_bars(
+                bars,
+                key_labels[columns],
+                plain(
+                    "compare.bars_title", token=figures.isolate(row_labels[focus]), index=focus
+                ),  # a chart: no Markdown
+                style,
+                columns.start,
+            ),
+            key="focus_bars",
             theme=None,
-            width="content",
             config=config,
         )
-map_column.caption(t("compare.reading", tokens=total))
-
-# Below the screen: the numbers, the token in focus as bars and lines, the downloads.
-# The numbers are over the head's whole token-level attention, whatever the view: a block's rows are not
-# distributions, so their entropy or divergence would mean nothing.
-numbers = st.container(horizontal=True, gap="large")  # wraps on a narrow screen: no number is cut
-js = analysis.js_divergence(raw_scratch, raw_pretrained).mean()
-numbers.metric(
-    t("compare.max_difference"), f"{analysis.max_abs_difference(raw_scratch, raw_pretrained):.2e}", width="content"
-)
-numbers.metric(t("compare.js"), t("compare.bits", value=f"{js:.4f}"), width="content")
-numbers.metric(
-    t("compare.entropy_pretrained"),
-    t("compare.bits", value=f"{analysis.row_entropy(raw_pretrained).mean():.3f}"),
-    width="content",
-)
-numbers.metric(
-    t("compare.entropy_scratch"),
-    t("compare.bits", value=f"{analysis.row_entropy(raw_scratch).mean():.3f}"),
-    width="content",
-)
-if view_matrix is not None:
-    st.caption(t("compare.numbers_tokens"))
-if variant == Variant.EXACT:
-    worst = cache.parity(loaded, selection.text, selection.pair)
-    where = dict(worst=f"{worst:.1e}", layers=info.num_layers, heads=info.num_heads)
-    if worst <= PARITY_BOUND:
-        st.success(t("compare.parity_ok", **where))
-    else:
-        st.error(t("compare.parity_bad", bound=f"{PARITY_BOUND:g}", **where))
-elif variant == Variant.ARTICLE_SCALING:
-    st.caption(
-        t("compare.note_article", hidden=info.hidden_size, head_dim=info.head_dim, factor=f"{info.num_heads**0.5:.2f}")
-    )
-elif variant == Variant.NO_SCALING:
-    st.caption(t("compare.note_no_scaling", head_dim=info.head_dim))
-else:
-    st.caption(t("compare.note_random", seed=int(seed)))
-
-if focus >= 0:
-    bars = {
-        t("compare.view_pretrained"): pretrained_map[focus, columns],
-        t("compare.view_scratch"): scratch_map[focus, columns],
-    }
+    lines_of = scratch_map if view == "scratch" else pretrained_map
+    lines_source = t("compare.view_scratch") if view == "scratch" else t("compare.view_pretrained")
     st.plotly_chart(
-        figures.focus_bars(
-            bars,
+        figures.line_view(
+            lines_of[rows, columns],
+            row_labels[rows],
             key_labels[columns],
-            plain("compare.bars_title", token=figures.isolate(row_labels[focus]), index=focus),  # a chart: no Markdown
+            t("compare.lines_title", source=lines_source),
             style,
+            rows.start,
             columns.start,
+            window["focus"],
         ),
-        key="focus_bars",
+        key="lines",
         theme=None,
         config=config,
     )
-lines_of = scratch_map if view == "scratch" else pretrained_map
-lines_source = t("compare.view_scratch") if view == "scratch" else t("compare.view_pretrained")
-st.plotly_chart(
-    figures.line_view(
-        lines_of[rows, columns],
-        row_labels[rows],
-        key_labels[columns],
-        t("compare.lines_title", source=lines_source),
-        style,
-        rows.start,
-        columns.start,
-        window["focus"],
-    ),
-    key="lines",
-    theme=None,
-    config=config,
-)
-if windowed:
-    st.caption(t("compare.download_full", queries=queries, keys=keys))
-downloads.buttons(pretrained, shown, chart, layer, head, what, tuple(row_labels), tuple(key_labels))
+    if windowed:
+        st.caption(t("compare.download_full", queries=queries, keys=keys))
+    downloads.buttons(pretrained, shown, chart, layer, head, what, tuple(row_labels), tuple(key_labels))
+
+
+@st.fragment
+def _page() -> None:
+    """The page, rerun alone when one of its widgets changes (:mod:`attention_viz.ui.fragment`)."""
+    with fragment.page_body("compare"):
+        _show()
+
+
+_page()
