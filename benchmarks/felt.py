@@ -1,17 +1,18 @@
-"""What a lecturer feels, measured in headless Chromium at 1280 × 720 on a real ``streamlit run app.py``.
+"""#11–#14, what a lecturer feels: measured in headless Chromium at 1280 × 720 on a real ``streamlit run app.py``.
 
-- **head change**: the key press (→, the Head stepper's shortcut) → the main map showing the new head's
-  data, p50 over ``changes`` presses, at 16 and at 512 tokens;
-- **new sentence**: Ctrl+Enter in the Sentence box → the map showing the new sentence, median over
-  8–10-token sentences;
-- **warm first map**: a new browser tab on a warm server, page request → the main map drawn;
-- **Inside a head**: the key press → every chart of the page showing the new head.
+- **#11 head change**: the key press (→, the Head stepper's shortcut) → the main map showing the new head's
+  data, p50 over 15 presses, at 16 and at 512 tokens;
+- **#12 new sentence**: Ctrl+Enter in the Sentence box → the map showing the new sentence, median over
+  seven 10-token sentences;
+- **#13 warm first map**: a new browser (no cache) on a warm server, page request → the main map drawn;
+  baseline: the same navigation's DOMContentLoaded, Streamlit's own scripts loaded;
+- **#14 Inside a head**: the key press → every chart of the page showing the new head.
 
 Each is timed inside the page (``performance.now()``: from the key's ``keydown`` event, or from the
 navigation's start, to the animation frame in which the chart's drawn data has changed), so the
 generator's own scheduling is not counted.
 
-Baseline of each, in the same page and run: plotly.js redrawing the very figure the app sent
+Baseline of #11, #12 and #14, in the same page and run: plotly.js redrawing the very figures the app sent
 (``Plotly.react`` of the chart's own data and layout into a detached div of the same size), that is the
 drawing that no server could save the browser; the ratio says how many drawings the user waits for.
 """
@@ -22,7 +23,7 @@ import statistics
 import sys
 from dataclasses import dataclass, field
 
-from benchmarks.harness import ROOT
+from benchmarks.harness import ROOT, Row, Settings, text_of_tokens
 
 sys.path.insert(0, str(ROOT / "tests"))
 from browser import CHROMIUM_ARGS, IDLE, MAP, MAP_DRAWN, chromium_path, idle  # tests/browser.py
@@ -33,21 +34,25 @@ _SIGNATURE = """el => (el && el._fullData) ? JSON.stringify(el._fullData.map(t =
     : null"""
 
 # Arms a watch: the next keydown (capture phase, before Streamlit sees it) starts the clock; the clock
-# stops in the first animation frame in which every chart at ``selectors`` shows other data than now.
+# stops in the first animation frame in which every chart at ``selectors`` shows other data than now
+# (``selectors`` null: every plotly chart on the page that is drawn now, by its place in the page).
 _ARM_KEY = (
     """selectors => {
     const signature = """
     + _SIGNATURE
     + """;
-    const before = selectors.map(s => signature(document.querySelector(s)));
-    const felt = window.__felt = {start: null, end: null};
+    const charts = () => selectors ? selectors.map(s => document.querySelector(s))
+        : Array.from(document.querySelectorAll('.js-plotly-plot'));
+    const before = charts().map(signature);
+    const watched = before.map((b, i) => i).filter(i => before[i] !== null);
+    const felt = window.__felt = {start: null, end: null, charts: watched.length};
     document.addEventListener('keydown', () => { if (felt.start === null) felt.start = performance.now(); },
         {capture: true, once: true});
     const tick = () => {
-        if (felt.start !== null && selectors.every((s, i) => {
-            const now = signature(document.querySelector(s));
-            return now !== null && now !== before[i];
-        })) { felt.end = performance.now(); return; }
+        const now = felt.start === null ? null : charts().map(signature);
+        if (now && watched.every(i => now[i] !== null && now[i] !== before[i])) {
+            felt.end = performance.now(); return;
+        }
         requestAnimationFrame(tick);
     };
     requestAnimationFrame(tick);
@@ -55,11 +60,7 @@ _ARM_KEY = (
 )
 
 # Redraw the chart at ``selector`` from its own data and layout into a detached div of the same size,
-# ``times`` times; the median milliseconds of one drawing (Streamlit's bundled plotly.js does not leave a
-# global ``Plotly``; the chart's div carries the same library's methods via its ``_context``? no: we find
-# the library on the element's prototype chain through ``el.__proto__`` is not reliable, so the page's
-# own library is reached through the chart's ``_fullLayout._modules``' owner: ``el.layout`` and ``el.data``
-# are redrawn with the library object that plotly.js attaches as ``window.Plotly`` when present.
+# ``times`` times; the median milliseconds of one drawing. Streamlit's plotly.js chunk sets ``window.Plotly``.
 _REDRAW = """async ([selector, times]) => {
     const el = document.querySelector(selector);
     const Plotly = window.Plotly;
@@ -92,9 +93,9 @@ class Felt:
         return statistics.median(self.samples_ms) if self.samples_ms else None
 
 
-def felt_change(page, press, selectors: list[str], timeout_ms: int = 120_000) -> float:
+def felt_change(page, press, selectors: list[str] | None, timeout_ms: int = 120_000) -> float:
     """Milliseconds from the keydown that ``press()`` sends to the frame in which every chart at
-    ``selectors`` shows new data; then waits for the run to end."""
+    ``selectors`` (None: every chart drawn on the page) shows new data; then waits for the run to end."""
     page.evaluate(_ARM_KEY, selectors)
     press()
     page.wait_for_function("() => window.__felt.end !== null", timeout=timeout_ms, polling=50)
@@ -103,9 +104,10 @@ def felt_change(page, press, selectors: list[str], timeout_ms: int = 120_000) ->
     return float(spent)
 
 
-def head_changes(page, changes: int, selectors: list[str] | None = None) -> Felt:
-    """``changes`` presses of → (next head) with the focus outside any text box."""
-    selectors = selectors or [MAP]
+def head_changes(page, changes: int, selectors: list[str] | None = (MAP,)) -> Felt:
+    """``changes`` presses of → (next head) with the focus outside any text box; ``selectors`` as for
+    :func:`felt_change`."""
+    selectors = None if selectors is None else list(selectors)
     felt = Felt()
     for _ in range(changes):
         page.evaluate("() => document.activeElement && document.activeElement.blur()")  # no box has the focus
@@ -134,39 +136,136 @@ def redraw_ms(page, selector: str = MAP, times: int = 7) -> float | None:
     return page.evaluate(_REDRAW, [selector, times])
 
 
-if __name__ == "__main__":  # a quick look: python -m benchmarks.felt [head16 sentence warm head512]
+def _charts_redraw_ms(page) -> float:
+    """The median drawing of every chart drawn on the page now, summed: drawing the page's charts once."""
+    count = page.evaluate("() => document.querySelectorAll('.js-plotly-plot').length")
+    total = 0.0
+    for index in range(count):
+        drawn = page.evaluate(
+            "i => { const el = document.querySelectorAll('.js-plotly-plot')[i]; return !!(el && el._fullData); }", index
+        )
+        if drawn:
+            page.evaluate("i => document.querySelectorAll('.js-plotly-plot')[i].setAttribute('data-felt', i)", index)
+            total += redraw_ms(page, f".js-plotly-plot[data-felt='{index}']", 3) or 0.0
+    return total
+
+
+def _row(
+    id_: str,
+    figure: str,
+    size: str,
+    samples: list[float],
+    baseline: float | None,
+    baseline_name: str,
+    target_ms: float,
+    note: str = "",
+) -> Row:
+    p50 = statistics.median(samples)
+    return Row(
+        id=id_,
+        figure=figure,
+        size=size,
+        ours=p50,
+        ours_unit="ms",
+        baseline=baseline,
+        baseline_unit="ms",
+        baseline_name=baseline_name,
+        ratio=p50 / baseline if baseline else None,
+        target=f"≤ {target_ms:g} ms",
+        passed=p50 <= target_ms,
+        note=note,
+        samples={"ms": [round(x, 1) for x in samples]},
+    )
+
+
+REDRAW = "plotly.js drawing the same chart once, same page"
+
+
+def felt_rows(tokenizer, settings: Settings) -> list[Row]:
+    """#11 head change (16 and 512 tokens; 128 in --quick), #12 new sentence, #13 warm first map, #14 Inside a
+    head, all felt in Chromium on one ``streamlit run app.py``."""
+    from browser import streamlit_server  # tests/browser.py
     from playwright.sync_api import sync_playwright
 
-    from benchmarks.harness import text_of_tokens
-    from browser import streamlit_server
-
-    from attention_viz.models.loading import load_model, BUNDLED_MODEL
-
-    want = set(sys.argv[1:]) or {"head16", "sentence", "warm", "head512"}
-    tok = load_model(BUNDLED_MODEL).tokenizer
-    with streamlit_server(env={"PYTHONPATH": str(ROOT)}) as running, sync_playwright() as pw:
+    changes = 5 if settings.quick else 15
+    long_tokens = 128 if settings.quick else 512
+    rows: list[Row] = []
+    with streamlit_server(env={"PYTHONPATH": str(ROOT)}) as running, sync_playwright() as playwright:
         url = running[0]
-        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 720})
         page.goto(url)
         page.wait_for_selector(MAP_DRAWN, timeout=180_000)
         idle(page)
-        out = {"first_map_cold_page_ms": page.evaluate("() => performance.now()")}
-        if "head16" in want:
-            out["head16"] = head_changes(page, 15).samples_ms
-            out["redraw16"] = redraw_ms(page)
-        if "sentence" in want:
-            sentences = [f"The {w} sat on the mat near the door." for w in ("cat", "dog", "owl", "fox", "hen")]
-            out["sentence"] = [new_sentence(page, s) for s in sentences]
-        if "warm" in want:
-            out["warm_first"] = [first_map(browser, url) for _ in range(3)]
-        if "head512" in want:
-            new_sentence(page, text_of_tokens(tok, 512))
-            out["head512"] = head_changes(page, 15).samples_ms
-            out["redraw512"] = redraw_ms(page)
+        short = head_changes(page, changes)
+        rows.append(
+            _row(
+                "11",
+                "head change felt: → key to the map's new data drawn",
+                "16 tokens",
+                short.samples_ms,
+                redraw_ms(page),
+                REDRAW,
+                100,
+            )
+        )
+        words = ("cat", "dog", "owl", "fox", "hen", "ant", "bee")[: 2 if settings.quick else 7]
+        typed = [new_sentence(page, f"The {word} sat on the mat near the door.") for word in words]
+        rows.append(
+            _row(
+                "12", "new sentence felt: Ctrl+Enter to its map drawn", "10 tokens", typed, redraw_ms(page), REDRAW, 300
+            )
+        )
+        new_sentence(page, text_of_tokens(tokenizer, long_tokens))
+        long = head_changes(page, changes)
+        rows.append(
+            _row(
+                "11",
+                "head change felt: → key to the map's new data drawn",
+                f"{long_tokens} tokens",
+                long.samples_ms,
+                redraw_ms(page),
+                REDRAW,
+                200,
+            )
+        )
+        visits, scripts = [], []
+        for _ in range(1 if settings.quick else 3):
+            context = browser.new_context(viewport={"width": 1280, "height": 720})  # no cache: a new browser
+            tab = context.new_page()
+            tab.goto(url, wait_until="commit")
+            tab.wait_for_selector(MAP_DRAWN, timeout=180_000)
+            visits.append(float(tab.evaluate("() => performance.now()")))
+            scripts.append(
+                float(tab.evaluate("() => performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd"))
+            )
+            context.close()
+        rows.append(
+            _row(
+                "13",
+                "first map in a new browser on a warm server: page request to the map drawn",
+                "opening sentence",
+                visits,
+                statistics.median(scripts),
+                "the same page's own scripts loaded (DOMContentLoaded)",
+                1000,
+            )
+        )
+        page.goto(url + "/?page=inside")
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=90_000)
+        idle(page)
+        inside = head_changes(page, changes, None)
+        charts = page.evaluate("() => window.__felt.charts")
+        rows.append(
+            _row(
+                "14",
+                "Inside a head felt: → key to every chart's new data drawn",
+                f"{charts} charts",
+                inside.samples_ms,
+                _charts_redraw_ms(page),
+                "plotly.js drawing each of its charts once",
+                200,
+            )
+        )
         browser.close()
-    for k, v in out.items():
-        if isinstance(v, list):
-            print(k, "p50", round(statistics.median(v)), [round(x) for x in v])
-        else:
-            print(k, v)
+    return rows

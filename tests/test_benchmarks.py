@@ -23,7 +23,7 @@ def test_quick_suite_runs_and_writes_valid_results(tmp_path, capsys):
     assert results["mode"] == "quick"
     assert results["machine"]["cpus"] >= 1 and results["versions"]["torch"] and results["date"]
     rows = results["results"]
-    assert {row["id"] for row in rows} == {"1", "2", "3", "4", "5", "6", "7", "8", "9"}
+    assert {row["id"] for row in rows} == {"1", "2", "3", "4", "5", "6", "7", "8", "9", "11", "12", "13", "14"}
     failed = [row for row in rows if row["note"].startswith("failed")]
     assert not failed, failed
     for row in rows:
@@ -38,6 +38,9 @@ def test_quick_suite_runs_and_writes_valid_results(tmp_path, capsys):
     assert importance["samples"]["max_abs_difference"] <= 1e-6  # the same values as one forward per head
     inside = next(row for row in rows if row["id"] == "9")
     assert inside["baseline"] == 0 and len(inside["samples"]["seconds"]) >= 3  # no forward on a head change
+    felt = [row for row in rows if row["id"] in {"11", "12", "13", "14"}]  # in Chromium: a drawing is the baseline
+    assert len(felt) == 5 and all(row["ours_unit"] == "ms" and row["baseline"] > 0 for row in felt), felt
+    assert all(len(row["samples"]["ms"]) >= 1 for row in felt)
     encoder = next(row for row in rows if row["id"] == "2")
     assert encoder["samples"]["max_abs_difference"] <= 1e-5
     sizes = {row["size"] for row in rows if row["id"] == "4"}

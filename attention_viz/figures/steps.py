@@ -13,20 +13,31 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attention_viz.figures import plotting
-from attention_viz.figures.heatmaps import unique_labels
+from attention_viz.figures.heatmaps import label_room, unique_labels
+from attention_viz.figures.layout import text_width
 
 VECTOR_COLORSCALE = "RdBu_r"
 MASKED_COLOR = "#bbbbbb"
+FONT_SIZE = 12  # plotly's default: the ticks and axis titles of these figures
+# The margins are reserved from the labels' widths (no plotly automargin: it draws a chart twice, and a page
+# of eight of these charts waited for sixteen drawings on a head change).
+TICK_ROOM = 2 * FONT_SIZE + 8  # a row of horizontal tick labels (numbers) with its gap
+TITLE_ROOM = 2 * FONT_SIZE  # an axis title with its gap
 
 
-def _layout(title: str, height: int, xaxis: dict, yaxis: dict) -> dict:
+def _layout(title: str, height: int, xaxis: dict, yaxis: dict, left: int, bottom: int) -> dict:
     return {
         "title": {"text": title, "x": 0, "xanchor": "left", "font": {"size": 13}},
         "height": height,
-        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+        "margin": {"l": left, "r": 10, "t": 40, "b": bottom},
         "xaxis": xaxis,
         "yaxis": yaxis,
     }
+
+
+def _number_room(*values: float) -> int:
+    """Pixels for tick labels of numbers up to these values (plotly writes about 4 significant digits)."""
+    return int(max(text_width(f"{value:.4g}", FONT_SIZE) for value in (*values, 0.0))) + 12
 
 
 def step_heatmap(matrix: np.ndarray, row_labels: Sequence[str], title: str, column_title: str = "") -> go.Figure:
@@ -58,8 +69,11 @@ def step_heatmap(matrix: np.ndarray, row_labels: Sequence[str], title: str, colu
         # a short chart has room for few colour-bar ticks: about one per 30 px of plot, never touching
         "colorbar": {"thickness": 10, "nticks": max(2, (height - 80) // 30)},
     }
-    yaxis = {"type": "category", "autorange": "reversed", "automargin": True, "dtick": 1}
-    return plotting.figure([trace], _layout(title, height, {"title": {"text": column_title}}, yaxis))
+    yaxis = {"type": "category", "autorange": "reversed", "automargin": False, "dtick": 1}
+    left = label_room(row_labels, FONT_SIZE) + 10
+    bottom = TICK_ROOM + (TITLE_ROOM if column_title else 0)
+    xaxis = {"title": {"text": column_title}, "automargin": False}
+    return plotting.figure([trace], _layout(title, height, xaxis, yaxis, left, bottom))
 
 
 def key_bars(
@@ -107,8 +121,11 @@ def key_bars(
         "cliponaxis": False,
         "hovertemplate": "%{x}: %{text}<extra></extra>",
     }
-    xaxis = {"type": "category", "tickangle": -90, "automargin": True}
+    xaxis = {"type": "category", "tickangle": -90, "automargin": False}
     low, high = min(0.0, float(shown.min(initial=0.0))), max(0.0, float(shown.max(initial=0.0)))
     room = 0.35 * ((high - low) or 1.0)  # above and below the bars: their upright numbers stay off the labels
-    yaxis = {"zeroline": True, "range": [low - room if low < 0 else low, high + room if high > 0 else high]}
-    return plotting.figure([trace], _layout(title, 300, xaxis, yaxis))
+    bounds = [low - room if low < 0 else low, high + room if high > 0 else high]
+    yaxis = {"zeroline": True, "range": bounds, "automargin": False}
+    left = _number_room(*bounds) + 10
+    bottom = label_room(labels, FONT_SIZE) + 10
+    return plotting.figure([trace], _layout(title, 300, xaxis, yaxis, left, bottom))
