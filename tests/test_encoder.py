@@ -139,3 +139,15 @@ def test_random_variant_is_reproducible_from_its_seed(bundled):
     # untrained BERT (std 0.02) attends almost uniformly: entropy near log(5)
     entropy = -(first.weights * np.log(first.weights)).sum(-1)
     assert entropy.mean() > 0.98 * np.log(5)
+
+
+def test_the_loaded_encoder_shares_the_checkpoints_weights_and_no_run_changes_them(bundled):
+    """No second copy of the weights (90 MB for the bundled model): every parameter of the from-scratch encoder
+    lies in the transformers model's memory; and running every variant leaves those weights as loaded."""
+    checkpoint = {parameter.data_ptr() for parameter in bundled.model.parameters()}
+    assert all(parameter.data_ptr() in checkpoint for parameter in bundled.encoder.parameters())
+    before = [parameter.detach().clone() for parameter in bundled.model.parameters()]
+    for variant in Variant:
+        extract(bundled, "The cat sat on the mat.", source="scratch", variant=variant.value, seed=1)
+    extract(bundled, "The cat sat on the mat.")
+    assert all(torch.equal(a, b) for a, b in zip(before, bundled.model.parameters(), strict=True))

@@ -137,8 +137,33 @@ def _encoding(_loaded: LoadedModel, model_name: str, text: str, pair: str | None
     return _read_only(extraction.encode(_loaded.tokenizer, text, pair, _loaded.info.max_positions, limits, types))
 
 
-# 32 entries bound the memory: a 512-token result of the bundled model is 75 MB.
+def _attention(_loaded: LoadedModel, _encoding: Encoding, source: str, variant: str, seed: int) -> AttentionResult:
+    return _read_only(extraction.extract_encoded(_loaded, _encoding, source, variant, seed))
+
+
+# Three caches by input length, so that a class of short sentences is never pushed out by a few long texts:
+# a result is layers x heads x tokens^2 float32 (the bundled model: 0.66 MB at 48 tokens, 7.4 MB at 160 and
+# 75 MB at 512), and the entries bound each cache's memory: at most about 130 MB, 240 MB and 600 MB for the
+# bundled model. Forty students with a sentence each hold 80 short results (pretrained and from scratch); with
+# one cache of 32 entries every head change of theirs ran the model twice again.
+SHORT_TOKENS, MEDIUM_TOKENS = 48, 160
+
+
+@st.cache_resource(max_entries=192, ttl=RESULT_TTL, show_spinner="Running the model…")
+def _short(_loaded, model_name, text, pair, source, variant, seed, limits, _encoding) -> AttentionResult:
+    return _attention(_loaded, _encoding, source, variant, seed)
+
+
 @st.cache_resource(max_entries=32, ttl=RESULT_TTL, show_spinner="Running the model…")
+def _medium(_loaded, model_name, text, pair, source, variant, seed, limits, _encoding) -> AttentionResult:
+    return _attention(_loaded, _encoding, source, variant, seed)
+
+
+@st.cache_resource(max_entries=8, ttl=RESULT_TTL, show_spinner="Running the model…")
+def _long(_loaded, model_name, text, pair, source, variant, seed, limits, _encoding) -> AttentionResult:
+    return _attention(_loaded, _encoding, source, variant, seed)
+
+
 def attention(
     _loaded: LoadedModel,
     model_name: str,
@@ -154,9 +179,19 @@ def attention(
 
     ``_loaded`` and ``_encoding`` (the encoding of ``text`` and ``pair`` under ``limits``) are not
     hashed; the rest is the key. The result's arrays are not writeable: copy one
-    (``np.array(result.weights)``) before changing it.
+    (``np.array(result.weights)``) before changing it. ``attention.clear()`` empties every length's cache.
     """
-    return _read_only(extraction.extract_encoded(_loaded, _encoding, source, variant, seed))
+    tokens = _encoding.num_tokens
+    tier = _short if tokens <= SHORT_TOKENS else _medium if tokens <= MEDIUM_TOKENS else _long
+    return tier(_loaded, model_name, text, pair, source, variant, seed, limits, _encoding)
+
+
+def _clear_attention() -> None:
+    for tier in (_short, _medium, _long):
+        tier.clear()
+
+
+attention.clear = _clear_attention
 
 
 def pretrained(loaded: LoadedModel, text: str, pair: str | None) -> AttentionResult:
