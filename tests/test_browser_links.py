@@ -41,3 +41,37 @@ def test_a_shared_link_opens_the_same_head_and_language(server, chromium):
     _sees_inside_layer4_head7_in_chinese(other)
     other.close()
     page.close()
+
+
+def test_a_head_change_that_reruns_only_the_page_keeps_the_address_and_the_open_link_box_true(server, chromium):
+    """Compare's body is a fragment: a head change reruns it alone. The address bar must still follow the
+    view, and an open "link to this view" box (in the sidebar, outside the fragment) must show the new head."""
+    url, _, _ = server
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(f"{url}/?layer=2&head=3")
+    expect(page.get_by_role("heading", name="Layer 2, head 3")).to_be_visible(timeout=90_000)
+    page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("ArrowRight")  # the box is closed: the fragment alone reruns
+    expect(page.get_by_role("heading", name="Layer 2, head 4")).to_be_visible(timeout=60_000)
+    expect(page).to_have_url(re.compile(r"head=4"), timeout=60_000)
+    page.get_by_text("Link to this view").click()
+    box = page.locator("[data-testid='stSidebar'] code", has_text=url).first
+    expect(box).to_contain_text("head=4", timeout=60_000)
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("ArrowRight")  # the box is open: the whole app reruns, the link follows
+    expect(page.get_by_role("heading", name="Layer 2, head 5")).to_be_visible(timeout=60_000)
+    expect(box).to_contain_text("head=5", timeout=60_000)
+    expect(page).to_have_url(re.compile(r"head=5"), timeout=60_000)
+    page.close()
+
+
+def test_every_page_asks_the_browser_for_plotly_js_at_once(server):
+    """The page's HTML names Streamlit's plotly.js chunk as a module to preload, and the chunk is served."""
+    import urllib.request
+
+    url, _, _ = server
+    html = urllib.request.urlopen(f"{url}/all_heads", timeout=30).read().decode()
+    found = re.findall(r'<link rel="modulepreload" crossorigin href="\./(static/js/PlotlyChart\.[\w-]+\.js)">', html)
+    assert len(found) == 1 and html.index(found[0]) < html.index("</head>")
+    assert urllib.request.urlopen(f"{url}/{found[0]}", timeout=30).status == 200
