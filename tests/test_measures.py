@@ -108,3 +108,21 @@ def test_entropy_of_a_one_hot_row_is_plus_zero():
     entropy = row_entropy(np.array([[1.0, 0.0, 0.0]]))
     assert not np.signbit(entropy[0]) and f"{entropy[0]:.3f}" == "0.000"
     assert row_entropy(np.full((1, 4), 0.25))[0] == 2.0
+
+
+def test_max_abs_difference_over_blocks_finds_the_largest_entry_anywhere_and_keeps_nan():
+    """The difference is taken block by block (a million entries each): the largest entry counts wherever it
+    lies, in float64, a NaN anywhere gives NaN, and shapes broadcast as NumPy's do."""
+    from attention_viz.analysis.measures import _BLOCK
+
+    a = np.zeros(2 * _BLOCK + 7, dtype=np.float32)
+    b = np.zeros_like(a)
+    for where in (0, _BLOCK - 1, _BLOCK, a.size - 1):
+        b[:] = 0
+        b[where] = np.float32(0.1)
+        assert max_abs_difference(a, b) == float(np.float32(0.1))  # float64 of the float32 entry, exactly
+    b[_BLOCK + 3] = np.nan
+    assert np.isnan(max_abs_difference(a, b))
+    assert max_abs_difference(np.ones((2, 3)), np.array([1.0, 1.5, 0.0])) == 1.0
+    with pytest.raises(ValueError):
+        max_abs_difference(np.zeros(0), np.zeros(0))
