@@ -52,12 +52,18 @@ def scratch_attention(encoder: BertEncoder, encoding: Encoding, scaling: float |
         float32 ``(layers, heads, query, key)``.
     """
     inputs = model_inputs(encoding)
-    with torch.inference_mode():
-        output = encoder(inputs["input_ids"], inputs["token_type_ids"], inputs["attention_mask"], scaling)
     config = encoder.config
-    return validate_attentions(
-        output.attentions, config.num_hidden_layers, config.num_attention_heads, encoding.num_tokens
-    )
+    shape = (config.num_hidden_layers, config.num_attention_heads, encoding.num_tokens, encoding.num_tokens)
+    weights = np.empty(shape, dtype=np.float32)  # each layer goes here as it finishes: no second copy
+    with torch.inference_mode():
+        output = encoder(
+            inputs["input_ids"],
+            inputs["token_type_ids"],
+            inputs["attention_mask"],
+            scaling,
+            attentions_out=torch.from_numpy(weights)[:, None],
+        )
+    return validate_attentions(output.attentions, *shape[:3], into=weights)
 
 
 def extract(
