@@ -118,6 +118,9 @@ def corpus(size: int) -> list[str]:
     return out
 
 
+LOAD_AT_START = os.getloadavg()  # when ``python -m benchmarks`` imports this, before any measurement
+
+
 def machine() -> dict:
     info = {
         "platform": platform.platform(),
@@ -130,7 +133,8 @@ def machine() -> dict:
             if line.startswith("model name"):
                 info["cpu_model"] = line.split(":", 1)[1].strip()
                 break
-        info["load_average_at_start"] = os.getloadavg()
+        info["load_average_at_start"] = LOAD_AT_START
+        info["load_average_at_end"] = os.getloadavg()
     except OSError:
         pass
     return info
