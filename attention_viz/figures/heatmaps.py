@@ -78,7 +78,7 @@ def _top(style: MapStyle) -> int:
 
 def _left(labels: Sequence[str], style: MapStyle) -> int:
     """The left margin (px): the query labels, then the axis title written upwards (a CJK line's height)."""
-    return label_room(labels, style.font_size) + 2 * style.font_size + 14
+    return label_room(labels, style.font_size) + 2 * style.font_size + 8
 
 
 def _bottom(keys: Sequence[str], style: MapStyle) -> int:

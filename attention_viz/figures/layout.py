@@ -68,7 +68,7 @@ FONT_FAMILY = "Arial, 'Liberation Sans', Helvetica, sans-serif"
 _NARROW = frozenset(" !'(),-./:;I[]fijlrt|’")
 _WIDE = frozenset("#%&@MWmw…")
 _UPPER_OR_DIGIT = 0.72
-_OTHER = 0.58
+_OTHER = 0.56
 
 
 def _glyph_width(char: str) -> float:
