@@ -128,3 +128,16 @@ def test_an_over_long_text_is_refused_before_it_is_hashed_or_tokenised(tiny, mon
         with pytest.raises(InputError) as refused:
             call()
         assert refused.value.code == "too_long"
+
+
+def test_a_class_of_short_sentences_stays_cached_beside_long_texts(bundled, fresh):
+    """Forty students' sentences (pretrained and from scratch: 80 results) all stay cached, and long texts
+    go to a cache of their own, so they cannot push the short ones out."""
+    sentences = [f"Student {i} watched the owl number {i}." for i in range(40)]
+    first = {s: (cache.pretrained(bundled, s, None), cache.scratch(bundled, s, None, "exact", 0)) for s in sentences}
+    long_text = " ".join(["the owl watched the fox"] * 30)  # about 150 tokens
+    for seed in range(10):  # more long results than the long texts' cache holds
+        cache.scratch(bundled, long_text, None, "random", seed)
+    for sentence, (pretrained, scratch) in first.items():
+        assert cache.pretrained(bundled, sentence, None) is pretrained
+        assert cache.scratch(bundled, sentence, None, "exact", 0) is scratch

@@ -146,6 +146,7 @@ def _attention(_loaded: LoadedModel, _encoding: Encoding, source: str, variant: 
 # 75 MB at 512), and the entries bound each cache's memory: at most about 130 MB, 240 MB and 600 MB for the
 # bundled model. Forty students with a sentence each hold 80 short results (pretrained and from scratch); with
 # one cache of 32 entries every head change of theirs ran the model twice again.
+# Three functions, not one cached three ways: Streamlit keys a cache by the function's name and code.
 SHORT_TOKENS, MEDIUM_TOKENS = 48, 160
 
 
