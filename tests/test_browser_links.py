@@ -71,7 +71,31 @@ def test_every_page_asks_the_browser_for_plotly_js_at_once(server):
     import urllib.request
 
     url, _, _ = server
-    html = urllib.request.urlopen(f"{url}/all_heads", timeout=30).read().decode()
-    found = re.findall(r'<link rel="modulepreload" crossorigin href="\./(static/js/PlotlyChart\.[\w-]+\.js)">', html)
-    assert len(found) == 1 and html.index(found[0]) < html.index("</head>")
+    with urllib.request.urlopen(f"{url}/all_heads", timeout=30) as response:
+        html = response.read()
+        assert int(response.headers["content-length"]) == len(html) and response.headers.get("etag") is None
+    found = re.findall(r'<link rel="modulepreload" crossorigin href="\./(static/js/PlotlyChart\.[\w-]+\.js)">', html.decode())
+    assert len(found) == 1 and html.decode().index(found[0]) < html.decode().index("</head>")
     assert urllib.request.urlopen(f"{url}/{found[0]}", timeout=30).status == 200
+    head = urllib.request.urlopen(urllib.request.Request(f"{url}/all_heads", method="HEAD"), timeout=30)
+    assert int(head.headers["content-length"]) == len(html)  # what a GET of the page sends
+
+
+def test_stepping_off_an_example_empties_the_examples_box_so_it_can_be_chosen_again(server, chromium):
+    """The Examples box (in the sidebar) shows an example only while the view is on its head. A head change
+    reruns only the page, so the app reruns whole when the box would be out of date."""
+    url, _, _ = server
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(url)
+    expect(page.get_by_role("heading", name="Layer 3, head 1")).to_be_visible(timeout=90_000)
+    examples = page.get_by_role("combobox", name="Examples", exact=True)
+    expect(examples).to_have_value("Pronoun", timeout=60_000)
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("ArrowRight")
+    expect(page.get_by_role("heading", name="Layer 3, head 2")).to_be_visible(timeout=60_000)
+    expect(examples).to_have_value("", timeout=60_000)
+    examples.click()
+    page.get_by_role("option", name="Pronoun", exact=True).click()
+    expect(page.get_by_role("heading", name="Layer 3, head 1")).to_be_visible(timeout=60_000)
+    expect(examples).to_have_value("Pronoun", timeout=60_000)
+    page.close()

@@ -125,3 +125,14 @@ def test_grid_of_short_input_is_full_size():
     figure = head_grid(weights)
     assert len(figure.data) == 6 + 1
     assert np.array_equal(figure.data[1 * 3 + 2].z, weights[1, 2])
+
+
+def test_label_widths_count_wide_characters_and_emoji_as_wider():
+    """The margins are reserved from estimated label widths (no plotly automargin): CJK counts a font size
+    per character, an emoji more (Noto Color Emoji draws it about 1.2 font sizes wide), marks nothing."""
+    from attention_viz.figures.layout import text_width
+
+    assert text_width("我喜欢", 12) == 36
+    assert text_width("\U0001F600", 12) >= 1.2 * 12
+    assert text_width("e\u0301", 12) == text_width("e", 12)  # a combining accent adds no width
+    assert text_width("\u2068ab\u2069", 10) == text_width("ab", 10)  # bidi isolates add none either

@@ -118,3 +118,18 @@ def test_layer_and_head_out_of_range_name_the_valid_range(tiny_model):
         steps.head_vectors(tiny_model.encoder, hidden, 0, heads)
     with pytest.raises(IndexError, match=f"0-{layers - 1}"):
         steps.layer_input(tiny_model.encoder, encoding, -1)
+
+
+def test_step_figures_shorten_long_labels_and_keep_the_bars_readable():
+    """A 120-character token (an [UNK] piece) is written shortened on the step charts' axes, as on the map,
+    and the bar chart grows below rather than squeezing its bars."""
+    from attention_viz.figures.steps import BAR_PLOT_HEIGHT, key_bars, step_heatmap
+
+    labels = ["[CLS]", "W" * 120, "[SEP]"]
+    bars = key_bars(np.array([0.2, 0.5, 0.3]), labels, "weights").to_plotly_json()["layout"]
+    assert max(len(text) for text in bars["xaxis"]["ticktext"]) <= 22  # 20 characters and the bidi isolates
+    margin = bars["margin"]
+    assert bars["height"] - margin["t"] - margin["b"] >= BAR_PLOT_HEIGHT
+    heat = step_heatmap(np.ones((3, 4)), labels, "keys").to_plotly_json()["layout"]
+    assert max(len(text) for text in heat["yaxis"]["ticktext"]) <= 22
+    assert heat["margin"]["l"] < 300  # room for 20 wide characters (256 px), not for 120

@@ -108,12 +108,18 @@ def side_for_width(width: int, labels: Sequence[str], style: MapStyle = NORMAL) 
     return max(80, width - _left(labels, style) - _RIGHT)
 
 
-def _axis(labels: Sequence[str], title: str, style: MapStyle) -> dict:
+def category_ticks(labels: Sequence[str]) -> dict:
+    """A category axis's tick settings for ``labels`` (as :func:`unique_labels` names the rows): one tick
+    per label, never thinned by plotly, written shortened (:func:`~attention_viz.figures.layout.shorten_label`)
+    where a label is longer than the axis keeps; the hover still shows it whole."""
     short = [shorten_label(label) for label in labels]
-    # one tick per row and column, never thinned by plotly; the shortened text only where it differs
-    ticks = {"tickmode": "linear", "tick0": 0, "dtick": 1}
-    if short != list(labels):
-        ticks = {"tickmode": "array", "tickvals": unique_labels(labels), "ticktext": [isolate(s) for s in short]}
+    if short == list(labels):
+        return {"tickmode": "linear", "tick0": 0, "dtick": 1}
+    return {"tickmode": "array", "tickvals": unique_labels(labels), "ticktext": [isolate(s) for s in short]}
+
+
+def _axis(labels: Sequence[str], title: str, style: MapStyle) -> dict:
+    ticks = category_ticks(labels)
     return {
         "title": {"text": title, "font": {"size": style.font_size}},
         "type": "category",

@@ -78,7 +78,9 @@ def _glyph_width(char: str) -> float:
         return 1.0
     if unicodedata.category(char) in ("Mn", "Me", "Cf"):  # combining marks, isolates, zero-width joiners
         return 0.0
-    if unicodedata.east_asian_width(char) in ("W", "F"):  # CJK, full-width forms, most emoji
+    if unicodedata.category(char) == "So" and ord(char) > 0x2000:  # emoji and other symbols: Noto Color Emoji
+        return 1.3
+    if unicodedata.east_asian_width(char) in ("W", "F"):  # CJK, full-width forms
         return 1.0
     if char.isupper() or char.isdigit():
         return _UPPER_OR_DIGIT

@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attention_viz.figures import plotting
-from attention_viz.figures.heatmaps import label_room, unique_labels
+from attention_viz.figures.heatmaps import category_ticks, label_room, unique_labels
 from attention_viz.figures.layout import text_width
 
 VECTOR_COLORSCALE = "RdBu_r"
@@ -23,6 +23,7 @@ FONT_SIZE = 12  # plotly's default: the ticks and axis titles of these figures
 # of eight of these charts waited for sixteen drawings on a head change).
 TICK_ROOM = 2 * FONT_SIZE + 8  # a row of horizontal tick labels (numbers) with its gap
 TITLE_ROOM = 2 * FONT_SIZE  # an axis title with its gap
+BAR_PLOT_HEIGHT = 200  # px of a bar chart's plot area, whatever its labels take below it
 
 
 def _layout(title: str, height: int, xaxis: dict, yaxis: dict, left: int, bottom: int) -> dict:
@@ -69,7 +70,7 @@ def step_heatmap(matrix: np.ndarray, row_labels: Sequence[str], title: str, colu
         # a short chart has room for few colour-bar ticks: about one per 30 px of plot, never touching
         "colorbar": {"thickness": 10, "nticks": max(2, (height - 80) // 30)},
     }
-    yaxis = {"type": "category", "autorange": "reversed", "automargin": False, "dtick": 1}
+    yaxis = {"type": "category", "autorange": "reversed", "automargin": False, **category_ticks(row_labels)}
     left = label_room(row_labels, FONT_SIZE) + 10
     bottom = TICK_ROOM + (TITLE_ROOM if column_title else 0)
     xaxis = {"title": {"text": column_title}, "automargin": False}
@@ -121,11 +122,12 @@ def key_bars(
         "cliponaxis": False,
         "hovertemplate": "%{x}: %{text}<extra></extra>",
     }
-    xaxis = {"type": "category", "tickangle": -90, "automargin": False}
+    xaxis = {"type": "category", "tickangle": -90, "automargin": False, **category_ticks(labels)}
     low, high = min(0.0, float(shown.min(initial=0.0))), max(0.0, float(shown.max(initial=0.0)))
     room = 0.35 * ((high - low) or 1.0)  # above and below the bars: their upright numbers stay off the labels
     bounds = [low - room if low < 0 else low, high + room if high > 0 else high]
     yaxis = {"zeroline": True, "range": bounds, "automargin": False}
     left = _number_room(*bounds) + 10
     bottom = label_room(labels, FONT_SIZE) + 10
-    return plotting.figure([trace], _layout(title, 300, xaxis, yaxis, left, bottom))
+    height = max(300, 40 + BAR_PLOT_HEIGHT + bottom)  # long labels take room below, never from the bars
+    return plotting.figure([trace], _layout(title, height, xaxis, yaxis, left, bottom))

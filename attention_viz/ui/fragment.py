@@ -4,8 +4,9 @@ a token in focus) reruns the body alone, not the sidebar, the navigation and the
 That is most of what a head change costs the server besides the page itself, and the browser then
 replaces only the body's elements. What the full run does around a page, a fragment rerun does here:
 the view goes into the address, a failed callback is told, an unexpected error is one message (see
-:mod:`attention_viz.ui.recovery`). The sidebar's "link to this view" box shows the view's link, so
-while it is open a change reruns the whole app instead, to keep the link true.
+:mod:`attention_viz.ui.recovery`). Two parts of the sidebar follow the view: the "link to this view"
+box, while it is open, and the Examples box, which shows an example only while the view is on its
+layer and head. When either would be out of date, the change reruns the whole app instead.
 
 Source: Streamlit's ``st.fragment`` (a fragment's widgets rerun only the fragment).
 """
@@ -17,15 +18,15 @@ from collections.abc import Iterator
 
 import streamlit as st
 
-from attention_viz.ui import recovery, sharing, state
+from attention_viz.ui import presets_ui, recovery, sharing, state
 
 
 @contextlib.contextmanager
 def page_body(page: str) -> Iterator[None]:
     """Run a page's body (inside the function that ``st.fragment`` wraps)."""
     if state.begin_fragment_run(page):
-        if st.session_state.get(sharing.SHARE_OPEN):
-            st.rerun(scope="app")  # the link box in the sidebar must show the new view
+        if st.session_state.get(sharing.SHARE_OPEN) or presets_ui.picker_is_stale():
+            st.rerun(scope="app")  # the sidebar must show the new view
         state.write_url(page)
         recovery.callback_note()
     with recovery.on_error(page):

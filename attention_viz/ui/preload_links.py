@@ -37,23 +37,31 @@ def with_links(html: bytes) -> bytes:
 
 
 class PreloadLinks:
-    """ASGI middleware: adds :func:`links` to every HTML page the server sends (``text/html`` responses)."""
+    """ASGI middleware: adds :func:`links` to every whole HTML page the server sends (a ``200`` ``text/html``
+    response to ``GET`` or ``HEAD``). Its length is corrected and its ``ETag`` dropped (the body is not the
+    file's any more); a partial response (``206``) is passed on as it is."""
 
     def __init__(self, app) -> None:
         self.app = app
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http" or scope.get("method") != "GET" or not links():
+        method = scope.get("method")
+        if scope["type"] != "http" or method not in ("GET", "HEAD") or not links():
             await self.app(scope, receive, send)
             return
         start: dict | None = None
         body: list[bytes] = []
 
+        def headers_for(length: int) -> list:
+            kept = [(k, v) for k, v in start.get("headers", []) if k not in (b"content-length", b"etag")]
+            return [*kept, (b"content-length", str(length).encode())]
+
         async def rewrite(message) -> None:
             nonlocal start
             if message["type"] == "http.response.start":
                 headers = dict(message.get("headers", []))
-                if headers.get(b"content-type", b"").startswith(b"text/html") and b"content-encoding" not in headers:
+                html = headers.get(b"content-type", b"").startswith(b"text/html")
+                if message.get("status") == 200 and html and b"content-encoding" not in headers:
                     start = message  # held until the whole body is here
                     return
                 await send(message)
@@ -61,10 +69,13 @@ class PreloadLinks:
                 body.append(message.get("body", b""))
                 if message.get("more_body"):
                     return
+                if method == "HEAD":  # no body to rewrite: the length the GET's rewritten body has
+                    length = int(dict(start.get("headers", [])).get(b"content-length", b"0")) + len(links())
+                    await send({**start, "headers": headers_for(length)})
+                    await send({"type": "http.response.body", "body": b""})
+                    return
                 html = with_links(b"".join(body))
-                headers = [(k, v) for k, v in start.get("headers", []) if k != b"content-length"]
-                headers.append((b"content-length", str(len(html)).encode()))
-                await send({**start, "headers": headers})
+                await send({**start, "headers": headers_for(len(html))})
                 await send({"type": "http.response.body", "body": html})
             else:
                 await send(message)

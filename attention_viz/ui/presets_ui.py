@@ -28,20 +28,36 @@ def active() -> presets.Preset | None:
     return next((p for p in presets.load() if p.text == s["text"] and p.pair == (s["pair"] or "")), None)
 
 
+def _titles_and_widget() -> tuple[dict, str]:
+    titles = {p.id: Markdown(p.title[language()]) for p in presets.load()}  # the project's own words
+    return titles, state.widget_key("example", titles.values())
+
+
+def _shown() -> str | None:
+    """The example the box should show: the one whose text, layer and head the view is on."""
+    current = active()
+    on_it = current is not None and (st.session_state["layer"], st.session_state["head"]) == (
+        current.layer,
+        current.head,
+    )
+    return current.id if on_it else None
+
+
+def picker_is_stale() -> bool:
+    """Whether the box, drawn in the last whole run, shows another example than the view is on now (a page
+    that reran alone moved the layer or head; see :mod:`attention_viz.ui.fragment`)."""
+    _, widget = _titles_and_widget()
+    return widget in st.session_state and st.session_state[widget] != _shown()
+
+
 def picker() -> None:
     """One box of examples; it shows the example the view is on (its text, layer and head), else none.
 
     Once the text is edited or the view steps to another head the box is empty, so choosing the same
     example again goes back to its head.
     """
-    titles = {p.id: Markdown(p.title[language()]) for p in presets.load()}  # the project's own words
-    widget = state.widget_key("example", titles.values())
-    current = active()
-    on_it = current is not None and (st.session_state["layer"], st.session_state["head"]) == (
-        current.layer,
-        current.head,
-    )
-    shown = current.id if on_it else None
+    titles, widget = _titles_and_widget()
+    shown = _shown()
     if widget not in st.session_state or st.session_state[widget] != shown:
         st.session_state[widget] = shown
     st.selectbox(
