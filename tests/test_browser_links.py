@@ -74,8 +74,9 @@ def test_every_page_asks_the_browser_for_plotly_js_at_once(server):
     with urllib.request.urlopen(f"{url}/all_heads", timeout=30) as response:
         html = response.read()
         assert int(response.headers["content-length"]) == len(html) and response.headers.get("etag") is None
-    found = re.findall(r'<link rel="modulepreload" crossorigin href="\./(static/js/PlotlyChart\.[\w-]+\.js)">', html.decode())
-    assert len(found) == 1 and html.decode().index(found[0]) < html.decode().index("</head>")
+    page = html.decode()
+    found = re.findall(r'<link rel="modulepreload" crossorigin href="\./(static/js/PlotlyChart\.[\w-]+\.js)">', page)
+    assert len(found) == 1 and page.index(found[0]) < page.index("</head>")
     assert urllib.request.urlopen(f"{url}/{found[0]}", timeout=30).status == 200
     head = urllib.request.urlopen(urllib.request.Request(f"{url}/all_heads", method="HEAD"), timeout=30)
     assert int(head.headers["content-length"]) == len(html)  # what a GET of the page sends

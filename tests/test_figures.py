@@ -133,6 +133,6 @@ def test_label_widths_count_wide_characters_and_emoji_as_wider():
     from attention_viz.figures.layout import text_width
 
     assert text_width("我喜欢", 12) == 36
-    assert text_width("\U0001F600", 12) >= 1.2 * 12
+    assert text_width("\U0001f600", 12) >= 1.2 * 12
     assert text_width("e\u0301", 12) == text_width("e", 12)  # a combining accent adds no width
     assert text_width("\u2068ab\u2069", 10) == text_width("ab", 10)  # bidi isolates add none either
