@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import statistics
 import sys
-from dataclasses import dataclass, field
 
 from benchmarks.harness import ROOT, Row, Settings, text_of_tokens
 
@@ -82,17 +81,6 @@ _REDRAW = """async ([selector, times]) => {
 }"""
 
 
-@dataclass
-class Felt:
-    """Milliseconds felt for one kind of change (every sample kept)."""
-
-    samples_ms: list[float] = field(default_factory=list)
-
-    @property
-    def p50(self) -> float | None:
-        return statistics.median(self.samples_ms) if self.samples_ms else None
-
-
 def felt_change(page, press, selectors: list[str] | None, timeout_ms: int = 120_000) -> float:
     """Milliseconds from the keydown that ``press()`` sends to the frame in which every chart at
     ``selectors`` (None: every chart drawn on the page) shows new data; then waits for the run to end."""
@@ -104,15 +92,15 @@ def felt_change(page, press, selectors: list[str] | None, timeout_ms: int = 120_
     return float(spent)
 
 
-def head_changes(page, changes: int, selectors: list[str] | None = (MAP,)) -> Felt:
+def head_changes(page, changes: int, selectors: list[str] | None = (MAP,)) -> list[float]:
     """``changes`` presses of → (next head) with the focus outside any text box; ``selectors`` as for
     :func:`felt_change`."""
     selectors = None if selectors is None else list(selectors)
-    felt = Felt()
+    felt = []
     for _ in range(changes):
         page.evaluate("() => document.activeElement && document.activeElement.blur()")  # no box has the focus
         idle(page, frames=3)
-        felt.samples_ms.append(felt_change(page, lambda: page.keyboard.press("ArrowRight"), selectors))
+        felt.append(felt_change(page, lambda: page.keyboard.press("ArrowRight"), selectors))
     return felt
 
 
@@ -122,14 +110,17 @@ def new_sentence(page, text: str) -> float:
     return felt_change(page, lambda: box.press("Control+Enter"), [MAP])
 
 
-def first_map(browser, url: str) -> float:
-    """Milliseconds from the page request (navigation start) to the main map drawn, in a new tab."""
-    page = browser.new_page(viewport={"width": 1280, "height": 720})
-    page.goto(url, wait_until="commit")
-    page.wait_for_selector(MAP_DRAWN, timeout=180_000)
-    spent = page.evaluate("() => performance.now()")  # since the navigation started (timeOrigin)
-    page.close()
-    return float(spent)
+def first_map(browser, url: str) -> tuple[float, float]:
+    """A new browser (a context: no cache) opens ``url``: milliseconds from the page request (navigation
+    start) to the main map drawn, and to DOMContentLoaded (Streamlit's own scripts loaded)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    tab = context.new_page()
+    tab.goto(url, wait_until="commit")
+    tab.wait_for_selector(MAP_DRAWN, timeout=180_000)
+    drawn = tab.evaluate("() => performance.now()")  # since the navigation started (timeOrigin)
+    scripts = tab.evaluate("() => performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd")
+    context.close()
+    return float(drawn), float(scripts)
 
 
 def redraw_ms(page, selector: str = MAP, times: int = 7) -> float | None:
@@ -203,7 +194,7 @@ def felt_rows(tokenizer, settings: Settings) -> list[Row]:
                 "11",
                 "head change felt: → key to the map's new data drawn",
                 "16 tokens",
-                short.samples_ms,
+                short,
                 redraw_ms(page),
                 REDRAW,
                 100,
@@ -223,29 +214,19 @@ def felt_rows(tokenizer, settings: Settings) -> list[Row]:
                 "11",
                 "head change felt: → key to the map's new data drawn",
                 f"{long_tokens} tokens",
-                long.samples_ms,
+                long,
                 redraw_ms(page),
                 REDRAW,
                 200,
             )
         )
-        visits, scripts = [], []
-        for _ in range(1 if settings.quick else 3):
-            context = browser.new_context(viewport={"width": 1280, "height": 720})  # no cache: a new browser
-            tab = context.new_page()
-            tab.goto(url, wait_until="commit")
-            tab.wait_for_selector(MAP_DRAWN, timeout=180_000)
-            visits.append(float(tab.evaluate("() => performance.now()")))
-            scripts.append(
-                float(tab.evaluate("() => performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd"))
-            )
-            context.close()
+        visits, scripts = zip(*(first_map(browser, url) for _ in range(1 if settings.quick else 3)), strict=True)
         rows.append(
             _row(
                 "13",
                 "first map in a new browser on a warm server: page request to the map drawn",
                 "opening sentence",
-                visits,
+                list(visits),
                 statistics.median(scripts),
                 "the same page's own scripts loaded (DOMContentLoaded)",
                 1000,
@@ -261,7 +242,7 @@ def felt_rows(tokenizer, settings: Settings) -> list[Row]:
                 "14",
                 "Inside a head felt: → key to every chart's new data drawn",
                 f"{charts} charts",
-                inside.samples_ms,
+                inside,
                 _charts_redraw_ms(page),
                 "plotly.js drawing each of its charts once",
                 200,
