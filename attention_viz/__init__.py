@@ -43,6 +43,12 @@ _SOURCES = {
     "max_abs_difference": "analysis.measures",
     "merge_word_pieces": "analysis.views",
     "row_entropy": "analysis.measures",
+    "model_head_scores": "analysis.head_scores",
+    "scores_frame": "analysis.head_scores",
+    "previous_token_scores": "analysis.head_scores",
+    "duplicate_token_scores": "analysis.head_scores",
+    "induction_scores": "analysis.head_scores",
+    "sink_scores": "analysis.head_scores",
 }
 __all__ = [  # the public names; each is imported from its module on first use
     "BUNDLED_MODEL",
@@ -63,16 +69,22 @@ __all__ = [  # the public names; each is imported from its module on first use
     "attention_rollout",
     "difference_heatmap",
     "drop_tokens",
+    "duplicate_token_scores",
     "encode",
     "extract",
     "head_grid",
+    "induction_scores",
     "js_divergence",
     "key_padding_mask",
     "load_model",
     "max_abs_difference",
     "merge_word_pieces",
+    "model_head_scores",
+    "previous_token_scores",
     "row_entropy",
     "scaled_dot_product_attention",
+    "scores_frame",
+    "sink_scores",
 ]
 
 

@@ -3,6 +3,8 @@
 - :mod:`~attention_viz.analysis.measures`: attention entropy, Jensen-Shannon divergence, largest difference.
 
 - :mod:`~attention_viz.analysis.stats`: per-head statistics and tags (Clark et al. 2019).
+- :mod:`~attention_viz.analysis.head_scores`: previous-token, duplicate-token, induction and sink scores
+  (Olsson et al. 2022; TransformerLens; Xiao et al. 2023) on seeded random sequences.
 - :mod:`~attention_viz.analysis.corpus`: the same over a corpus, batched, with progress and cancel.
 - :mod:`~attention_viz.analysis.importance`: head importance by ablation (Michel et al. 2019).
 - :mod:`~attention_viz.analysis.similarity`: JS divergence between heads and an MDS layout.
@@ -23,6 +25,7 @@ from attention_viz.analysis.corpus import (
     parse_corpus,
     seconds_left,
 )
+from attention_viz.analysis.head_scores import HeadScores, model_head_scores, scores_frame
 from attention_viz.analysis.importance import head_importance, importance_sums, text_statistics
 from attention_viz.analysis.measures import js_divergence, max_abs_difference, row_entropy
 from attention_viz.analysis.rollout import (
@@ -58,6 +61,7 @@ __all__ = [
     "STATISTICS",
     "CancelledError",
     "CorpusResult",
+    "HeadScores",
     "RolloutAndNorms",
     "StatisticSums",
     "TokenKinds",
@@ -78,10 +82,12 @@ __all__ = [
     "max_abs_difference",
     "mds_layout",
     "merge_word_pieces",
+    "model_head_scores",
     "norm_based_attention",
     "parse_corpus",
     "rollout_and_norms",
     "row_entropy",
+    "scores_frame",
     "seconds_left",
     "statistic_grid",
     "statistic_sums",

@@ -78,3 +78,37 @@ def head_notes(heads: tuple[PublishedHead, ...], num_layers: int, num_heads: int
     for found in heads:
         notes[found.layer * num_heads + found.head].append(f"{found.relation.split(' ')[0]} {found.accuracy:g}%")
     return ["; ".join(n) for n in notes]
+
+
+# GPT-2 small: the heads the TransformerLens and ARENA material (ARENA chapter 1.2, "Intro to Mechanistic
+# Interpretability") finds with the same scores as :mod:`attention_viz.analysis.head_scores`, written there
+# as 0-based ``layer.head``.
+TRANSFORMER_LENS_GPT2 = (
+    "TransformerLens / ARENA material on GPT-2 small (induction heads found by the induction score on "
+    "repeated random tokens; 0-based layer.head)"
+)
+TRANSFORMER_LENS_GPT2_MODELS = ("gpt2", "openai-community/gpt2")
+GPT2_SMALL_HEADS = (
+    *(
+        PublishedHead(layer, head, f"{layer}.{head}", "induction", float("nan"), "induction")
+        for layer, head in ((5, 1), (5, 5), (6, 9), (7, 2), (7, 10))
+    ),
+    PublishedHead(4, 11, "4.11", "previous-token", float("nan"), "previous"),
+)
+
+
+def published_score_heads(model_name: str, num_layers: int, num_heads: int) -> tuple[PublishedHead, ...]:
+    """The induction and previous-token heads published for GPT-2 small, when ``model_name`` is it.
+
+    Args:
+        model_name: the loaded model's name (``gpt2`` or ``openai-community/gpt2``).
+        num_layers, num_heads: its shape, 12 × 12 for GPT-2 small (checked, as for
+            :func:`published_heads`).
+
+    Returns:
+        The heads (``task`` is ``"induction"`` or ``"previous"``; ``accuracy`` NaN: the material gives
+        no single number), or ``()`` for any other model.
+    """
+    if model_name.strip().lower() not in TRANSFORMER_LENS_GPT2_MODELS or (num_layers, num_heads) != (12, 12):
+        return ()
+    return GPT2_SMALL_HEADS
