@@ -1,5 +1,6 @@
 """Command line: ``python -m attention_viz attention TEXT [options]`` prints attention as JSON or CSV;
-``python -m attention_viz stats FILE [options]`` prints per-head statistics over a corpus.
+``python -m attention_viz stats FILE [options]`` prints per-head statistics over a corpus, and with
+``--scores induction,previous,duplicate,sink`` named head scores on seeded random tokens.
 
 Exit status 0 on success; 2 with one ``error: ...`` line on stderr for bad input, a corpus over the
 limits, an invalid ``ATTENTION_VIZ_*`` setting (checked first) or a model that cannot be loaded. A note on
@@ -127,11 +128,61 @@ def _add_stats_parser(commands) -> None:
         description="One row per (layer, head): attention entropy, shares on [CLS]/[SEP]/punctuation/"
         "self/previous/next, mean distance, A→B/B→A shares for tab-separated pairs, and tags.",
     )
-    stats.add_argument("file", help="UTF-8 text file, one text per line; a tab splits a sentence pair")
+    stats.add_argument(
+        "file",
+        nargs="?",
+        help="UTF-8 text file, one text per line; a tab splits a sentence pair (optional with --scores)",
+    )
     stats.add_argument("--model", default=None, help="hub name or local folder (default: the bundled model)")
     stats.add_argument("--batch-size", type=int, default=16, help="texts per forward pass (default 16)")
     stats.add_argument("--importance", action="store_true", help="also head importance by ablation (slower)")
     stats.add_argument("--format", choices=("csv", "json"), default="csv")
+    stats.add_argument(
+        "--scores",
+        help="also named head scores on seeded random tokens, comma-separated: "
+        f"{','.join(_score_names())} (columns score_NAME and score_NAME_control, the same on a non-repeating control)",
+    )
+    stats.add_argument("--score-sequences", type=int, default=10, help="random sequences for --scores (default 10)")
+    stats.add_argument("--score-length", type=int, default=50, help="random tokens per copy for --scores (default 50)")
+    stats.add_argument("--score-seed", type=int, default=0, help="seed of the random sequences (default 0)")
+
+
+def _score_names() -> tuple[str, ...]:
+    from attention_viz.analysis.head_scores import SCORES
+
+    return tuple(SCORES)
+
+
+def _chosen_scores(text: str | None) -> list[str]:
+    if text is None:
+        return []
+    chosen = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in _score_names()]
+    if unknown or not chosen:
+        raise _UsageError(f"--scores takes names from {','.join(_score_names())}, got {text!r}")
+    return chosen
+
+
+def _score_columns(loaded, args: argparse.Namespace, chosen: list[str], bars: list):
+    """The chosen named head scores, one row per head: ``layer``, ``head``, ``score_NAME``, ``score_NAME_control``."""
+    from tqdm import tqdm
+
+    from attention_viz.analysis import head_scores
+
+    def advance(done: int, total: int) -> None:
+        if not bars:
+            bars.append(tqdm(total=total, unit="sequence", file=sys.stderr, leave=False, desc="scores"))
+        bars[-1].update(done - bars[-1].n)
+
+    try:
+        scores = head_scores.model_head_scores(
+            loaded, args.score_sequences, args.score_length, args.score_seed, progress=advance
+        )
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+    frame = head_scores.scores_frame(scores)
+    kept = [c for name in chosen for c in (name, f"{name}_control")]
+    return frame[["layer", "head", *kept]].rename(columns={c: f"score_{c}" for c in kept}), scores
 
 
 def _read_corpus_file(path: str) -> list[tuple[str, str | None]]:
@@ -158,7 +209,10 @@ def _run_stats(args: argparse.Namespace, limits: settings.Limits) -> str:
 
     if args.batch_size < 1:
         raise _UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
-    texts = _read_corpus_file(args.file)
+    chosen = _chosen_scores(args.scores)
+    if args.file is None and not chosen:
+        raise _UsageError("give a text file, or --scores for named head scores on random tokens")
+    texts = _read_corpus_file(args.file) if args.file is not None else []
     loaded = load_model(args.model)
     if loaded.encoder.config.type_vocab_size < 2 and any(pair for _, pair in texts):
         print(ONE_SEGMENT, file=sys.stderr)
@@ -169,21 +223,32 @@ def _run_stats(args: argparse.Namespace, limits: settings.Limits) -> str:
             bars.append(tqdm(total=total, unit="text", file=sys.stderr, leave=False, desc="stats"))
         bars[0].update(int(done) - bars[0].n)
 
+    result, scores, score_bars = None, None, []
     try:
-        result = corpus_statistics(
-            loaded, texts, args.batch_size, progress=advance, importance=args.importance, limits=limits
-        )
+        if texts:
+            result = corpus_statistics(
+                loaded, texts, args.batch_size, progress=advance, importance=args.importance, limits=limits
+            )
+        if chosen:
+            columns, scores = _score_columns(loaded, args, chosen, score_bars)
     finally:
-        for bar in bars:
+        for bar in bars + score_bars:
             bar.close()
-    frame = result.statistics
+    frame = result.statistics if result is not None else None
+    if chosen:
+        frame = columns if frame is None else frame.merge(columns, on=["layer", "head"], how="left")
     if args.format == "csv":
         return frame.to_csv(index=False, float_format="%.8g")
-    payload = {
-        "model": loaded.info.name,
-        "num_texts": result.num_texts,
-        "num_skipped": result.num_skipped,
-        "num_tokens": result.num_tokens,
-        "heads": json.loads(frame.to_json(orient="records", double_precision=10)),  # NaN becomes null
-    }
+    payload = {"model": loaded.info.name}
+    if result is not None:
+        payload |= {"num_texts": result.num_texts, "num_skipped": result.num_skipped, "num_tokens": result.num_tokens}
+    if scores is not None:
+        payload["scores"] = {
+            "sequences": scores.count,
+            "length": scores.length,
+            "seed": scores.seed,
+            "tokens_per_sequence": scores.num_tokens,
+            "seconds": round(scores.seconds, 3),
+        }
+    payload["heads"] = json.loads(frame.to_json(orient="records", double_precision=10))  # NaN becomes null
     return json.dumps(payload, ensure_ascii=False) + "\n"

@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 import time
 import unicodedata
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -44,6 +45,7 @@ SCORES = {
     "sink": "attention to the first position, queries 1 … t−1 (Xiao et al. 2023)",
     "cls_sep": "share of attention on [CLS]/[SEP] (encoders only; Clark et al. 2019)",
 }
+TEXT_SCORES = ("previous", "duplicate", "sink")  # the scores any input has (see text_scores)
 SOURCES = (
     'Olsson et al. 2022, "In-context Learning and Induction Heads" (arXiv:2209.11895); '
     "TransformerLens head_detector; "
@@ -170,13 +172,20 @@ def special_share(weights: np.ndarray, special: np.ndarray) -> np.ndarray:
 # --- the random sequences ----------------------------------------------------------------------------
 
 
+_VOCABULARIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # tokenizer -> its ordinary ids
+
+
 def ordinary_vocabulary(tokenizer) -> np.ndarray:
     """Token ids of the tokenizer's ordinary vocabulary, ascending.
 
-    Left out: special tokens (``all_special_ids`` and added tokens), byte pieces (a byte-level BPE piece
-    that is not a whole UTF-8 character decodes to U+FFFD; SentencePiece's ``<0x0A>``), reserved
-    bracketed names (``[unused12]``), and tokens that decode to whitespace, control characters or nothing.
+    Computed once per tokenizer (read-only). Left out: special tokens (``all_special_ids`` and added
+    tokens), byte pieces (a byte-level BPE piece that is not a whole UTF-8 character decodes to U+FFFD;
+    SentencePiece's ``<0x0A>``), reserved bracketed names (``[unused12]``), and tokens that decode to
+    whitespace, control characters or nothing.
     """
+    found = _VOCABULARIES.get(tokenizer)
+    if found is not None:
+        return found
     vocab = tokenizer.get_vocab()
     excluded = set(tokenizer.all_special_ids) | set(getattr(tokenizer, "added_tokens_decoder", {}) or {})
     ordinary = []
@@ -186,7 +195,10 @@ def ordinary_vocabulary(tokenizer) -> np.ndarray:
         text = tokenizer.convert_tokens_to_string([token])
         if text.strip() and "\ufffd" not in text and not any(unicodedata.category(c) == "Cc" for c in text):
             ordinary.append(index)
-    return np.asarray(sorted(ordinary), dtype=np.int64)
+    found = np.asarray(sorted(ordinary), dtype=np.int64)
+    found.flags.writeable = False  # shared by every caller
+    _VOCABULARIES[tokenizer] = found
+    return found
 
 
 @dataclass(frozen=True)
@@ -316,6 +328,25 @@ def _forward_attention(loaded, ids: np.ndarray) -> np.ndarray:
     return weights
 
 
+def longest_length(loaded) -> int:
+    """The longest random sequence (tokens per copy) the model takes: half of what its positions leave
+    after the special tokens, and half of the ordinary vocabulary (a control has ``2n`` distinct tokens)."""
+    prefix, suffix = special_frame(loaded.tokenizer, loaded.info.causal)
+    room = (loaded.info.max_positions - len(prefix) - len(suffix)) // 2
+    return min(room, len(ordinary_vocabulary(loaded.tokenizer)) // 2)
+
+
+def _sequences_for(loaded, count: int, length: int, seed: int) -> RandomSequences:
+    """:func:`random_sequences` for a loaded model, refused when they would not fit its positions."""
+    sequences = random_sequences(loaded.tokenizer, count, length, seed, loaded.info.causal)
+    if sequences.num_tokens > loaded.info.max_positions:
+        raise ValueError(
+            f"{sequences.num_tokens} tokens do not fit this model's {loaded.info.max_positions} positions: "
+            f"random sequences can be at most {longest_length(loaded)} tokens long"
+        )
+    return sequences
+
+
 def model_head_scores(
     loaded,
     count: int = DEFAULT_COUNT,
@@ -342,12 +373,7 @@ def model_head_scores(
         ValueError: bad ``count``/``length``, a vocabulary too small, or sequences longer than the model takes.
     """
     causal = loaded.info.causal
-    sequences = random_sequences(loaded.tokenizer, count, length, seed, causal)
-    if sequences.num_tokens > loaded.info.max_positions:
-        raise ValueError(
-            f"{sequences.num_tokens} tokens do not fit this model's {loaded.info.max_positions} positions: "
-            f"random sequences can be at most {(loaded.info.max_positions - sequences.start - 1) // 2} tokens long"
-        )
+    sequences = _sequences_for(loaded, count, length, seed)
     began, done, sums = time.perf_counter(), 0, {}
     for kind, ids in (("repeated", sequences.repeated), ("control", sequences.control)):
         totals = {}
@@ -369,9 +395,9 @@ def estimate_seconds(loaded, count: int = DEFAULT_COUNT, length: int = DEFAULT_L
     the time multiplied by the ``2 * count`` sequences (a first guess; batching makes it a little less).
 
     Raises:
-        ValueError: as :func:`random_sequences` does.
+        ValueError: as :func:`model_head_scores` does.
     """
-    sequences = random_sequences(loaded.tokenizer, 1, length, seed, loaded.info.causal)
+    sequences = _sequences_for(loaded, 1, length, seed)
     began = time.perf_counter()
     _forward_attention(loaded, sequences.repeated)
     return (time.perf_counter() - began) * 2 * count
@@ -391,8 +417,9 @@ def scores_frame(scores: HeadScores) -> pd.DataFrame:
 def text_scores(weights: np.ndarray, token_ids: np.ndarray) -> dict[str, np.ndarray]:
     """The scores that any input has, on one input's attention ``(L, h, t, t)``: ``previous``, ``duplicate``
     (NaN when no token repeats) and ``sink``; ``(layers, heads)`` each."""
-    return {
+    scores = {
         "previous": previous_token_scores(weights),
         "duplicate": duplicate_token_scores(weights, token_ids),
         "sink": sink_scores(weights),
     }
+    return {name: scores[name] for name in TEXT_SCORES}

@@ -364,3 +364,59 @@ def rollout_and_norms(loaded: LoadedModel, text: str, pair: str | None, layer: i
     """Raw head average, rollout up to ``layer`` and norm-based attention for the current text."""
     limits, found = _input(loaded, text, pair)
     return _rollout_and_norms(loaded, loaded.info.name, text, pair, limits, layer, found)
+
+
+# --- Named head scores on random sequences --------------------------------------------------------------
+
+SCORE_RUNS_KEPT = 8
+
+
+@st.cache_resource(show_spinner=False)
+def _score_store() -> tuple[OrderedDict, threading.Lock]:
+    # A score run reports progress to the page, which st.cache_data cannot replay: results are kept here.
+    return OrderedDict(), threading.Lock()
+
+
+def stored_head_scores(loaded: LoadedModel, count: int, length: int, seed: int):
+    """The :class:`~attention_viz.analysis.head_scores.HeadScores` of an earlier run with these settings, or None."""
+    store, lock = _score_store()
+    with lock:
+        return store.get((loaded.info.name, count, length, seed))
+
+
+def head_scores(loaded: LoadedModel, count: int, length: int, seed: int, progress=None):
+    """Named head scores on ``count`` seeded random sequences of ``length`` tokens, computed once per model and
+    settings; ``progress(done, total)`` is called while they run.
+
+    Raises:
+        ValueError: settings the model or its vocabulary cannot take (the message says the most that fits).
+    """
+    from attention_viz.analysis import head_scores as scores
+
+    key = (loaded.info.name, count, length, seed)
+    found = stored_head_scores(loaded, count, length, seed)
+    if found is not None:
+        return found
+    result = scores.model_head_scores(loaded, count, length, seed, progress)
+    store, lock = _score_store()
+    with lock:
+        store[key] = result
+        while len(store) > SCORE_RUNS_KEPT:
+            store.popitem(last=False)
+    return result
+
+
+@st.cache_data(max_entries=32, ttl=RESULT_TTL, show_spinner=False)
+def _score_seconds(_loaded: LoadedModel, model_name: str, length: int) -> float:
+    from attention_viz.analysis import head_scores as scores
+
+    return scores.estimate_seconds(_loaded, 1, length) / 2  # one sequence
+
+
+def head_score_seconds(loaded: LoadedModel, count: int, length: int) -> float:
+    """How long :func:`head_scores` will take: one sequence timed once per model and length, times ``2 * count``.
+
+    Raises:
+        ValueError: as :func:`head_scores` does.
+    """
+    return _score_seconds(loaded, loaded.info.name, length) * 2 * count

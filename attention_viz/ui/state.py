@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from attention_viz.analysis import BLOCKS, STATISTICS, presets
+from attention_viz.analysis.head_scores import SCORES
 from attention_viz.analysis.steps import SCALINGS
 from attention_viz.models.encoder import Variant
 from attention_viz.models.loading import BUNDLED_MODEL, ModelInfo
@@ -67,6 +68,12 @@ DEFAULTS = {
     "similarity_scope": "text",
     "stats_statistic": "entropy",
     "stats_importance": False,
+    # Named head scores: the random sequences (count, tokens per copy, seed), the score shown, All heads' colour.
+    "scores_count": 10,
+    "scores_length": 50,
+    "scores_seed": 0,
+    "scores_shown": "induction",
+    "all_heads_colour": "attention",
 }
 # What a link may carry beyond its default's type (see attention_viz.ui.links.Rules); add a key's
 # allowed values or range here when its type alone is not enough.
@@ -77,12 +84,17 @@ CHOICES["block"] = tuple(BLOCKS)
 CHOICES["rollout_map"] = ROLLOUT_MAPS
 CHOICES["stats_scope"] = CHOICES["similarity_scope"] = SCOPES
 CHOICES["stats_statistic"] = (*STATISTICS, "importance")
+CHOICES["scores_shown"] = tuple(SCORES)
+CHOICES["all_heads_colour"] = ("attention", *SCORES)
 RANGES: dict[str, tuple] = {
     "layer": (0, 1023),
     "head": (0, 1023),
     "inside_query": (-1, 4095),
     "focus": (-1, 4095),  # -1: no token in focus
     "temperature": (0.1, 5.0),  # the Inside page slider's range
+    "scores_count": (1, 50),
+    "scores_length": (2, 4096),
+    "scores_seed": (0, 9999),
 }
 # Values that older links wrote under other names.
 ALIASES = {"scaling": {"bert": "exact", "article": "article-scaling", "none": "no-scaling"}}

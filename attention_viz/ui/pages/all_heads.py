@@ -5,7 +5,7 @@ import functools
 import streamlit as st
 
 from attention_viz import figures
-from attention_viz.ui import cache, controls, downloads, feedback, model_notes, state
+from attention_viz.ui import cache, controls, downloads, feedback, model_notes, scores_ui, state
 from attention_viz.ui.i18n import t
 
 COMPARE = "attention_viz/ui/pages/compare.py"
@@ -47,6 +47,7 @@ st.page_link(
     icon=":material/compare:",
 )
 model_notes.layers(info)
+scores_ui.colour_by(loaded, encoding, result.weights, (selection.layer, selection.head))
 grid = figures.head_grid(result.weights, fit_range=selection.fit_range, selected=(selection.layer, selection.head))
 st.plotly_chart(
     grid,

@@ -4,7 +4,7 @@ import streamlit as st
 
 from attention_viz import analysis, figures
 from attention_viz.analysis import published
-from attention_viz.ui import cache, controls, feedback, head_links, model_notes, state
+from attention_viz.ui import cache, controls, feedback, head_links, model_notes, scores_ui, state
 from attention_viz.ui.corpus_picker import corpus_scope, run_corpus
 from attention_viz.ui.i18n import t
 
@@ -115,3 +115,6 @@ st.download_button(
     icon=":material/download:",
 )
 st.caption(t("stats.tag_rules", share=analysis.stats.TAG_SHARE, broad=analysis.stats.BROAD_FRACTION))
+
+st.divider()
+scores_ui.section(loaded, (selection.layer, selection.head))  # previous-token, induction, ... on random tokens
