@@ -222,6 +222,7 @@ class MultiHeadSelfAttention(nn.Module):
         attention_mask: torch.Tensor | None = None,
         scaling: float | None = None,
         head_mask: torch.Tensor | None = None,
+        key_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Attend from every position of ``x`` to every position.
 
@@ -234,6 +235,9 @@ class MultiHeadSelfAttention(nn.Module):
                 merged: 0 switches a head's output off (Michel et al. 2019, "Are Sixteen Heads Really
                 Better than One?"); the weights returned are unchanged. ``None``: no mask, no extra
                 arithmetic (exact parity with transformers).
+            key_mask: ``(h, s)`` or ``(b, h, s)`` bool, True where a key is removed for a head: its score
+                gets ``finfo(dtype).min``, as a padding mask gives it, so each row is renormalised over the
+                keys left. ``None``: no key removed.
 
         Returns:
             ``(output, weights)``: output ``(b, t, output_size)`` (before any residual); weights
@@ -247,6 +251,10 @@ class MultiHeadSelfAttention(nn.Module):
             mask = causal_mask(x.shape[1], q.dtype, attention_mask if padded else None)  # (1 or b, 1, t, t)
         else:
             mask = key_padding_mask(attention_mask, q.dtype) if padded else None
+        if key_mask is not None:
+            removed = key_mask.to(torch.bool).reshape(-1, self.num_heads, 1, x.shape[1])  # (1 or b, h, 1, s)
+            kept = torch.zeros((), dtype=q.dtype) if mask is None else mask
+            mask = torch.where(removed, torch.finfo(q.dtype).min, kept)  # (1 or b, h, 1 or t, s)
         p = self.dropout if self.training else 0.0
         context, weights = scaled_dot_product_attention(q, k, v, mask, scaling, p)  # (b, h, t, d)
         if head_mask is not None:

@@ -228,8 +228,11 @@ class EncoderLayer(nn.Module):
         attention_mask: torch.Tensor | None,
         scaling: float | None,
         head_mask: torch.Tensor | None = None,
+        key_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        attended, weights = self.attention(x, attention_mask, scaling, head_mask)  # (b, t, hidden), (b, h, t, t)
+        attended, weights = self.attention(
+            x, attention_mask, scaling, head_mask, key_mask
+        )  # (b, t, hidden), (b, h, t, t)
         x = self.attention_norm(x + self.dropout(attended))
         ffn = self.output(self.activation(self.intermediate(x)))  # (b, t, hidden)
         return self.output_norm(x + self.dropout(ffn)), weights
@@ -249,8 +252,9 @@ class PreNormLayer(EncoderLayer):
         attention_mask: torch.Tensor | None,
         scaling: float | None,
         head_mask: torch.Tensor | None = None,
+        key_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        attended, weights = self.attention(self.attention_norm(x), attention_mask, scaling, head_mask)
+        attended, weights = self.attention(self.attention_norm(x), attention_mask, scaling, head_mask, key_mask)
         x = x + self.dropout(attended)  # (b, t, hidden)
         ffn = self.output(self.activation(self.intermediate(self.output_norm(x))))  # (b, t, hidden)
         return x + self.dropout(ffn), weights
@@ -303,6 +307,7 @@ class BertEncoder(nn.Module):
         scaling: float | None = None,
         head_mask: torch.Tensor | None = None,
         attentions_out: torch.Tensor | None = None,
+        key_mask: torch.Tensor | None = None,
     ) -> EncoderOutput:
         """Encode a batch of token ids.
 
@@ -321,6 +326,9 @@ class BertEncoder(nn.Module):
                 into it as the layer finishes and the output's attentions are its slices, so the layers' own
                 tensors are freed at once (one layer's weights alive, not all: 63 MB less at 512 tokens for
                 the bundled model).
+            key_mask: ``(L, h, t)`` or ``(b, L, h, t)`` bool, True where a key is removed for a layer's
+                head (its score gets ``finfo(dtype).min``, as padding does, and each row is renormalised over
+                the keys left); ``None`` (default) removes none.
 
         Returns:
             :class:`EncoderOutput` with every layer's hidden states and attention weights;
@@ -330,7 +338,8 @@ class BertEncoder(nn.Module):
         hidden_states, attentions = [x], []
         for index, layer in enumerate(self.layers):
             layer_mask = None if head_mask is None else head_mask[..., index, :]  # (h,) or (b, h)
-            x, weights = layer(x, attention_mask, scaling, layer_mask)  # (b, t, hidden), (b, h, t, t)
+            layer_keys = None if key_mask is None else key_mask[..., index, :, :]  # (h, t) or (b, h, t)
+            x, weights = layer(x, attention_mask, scaling, layer_mask, layer_keys)  # (b, t, hidden), (b, h, t, t)
             if attentions_out is not None:
                 weights = attentions_out[index].copy_(weights)
             hidden_states.append(x)
