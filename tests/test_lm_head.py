@@ -1,0 +1,114 @@
+"""Predictions from a checkpoint's language-model head, on tiny checkpoints saved with one: equal to the
+transformers LM model's own, with nothing changed, with a key removed and with a head switched off."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from tiny_families import _model, _tokenizer
+from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
+
+from attention_viz.analysis import knockout
+from attention_viz.extraction import encode
+from attention_viz.models import families
+from attention_viz.models.lm_head import load_lm_head, predict
+from attention_viz.models.loading import load_model
+
+LM_FAMILIES = ("albert", "bert", "distilbert", "electra", "gpt2", "roberta", "xlm-roberta")
+TEXT = "The cat sat on the mat."
+
+
+def _save_lm(family: str, folder) -> str:
+    tokenizer = _tokenizer(family)
+    torch.manual_seed(0)
+    config = _model(family, len(tokenizer), tokenizer.pad_token_id).config
+    auto = AutoModelForCausalLM if family == "gpt2" else AutoModelForMaskedLM
+    model = auto.from_config(config)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name.endswith(("query.weight", "key.weight", "q_lin.weight", "k_lin.weight", "c_attn.weight")):
+                param.normal_(0.0, 0.5)
+    model.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def lm_model(tmp_path_factory):
+    loaded = {}
+
+    def get(family: str):
+        if family not in loaded:
+            folder = _save_lm(family, tmp_path_factory.mktemp(f"lm-{family}"))
+            model = load_model(folder)
+            loaded[family] = (model, load_lm_head(model.info))
+        return loaded[family]
+
+    return get
+
+
+def test_the_bundled_model_has_no_language_model_head(bundled):
+    assert load_lm_head(bundled.info) is None
+
+
+def _encoding(loaded):
+    return encode(loaded.tokenizer, TEXT, None, loaded.info.max_positions, None, loaded.encoder.config.type_vocab_size)
+
+
+def _theirs(loaded, head, encoding, attention_mask=None) -> torch.Tensor:
+    family = families.family_for(loaded.info.family)
+    ids = torch.tensor(encoding.input_ids)[None]
+    mask = torch.ones_like(ids) if attention_mask is None else attention_mask
+    inputs = {"input_ids": ids, "token_type_ids": torch.tensor(encoding.token_type_ids)[None], "attention_mask": mask}
+    with torch.inference_mode():
+        return torch.softmax(head.model(**family.model_kwargs(inputs)).logits[0].double(), -1)  # (t, vocab)
+
+
+@pytest.mark.parametrize("family", LM_FAMILIES)
+def test_predictions_equal_the_transformers_lm_model(family, lm_model):
+    loaded, head = lm_model(family)
+    assert head is not None and head.kind == ("causal" if family == "gpt2" else "masked")
+    encoding = _encoding(loaded)
+    position = 2
+    theirs = _theirs(loaded, head, encoding)[position]
+    found = predict(loaded.encoder, head, loaded.tokenizer, encoding, position, k=5)
+    np.testing.assert_array_equal(found.ids, torch.topk(theirs, 5).indices.numpy())
+    np.testing.assert_allclose(found.probabilities, theirs[found.ids].numpy(), atol=1e-6)
+    # every head without key 1: transformers' attention mask 0 there
+    keep = torch.ones(1, encoding.num_tokens, dtype=torch.int64)
+    keep[0, 1] = 0
+    mask = knockout.key_mask(loaded.info.num_layers, loaded.info.num_heads, encoding.num_tokens, 1, "all")
+    knocked = predict(loaded.encoder, head, loaded.tokenizer, encoding, position, 5, key_mask=torch.from_numpy(mask))
+    theirs = _theirs(loaded, head, encoding, keep)[position]
+    np.testing.assert_allclose(knocked.probabilities, theirs[knocked.ids].numpy(), atol=1e-6)
+    assert np.abs(knocked.probabilities - found.probabilities).max() > 0 or not np.array_equal(knocked.ids, found.ids)
+
+
+def test_a_head_switched_off_equals_zeroing_its_context_in_transformers(lm_model):
+    loaded, head = lm_model("bert")
+    encoding = _encoding(loaded)
+    layer, off = 1, 2
+    head_mask = torch.ones(loaded.info.num_layers, loaded.info.num_heads)
+    head_mask[layer, off] = 0
+    ours = predict(loaded.encoder, head, loaded.tokenizer, encoding, 3, 5, head_mask=head_mask)
+    d = loaded.info.head_dim
+    module = families.family_for("bert").attention_modules(head.model)[layer]
+
+    def zero_head(module, args, output):
+        context = output[0].clone()
+        context[..., off * d : (off + 1) * d] = 0
+        return (context, *output[1:])
+
+    handle = module.register_forward_hook(zero_head)
+    try:
+        theirs = _theirs(loaded, head, encoding)[3]
+    finally:
+        handle.remove()
+    np.testing.assert_allclose(ours.probabilities, theirs[ours.ids].numpy(), atol=1e-6)
+
+
+def test_a_position_out_of_range_is_refused(lm_model):
+    loaded, head = lm_model("gpt2")
+    with pytest.raises(ValueError, match="out of range"):
+        predict(loaded.encoder, head, loaded.tokenizer, _encoding(loaded), 99)
