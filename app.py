@@ -57,6 +57,9 @@ def main() -> None:
             "attention_viz/ui/pages/rollout.py", title=t("app.page_rollout"), icon=":material/account_tree:"
         ),
         "inside": st.Page("attention_viz/ui/pages/inside.py", title=t("app.page_inside"), icon=":material/calculate:"),
+        "experiments": st.Page(
+            "attention_viz/ui/pages/experiments.py", title=t("experiments.page"), icon=":material/science:"
+        ),
         "article": st.Page(
             "attention_viz/ui/pages/article.py", title=t("app.page_article"), icon=":material/menu_book:"
         ),

@@ -420,3 +420,83 @@ def head_score_seconds(loaded: LoadedModel, count: int, length: int) -> float:
         ValueError: as :func:`head_scores` does.
     """
     return _score_seconds(loaded, loaded.info.name, length) * 2 * count
+
+
+# --- Experiments: knock out a key, minimal pairs, predictions ---------------------------------------------
+
+
+@st.cache_data(max_entries=32, ttl=RESULT_TTL, show_spinner=False)
+def _knockout(_loaded: LoadedModel, model_name: str, text, pair, limits, key, scope, layer, head, _encoding):
+    from attention_viz.analysis import knockout as knock
+
+    return knock.knock_out_key(_loaded.encoder, _encoding, key, scope, layer, head)
+
+
+def knockout(loaded: LoadedModel, text: str, pair: str | None, key: int, scope: str, layer: int, head: int):
+    """:func:`attention_viz.analysis.knockout.knock_out_key` on the current input (from-scratch encoder).
+
+    Raises:
+        ValueError: a key the model cannot lose (a decoder's first token).
+    """
+    limits, found = _input(loaded, text, pair)
+    return _knockout(loaded, loaded.info.name, text, pair, limits, key, scope, layer, head, found)
+
+
+@st.cache_data(max_entries=32, ttl=RESULT_TTL, show_spinner=False)
+def _minimal_pair(_loaded: LoadedModel, model_name: str, text_a: str, text_b: str, limits):
+    from attention_viz.analysis import minimal_pairs
+
+    return minimal_pairs.minimal_pair(_loaded, text_a, text_b)
+
+
+def minimal_pair(loaded: LoadedModel, text_a: str, text_b: str):
+    """Both sentences' pretrained attention and their token alignment.
+
+    Raises:
+        InputError: an empty or too long sentence.
+    """
+    limits = app_settings().limits
+    for text in (text_a, text_b):
+        extraction.encode(loaded.tokenizer, text, None, loaded.info.max_positions, limits)  # refuse early
+    return _minimal_pair(loaded, loaded.info.name, text_a, text_b, limits)
+
+
+@st.cache_resource(max_entries=2, show_spinner="Loading the language-model head…")
+def _lm_head(_loaded: LoadedModel, model_name: str):
+    from attention_viz.models import lm_head as heads
+
+    return heads.load_lm_head(_loaded.info)
+
+
+def lm_head(loaded: LoadedModel):
+    """The checkpoint's language-model head, or None (the bundled model has none)."""
+    return _lm_head(loaded, loaded.info.name)
+
+
+@st.cache_data(max_entries=64, ttl=RESULT_TTL, show_spinner=False)
+def _predictions(_loaded, model_name, text, pair, limits, position, k, off, knocked, _encoding):
+    import torch
+
+    from attention_viz.analysis import knockout as knock
+    from attention_viz.models import lm_head as heads
+
+    info = _loaded.info
+    head_mask = None
+    if off is not None:
+        head_mask = torch.ones(info.num_layers, info.num_heads)
+        head_mask[off] = 0
+    key_mask = (
+        None
+        if knocked is None
+        else torch.from_numpy(knock.key_mask(info.num_layers, info.num_heads, _encoding.num_tokens, *knocked))
+    )
+    return heads.predict(
+        _loaded.encoder, lm_head(_loaded), _loaded.tokenizer, _encoding, position, k, head_mask, key_mask
+    )
+
+
+def predictions(loaded: LoadedModel, text: str, pair: str | None, position: int, k: int, off=None, knocked=None):
+    """Top-``k`` predictions at ``position``; ``off`` a ``(layer, head)`` switched off, ``knocked`` a
+    ``(key, scope, layer, head)`` removed (see :mod:`attention_viz.analysis.knockout`)."""
+    limits, found = _input(loaded, text, pair)
+    return _predictions(loaded, loaded.info.name, text, pair, limits, position, k, off, knocked, found)

@@ -17,6 +17,9 @@ import streamlit as st
 
 from attention_viz.analysis import BLOCKS, STATISTICS, presets
 from attention_viz.analysis.head_scores import SCORES
+from attention_viz.analysis.knockout import SCOPES as KNOCKOUT_SCOPES
+from attention_viz.analysis.minimal_pairs import MEASURES as PAIR_MEASURES
+from attention_viz.analysis.minimal_pairs import PRESETS as PAIR_PRESETS
 from attention_viz.analysis.steps import SCALINGS
 from attention_viz.models.encoder import Variant
 from attention_viz.models.loading import BUNDLED_MODEL, ModelInfo
@@ -29,6 +32,7 @@ EXAMPLE_TEXT, EXAMPLE_LAYER, EXAMPLE_HEAD = OPENING.text, OPENING.layer, OPENING
 MAP_VIEWS = ("pretrained", "scratch", "difference")  # the maps Compare draws large
 ROLLOUT_MAPS = ("raw", "rollout", "norm")  # the maps Rollout & norms draws
 SCOPES = ("text", "bundled", "upload")  # what Head statistics and Head similarity run over
+EXPERIMENTS = ("knockout", "pairs", "predictions")  # the Experiments page's three views
 BUNDLED_SHAPE = (6, 12)  # layers, heads of all-MiniLM-L6-v2: the controls' range before any model loaded
 
 DEFAULTS = {
@@ -74,6 +78,18 @@ DEFAULTS = {
     "scores_seed": 0,
     "scores_shown": "induction",
     "all_heads_colour": "attention",
+    # Experiments: which one; the key knocked out and for which heads; the minimal pair, its query token,
+    # measure and the head shown (an index into the ranking); the prediction's position.
+    "experiment": "knockout",
+    "knockout_key": -1,
+    "knockout_scope": "head",
+    "pairs_preset": "winograd",
+    "pairs_a": PAIR_PRESETS["winograd"][0],
+    "pairs_b": PAIR_PRESETS["winograd"][1],
+    "pairs_query": -1,
+    "pairs_measure": "js",
+    "pairs_head": 0,
+    "predict_position": -1,
 }
 # What a link may carry beyond its default's type (see attention_viz.ui.links.Rules); add a key's
 # allowed values or range here when its type alone is not enough.
@@ -86,6 +102,10 @@ CHOICES["stats_scope"] = CHOICES["similarity_scope"] = SCOPES
 CHOICES["stats_statistic"] = (*STATISTICS, "importance")
 CHOICES["scores_shown"] = tuple(SCORES)
 CHOICES["all_heads_colour"] = ("attention", *SCORES)
+CHOICES["experiment"] = EXPERIMENTS
+CHOICES["knockout_scope"] = KNOCKOUT_SCOPES
+CHOICES["pairs_preset"] = ("custom", *PAIR_PRESETS)
+CHOICES["pairs_measure"] = PAIR_MEASURES
 RANGES: dict[str, tuple] = {
     "layer": (0, 1023),
     "head": (0, 1023),
@@ -95,6 +115,10 @@ RANGES: dict[str, tuple] = {
     "scores_count": (1, 50),
     "scores_length": (2, 4096),
     "scores_seed": (0, 9999),
+    "knockout_key": (-1, 4095),
+    "pairs_query": (-1, 4095),
+    "pairs_head": (0, 11),
+    "predict_position": (-1, 4095),
 }
 # Values that older links wrote under other names.
 ALIASES = {"scaling": {"bert": "exact", "article": "article-scaling", "none": "no-scaling"}}

@@ -1,0 +1,236 @@
+"""Experiments: knock out a key, compare a minimal pair, read the language-model head's predictions."""
+
+import numpy as np
+import streamlit as st
+
+from attention_viz import figures
+from attention_viz.analysis import knockout, minimal_pairs
+from attention_viz.ui import cache, controls, feedback, state
+from attention_viz.ui.i18n import plain, t
+
+selection = state.selection()
+loaded = cache.model(selection.model)
+info = loaded.info
+layer, head = selection.layer, selection.head
+
+title = st.container(horizontal=True, vertical_alignment="center", key="experiments_title")
+title.header(t("experiments.title"), width="content")
+controls.explain(title, t("experiments.intro"), t("experiments.help_knockout"), t("experiments.help_pairs"))
+experiment = state.control(
+    st.segmented_control,
+    t("experiments.choose"),
+    "experiment",
+    state.EXPERIMENTS,
+    labels=lambda e: t(f"experiments.{e}"),
+    label_visibility="collapsed",
+)
+experiment = experiment or "knockout"
+
+
+def _token_choice(place, key: str, labels, default: int, label: str, options=None) -> int:
+    options = list(range(len(labels))) if options is None else options
+    return state.control(
+        place.selectbox,
+        label,
+        key,
+        options,
+        labels=lambda i: f"{i}: {figures.isolate(labels[i])}",
+        decode=lambda stored: stored if stored in options else default,
+        note=False,
+    )
+
+
+def _knockout_choice(encoding, place) -> tuple[int, str]:
+    labels, n = encoding.labels, encoding.num_tokens
+    first = 1 if n > 1 else 0
+    row = place.columns(2)
+    key = _token_choice(row[0], "knockout_key", labels, min(first + 1, n - 1), t("experiments.key"))
+    scope = state.control(
+        row[1].radio,
+        t("experiments.scope"),
+        "knockout_scope",
+        knockout.SCOPES,
+        labels=lambda s: t(f"experiments.scope_{s}", layer=layer, head=head),
+        horizontal=True,
+    )
+    return key, scope
+
+
+def knockout_view() -> None:
+    encoding = feedback.or_stop(cache.encoding, loaded, selection.text, selection.pair)
+    key, scope = _knockout_choice(encoding, st)
+    try:
+        result = cache.knockout(loaded, selection.text, selection.pair, key, scope, layer, head)
+    except ValueError as exc:
+        st.warning(t("experiments.refused", reason=str(exc)))
+        return
+    labels = list(encoding.labels)
+    shown_layer = min(info.num_layers - 1, max(layer, result.first_changed_layer()))
+    st.metric(t("experiments.embedding_distance"), f"{result.embedding_distance:.2e}")
+    st.caption(t("experiments.embedding_caption", token=labels[key]))
+    left, right = st.columns(2)
+    overview = figures.head_overview(
+        result.change,
+        [plain("experiments.change_hover", value=v) for v in result.change.reshape(-1)],
+        plain("experiments.change_title", token=labels[key]),
+        plain("experiments.change_unit"),
+        (plain("stats.axis_head"), plain("stats.axis_layer")),
+        selected=(layer, head),
+        zrange=(0.0, max(float(result.change.max()), 1e-12)),
+        tag_labels=[""] * result.change.size,
+    )
+    left.plotly_chart(overview, key="knockout_change", theme=None)
+    left.caption(t("experiments.change_caption", first=result.first_changed_layer()))
+    difference = result.after[shown_layer, head].astype(np.float64) - result.before[shown_layer, head]
+    right.plotly_chart(
+        figures.difference_heatmap(
+            difference,
+            labels,
+            plain("experiments.difference_title", layer=shown_layer, head=head),
+            query_title=t("figures.axis_query"),
+            key_title=t("figures.axis_key"),
+        ),
+        key="knockout_difference",
+        theme=None,
+    )
+    right.caption(t("experiments.difference_caption"))
+
+
+def pairs_view() -> None:
+    preset = state.control(
+        st.radio,
+        t("experiments.preset"),
+        "pairs_preset",
+        ("custom", *minimal_pairs.PRESETS),
+        labels=lambda p: t(f"experiments.preset_{p}"),
+        horizontal=True,
+        then=lambda chosen: _load_preset(chosen),
+    )
+    del preset  # the choice fills both sentences (its callback); what is drawn below is the sentences
+    row = st.columns(2)
+    texts = []
+    for column, name in zip(row, ("pairs_a", "pairs_b"), strict=True):
+        # a text box of its own (free text is no option or number): it starts from the stored sentence
+        st.session_state.setdefault(f"_{name}", st.session_state.get(name, state.DEFAULTS[name]))
+        texts.append(column.text_input(t(f"experiments.sentence_{name[-1]}"), key=f"_{name}"))
+        st.session_state[name] = texts[-1]
+    text_a, text_b = texts
+    pair = feedback.or_stop(cache.minimal_pair, loaded, text_a, text_b)
+    labels_a, labels_b = list(pair.a.encoding.labels), list(pair.b.encoding.labels)
+    if pair.one_to_one:
+        st.caption(
+            t(
+                "experiments.aligned",
+                changed=", ".join(labels_a[i] for i in pair.changed_a) or "—",
+                into=", ".join(labels_b[j] for j in pair.changed_b) or "—",
+            )
+        )
+    else:
+        lone_a = [labels_a[i] for i, j in pair.pairs if j is None]
+        lone_b = [labels_b[j] for i, j in pair.pairs if i is None]
+        st.info(t("experiments.not_aligned", a=", ".join(lone_a) or "—", b=", ".join(lone_b) or "—"))
+    queries = [i for i, j in pair.pairs if i is not None and j is not None]
+    default = next((i for i in queries if i in pair.changed_a), queries[0])
+    row = st.columns(2)
+    query = _token_choice(row[0], "pairs_query", labels_a, default, t("experiments.query"), queries)
+    by = state.control(
+        row[1].radio,
+        t("experiments.measure"),
+        "pairs_measure",
+        minimal_pairs.MEASURES,
+        labels=lambda m: t(f"experiments.measure_{m}"),
+        horizontal=True,
+    )
+    ranking = minimal_pairs.head_ranking(pair.a.weights, pair.b.weights, pair.pairs, query, by)
+    left, right = st.columns([2, 3])
+    left.dataframe(
+        ranking.head(12),
+        hide_index=True,
+        key="_pairs_ranking",
+        column_config={
+            "layer": st.column_config.NumberColumn(t("stats.col_layer")),
+            "head": st.column_config.NumberColumn(t("stats.col_head")),
+            "js": st.column_config.NumberColumn(t("experiments.measure_js"), format="%.4f"),
+            "tv": st.column_config.NumberColumn(t("experiments.measure_tv"), format="%.4f"),
+        },
+    )
+    left.caption(t("experiments.ranking_caption", token=labels_a[query]))
+    top = (int(ranking["layer"][0]), int(ranking["head"][0]))
+    heads = [(int(r["layer"]), int(r["head"])) for _, r in ranking.head(12).iterrows()]
+    chosen = state.control(
+        right.selectbox,
+        t("experiments.pair_head"),
+        "pairs_head",
+        list(range(len(heads))),
+        labels=lambda i: plain("experiments.head_label", layer=heads[i][0], head=heads[i][1]),
+        decode=lambda stored: stored if 0 <= stored < len(heads) else 0,
+        note=False,
+    )
+    shown_layer, shown_head = heads[chosen] if heads else top
+    rows_a, rows_b = minimal_pairs.matched(pair.pairs)
+    pair_labels = [
+        labels_a[i] if labels_a[i] == labels_b[j] else f"{labels_a[i]}→{labels_b[j]}"
+        for i, j in zip(rows_a, rows_b, strict=True)
+    ]
+    difference = minimal_pairs.difference_map(pair.a.weights, pair.b.weights, pair.pairs, shown_layer, shown_head)
+    right.plotly_chart(
+        figures.difference_heatmap(
+            difference,
+            pair_labels,
+            plain("experiments.pair_difference_title", layer=shown_layer, head=shown_head),
+            query_title=t("figures.axis_query"),
+            key_title=t("figures.axis_key"),
+        ),
+        key="pairs_difference",
+        theme=None,
+    )
+    right.caption(t("experiments.pair_difference_caption"))
+
+
+def _load_preset(chosen: str) -> None:
+    if chosen in minimal_pairs.PRESETS:
+        for name, text in zip(("pairs_a", "pairs_b"), minimal_pairs.PRESETS[chosen], strict=True):
+            st.session_state[name] = st.session_state[f"_{name}"] = text
+
+
+def predictions_view() -> None:
+    head_module = cache.lm_head(loaded)
+    if head_module is None:
+        st.info(t("experiments.no_lm_head", model=info.name, family=info.family_name))
+        return
+    encoding = feedback.or_stop(cache.encoding, loaded, selection.text, selection.pair)
+    labels = encoding.labels
+    st.caption(t(f"experiments.lm_{head_module.kind}"))
+    row = st.columns(2)
+    default = next((i for i, tok in enumerate(encoding.tokens) if tok == loaded.tokenizer.mask_token), 1)
+    position = _token_choice(
+        row[0], "predict_position", labels, min(default, encoding.num_tokens - 1), t("experiments.position")
+    )
+    key, scope = _knockout_choice(encoding, st)
+    if info.causal and key == 0:
+        st.warning(t("experiments.refused", reason="in a decoder the first token is the only key of the first query"))
+        return
+    k = 8
+    runs = {
+        "plain": cache.predictions(loaded, selection.text, selection.pair, position, k),
+        "off": cache.predictions(loaded, selection.text, selection.pair, position, k, off=(layer, head)),
+        "knocked": cache.predictions(
+            loaded, selection.text, selection.pair, position, k, knocked=(key, scope, layer, head)
+        ),
+    }
+    columns = st.columns(3)
+    for column, (name, found) in zip(columns, runs.items(), strict=True):
+        column.markdown(t(f"experiments.predict_{name}", layer=layer, head=head, token=labels[key]))
+        column.dataframe(
+            {
+                plain("experiments.col_token"): [str(tok) for tok in found.tokens],
+                plain("experiments.col_probability"): found.probabilities,
+            },
+            hide_index=True,
+            key=f"_predict_{name}",
+            column_config={plain("experiments.col_probability"): st.column_config.NumberColumn(format="%.4f")},
+        )
+    st.caption(t("experiments.predict_caption", position=position, token=labels[position]))
+
+
+{"knockout": knockout_view, "pairs": pairs_view, "predictions": predictions_view}[experiment]()
