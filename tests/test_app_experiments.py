@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from apptools import chart, decode, no_errors, run_app, z
 from numpy.testing import assert_allclose
 from replay import control
+from tiny_families import FAMILIES
 
 from attention_viz.analysis import knockout, minimal_pairs
 from attention_viz.extraction import encode
@@ -89,3 +91,13 @@ def test_predictions_of_a_tiny_masked_lm_as_is_with_a_head_off_and_a_key_out(tmp
     for table, expected in zip(tables, (plain, switched, knocked), strict=True):
         assert list(table.iloc[:, 0]) == list(expected.tokens)
         assert_allclose(table.iloc[:, 1], expected.probabilities, atol=1e-9)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_experiment_opens_for_every_family(family, family_dir):
+    at = _page(model=family_dir(family), text="The animal didn't cross the street because it was tired.", pair="")
+    for experiment in ("knockout", "pairs", "predictions"):
+        control(at, "segmented_control", "experiment").set_value(experiment).run()
+        no_errors(at)
+        assert not at.error, (experiment, [e.value for e in at.error])
+    assert any("has no language-model head" in i.value for i in at.info) != (family == "gpt2")  # GPT-2 ties one
