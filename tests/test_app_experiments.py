@@ -42,7 +42,7 @@ def test_minimal_pair_presets_rank_heads_and_draw_the_difference(bundled):
     at = _page(experiment="pairs")
     text_a, text_b = minimal_pairs.PRESETS["winograd"]
     pair = minimal_pairs.minimal_pair(bundled, text_a, text_b)
-    query = pair.changed_a[0]  # "big": the token that differs is the default query
+    query = list(pair.a.encoding.tokens).index("it")  # the preset's token is the default query
     ranking = minimal_pairs.head_ranking(pair.a.weights, pair.b.weights, pair.pairs, query, "js")
     shown = at.dataframe[0].value
     assert_allclose(shown["js"], ranking["js"].head(12), atol=1e-9)

@@ -218,3 +218,15 @@ def test_estimate_is_positive_and_progress_counts_every_sequence(induction_model
     seen = []
     hs.model_head_scores(induction_model, 3, 10, progress=lambda done, total: seen.append((done, total)))
     assert seen[-1] == (6, 6) and [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def test_gpt2_small_published_heads_only_for_gpt2_small():
+    from attention_viz.analysis import published
+
+    found = published.published_score_heads("openai-community/gpt2", 12, 12)
+    assert {(h.layer, h.head) for h in found if h.task == "induction"} == {(5, 1), (5, 5), (6, 9), (7, 2), (7, 10)}
+    assert [(h.layer, h.head) for h in found if h.task == "previous"] == [(4, 11)]
+    assert all(h.task in hs.SCORES for h in found)  # each names the score it is marked on
+    assert (
+        published.published_score_heads("gpt2", 6, 12) == () and published.published_score_heads("bert", 12, 12) == ()
+    )

@@ -31,6 +31,7 @@ PRESETS = {
     ),
     "agreement": ("The keys to the cabinet are", "The keys to the cabinet is"),
 }
+PRESET_QUERIES = {"winograd": "it", "agreement": "keys"}  # the token whose attention each pair is about
 
 
 def align(tokens_a, tokens_b) -> list[tuple[int | None, int | None]]:

@@ -87,6 +87,7 @@ def knockout_view() -> None:
             difference,
             labels,
             plain("experiments.difference_title", layer=shown_layer, head=head),
+            True,  # fitted: a knock-out or a word's change moves attention by a few hundredths
             query_title=t("figures.axis_query"),
             key_title=t("figures.axis_key"),
         ),
@@ -130,7 +131,9 @@ def pairs_view() -> None:
         lone_b = [labels_b[j] for i, j in pair.pairs if i is None]
         st.info(t("experiments.not_aligned", a=", ".join(lone_a) or "—", b=", ".join(lone_b) or "—"))
     queries = [i for i, j in pair.pairs if i is not None and j is not None]
-    default = next((i for i in queries if i in pair.changed_a), queries[0])
+    about = minimal_pairs.PRESET_QUERIES.get(st.session_state.get("pairs_preset"))
+    default = next((i for i in queries if labels_a[i].lower() == about), None)  # the preset's token, if any
+    default = next((i for i in queries if i in pair.changed_a), queries[0]) if default is None else default
     row = st.columns(2)
     query = _token_choice(row[0], "pairs_query", labels_a, default, t("experiments.query"), queries)
     by = state.control(
@@ -178,6 +181,7 @@ def pairs_view() -> None:
             difference,
             pair_labels,
             plain("experiments.pair_difference_title", layer=shown_layer, head=shown_head),
+            True,  # fitted: a knock-out or a word's change moves attention by a few hundredths
             query_title=t("figures.axis_query"),
             key_title=t("figures.axis_key"),
         ),
