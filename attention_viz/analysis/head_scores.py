@@ -390,21 +390,23 @@ def model_head_scores(
     return HeadScores(sums["repeated"], sums["control"], count, length, seed, sequences.num_tokens, seconds)
 
 
-def estimate_seconds(loaded, count: int = DEFAULT_COUNT, length: int = DEFAULT_LENGTH, seed: int = 0) -> float:
-    """Seconds :func:`model_head_scores` will take on this machine now: one repeated sequence is timed (the
-    faster of two runs) and the time multiplied by the ``2 * count`` sequences (a first guess; batching
-    makes it a little less, a busy machine more).
+def estimate_seconds(
+    loaded, count: int = DEFAULT_COUNT, length: int = DEFAULT_LENGTH, seed: int = 0, batch_size: int = 2
+) -> float:
+    """Seconds :func:`model_head_scores` will take on this machine now: one batch of ``batch_size`` repeated
+    sequences is timed (the faster of two runs: a model's first forward pays for one-off work) and the time
+    multiplied by the batches the run has, ``2 * ceil(count / batch_size)`` (a busy machine takes longer).
 
     Raises:
         ValueError: as :func:`model_head_scores` does.
     """
-    sequences = _sequences_for(loaded, 1, length, seed)
+    sequences = _sequences_for(loaded, min(count, batch_size), length, seed)
     times = []
-    for _ in range(2):  # the faster of two: a model's first forward pays for one-off work
+    for _ in range(2):
         began = time.perf_counter()
         _forward_attention(loaded, sequences.repeated)
         times.append(time.perf_counter() - began)
-    return min(times) * 2 * count
+    return min(times) * 2 * -(-count // batch_size)
 
 
 def scores_frame(scores: HeadScores) -> pd.DataFrame:

@@ -407,19 +407,20 @@ def head_scores(loaded: LoadedModel, count: int, length: int, seed: int, progres
 
 
 @st.cache_data(max_entries=32, ttl=RESULT_TTL, show_spinner=False)
-def _score_seconds(_loaded: LoadedModel, model_name: str, length: int) -> float:
+def _batch_seconds(_loaded: LoadedModel, model_name: str, length: int) -> float:
     from attention_viz.analysis import head_scores as scores
 
-    return scores.estimate_seconds(_loaded, 1, length) / 2  # one sequence
+    return scores.estimate_seconds(_loaded, 2, length) / 2  # two batches of two: one repeated, one control
 
 
 def head_score_seconds(loaded: LoadedModel, count: int, length: int) -> float:
-    """How long :func:`head_scores` will take: one sequence timed once per model and length, times ``2 * count``.
+    """How long :func:`head_scores` will take: one batch of two sequences timed once per model and length,
+    times the ``2 * ceil(count / 2)`` batches of the run.
 
     Raises:
         ValueError: as :func:`head_scores` does.
     """
-    return _score_seconds(loaded, loaded.info.name, length) * 2 * count
+    return _batch_seconds(loaded, loaded.info.name, length) * 2 * -(-count // 2)
 
 
 # --- Experiments: knock out a key, minimal pairs, predictions ---------------------------------------------
