@@ -7,6 +7,7 @@ from attention_viz import figures
 from attention_viz.analysis import knockout, minimal_pairs
 from attention_viz.ui import cache, controls, feedback, state
 from attention_viz.ui.i18n import plain, t
+from attention_viz.ui.safe_text import Markdown
 
 selection = state.selection()
 loaded = cache.model(selection.model)
@@ -27,7 +28,7 @@ experiment = state.control(
 experiment = experiment or "knockout"
 
 
-def _token_choice(place, key: str, labels, default: int, label: str, options=None) -> int:
+def _token_choice(place, key: str, labels, default: int, label: Markdown, options=None) -> int:
     options = list(range(len(labels))) if options is None else options
     return state.control(
         place.selectbox,
