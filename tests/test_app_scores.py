@@ -58,3 +58,21 @@ def test_all_heads_colour_by_induction_asks_before_it_runs():
     control(at, "selectbox", "all_heads_colour").set_value("induction").run()
     no_errors(at)
     assert at.button(key="_scores_run").label.startswith("Score the heads")
+
+
+def test_published_heads_are_marked_beside_their_scores(bundled, monkeypatch):
+    from attention_viz.analysis import published
+
+    marked = (published.GPT2_SMALL_HEADS[0], published.GPT2_SMALL_HEADS[-1])  # 5.1 induction, 4.11 previous
+    monkeypatch.setattr(published, "published_score_heads", lambda name, layers, heads: marked)
+    at = run_app(**(SMALL | {"scores_seed": 5}))
+    at.switch_page(STATS).run()
+    at.button(key="_scores_run").click().run()
+    no_errors(at)
+    assert any("TransformerLens / ARENA" in c.value for c in at.caption)
+    (table,) = [d.value for d in at.dataframe if "published as" in d.value.columns]
+    expected = head_scores.model_head_scores(bundled, 2, 8, seed=5)
+    assert list(table["published as"]) == ["induction", "previous-token"]
+    assert_allclose(table["induction"], [expected.repeated["induction"][5, 1], expected.repeated["induction"][4, 11]])
+    labels = chart(at, "scores_overview")["data"][0]["text"]
+    assert labels[5 * 12 + 1] == "★" and labels[4 * 12 + 11] == "★" and labels[0] == ""
