@@ -296,3 +296,18 @@ def test_hide_specials_and_blocks_know_the_familys_specials(family_model, family
     assert block.query_labels == tuple(label for label, s in zip(labels, segments, strict=True) if s == 1)
     assert block.key_labels == tuple(label for label, s in zip(labels, segments, strict=True) if s == 0)
     assert block.key_labels[0] == first and block.query_labels[-1] == last  # B's rows, A's columns
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_each_head_switched_off_in_its_layer_is_the_layer_with_a_head_mask(family_model, family):
+    """Head importance's shortcut (attention computed once per text) for every kind of layer: post- and
+    pre-LayerNorm, three or one fused projection, bidirectional or causal."""
+    encoder = family_model(family).encoder
+    heads, g = encoder.config.num_attention_heads, 2
+    x = torch.randn(g, 5, encoder.config.hidden_size, generator=torch.Generator().manual_seed(1))  # (g, n, hidden)
+    off = 1 - torch.eye(heads).repeat_interleave(g, dim=0)  # (h * g, h)
+    for layer in encoder.layers:
+        with torch.inference_mode():
+            expected, _ = layer(x.repeat(heads, 1, 1), None, None, off)
+            found = layer.without_each_head(x)
+        torch.testing.assert_close(found, expected, atol=1e-6, rtol=0)

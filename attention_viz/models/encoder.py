@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from attention_viz.models.attention import MultiHeadSelfAttention
+from attention_viz.models.attention import MultiHeadSelfAttention, causal_mask, scaled_dot_product_attention
 
 
 def gelu_new(x: torch.Tensor) -> torch.Tensor:
@@ -222,6 +222,13 @@ class EncoderLayer(nn.Module):
         """What the attention's projections see of the layer's input ``x``: ``x`` itself here."""
         return x
 
+    def after_attention(self, x: torch.Tensor, attended: torch.Tensor) -> torch.Tensor:
+        """The layer's output from its input ``x`` and the attention's output ``attended``, both
+        ``(b, t, hidden)``: add & norm, feed-forward, add & norm."""
+        x = self.attention_norm(x + self.dropout(attended))  # (b, t, hidden)
+        ffn = self.output(self.activation(self.intermediate(x)))  # (b, t, hidden)
+        return self.output_norm(x + self.dropout(ffn))
+
     def forward(
         self,
         x: torch.Tensor,
@@ -229,10 +236,26 @@ class EncoderLayer(nn.Module):
         scaling: float | None,
         head_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        attended, weights = self.attention(x, attention_mask, scaling, head_mask)  # (b, t, hidden), (b, h, t, t)
-        x = self.attention_norm(x + self.dropout(attended))
-        ffn = self.output(self.activation(self.intermediate(x)))  # (b, t, hidden)
-        return self.output_norm(x + self.dropout(ffn)), weights
+        attended, weights = self.attention(self.attention_input(x), attention_mask, scaling, head_mask)
+        return self.after_attention(x, attended), weights  # (b, t, hidden), (b, h, t, t)
+
+    def without_each_head(self, x: torch.Tensor) -> torch.Tensor:
+        """The layer on unpadded ``x`` ``(g, n, hidden)`` with each of its ``h`` heads switched off in turn
+        (Michel et al. 2019): ``(h * g, n, hidden)``, copy ``k * g + i`` being text ``i`` without head ``k``.
+
+        The numbers of :meth:`forward` with a head mask of one 0, to float32 round-off; the queries, keys,
+        values and attention of the ``g`` texts are computed once, and only each head's share of the output
+        is switched off.
+        """
+        attention, (g, n, _) = self.attention, x.shape
+        h = attention.num_heads
+        off = 1 - torch.eye(h, dtype=x.dtype, device=x.device).repeat_interleave(g, dim=0)  # (h * g, h)
+        q, k, v = (attention._split(p) for p in attention._project(self.attention_input(x)))  # 3 × (g, h, n, d)
+        mask = causal_mask(n, q.dtype) if attention.causal else None  # (1, 1, n, n)
+        context, _ = scaled_dot_product_attention(q, k, v, mask)  # (g, h, n, d)
+        context = context.repeat(h, 1, 1, 1) * off[:, :, None, None]  # (h * g, h, n, d)
+        merged = context.transpose(1, 2).reshape(h * g, n, -1)  # (h * g, n, h * d)
+        return self.after_attention(x.repeat(h, 1, 1), attention.output(merged))  # (h * g, n, hidden)
 
 
 class PreNormLayer(EncoderLayer):
@@ -243,17 +266,11 @@ class PreNormLayer(EncoderLayer):
         """What the attention's projections see of the block's input ``x``: ``attention_norm(x)``."""
         return self.attention_norm(x)
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        attention_mask: torch.Tensor | None,
-        scaling: float | None,
-        head_mask: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        attended, weights = self.attention(self.attention_norm(x), attention_mask, scaling, head_mask)
+    def after_attention(self, x: torch.Tensor, attended: torch.Tensor) -> torch.Tensor:
+        """The block's output from its input ``x`` and the attention's output: two residual additions."""
         x = x + self.dropout(attended)  # (b, t, hidden)
         ffn = self.output(self.activation(self.intermediate(self.output_norm(x))))  # (b, t, hidden)
-        return x + self.dropout(ffn), weights
+        return x + self.dropout(ffn)
 
 
 class BertEncoder(nn.Module):
