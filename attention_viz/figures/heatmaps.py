@@ -99,15 +99,6 @@ def chart_height_over_width(
     return _top(style) + _bottom(keys, style) - _left(labels, style) - _RIGHT
 
 
-def side_for_width(width: int, labels: Sequence[str], style: MapStyle = NORMAL) -> int:
-    """The side (px) of a square plot in a map chart ``width`` px wide: what the query labels and margins leave.
-
-    Give it as the ``side`` of the chart's :class:`MapStyle` (``dataclasses.replace(style, side=...)``) to
-    draw a chart of that width with no blank band under its plot.
-    """
-    return max(80, width - _left(labels, style) - _RIGHT)
-
-
 def category_ticks(labels: Sequence[str]) -> dict:
     """A category axis's tick settings for ``labels`` (as :func:`unique_labels` names the rows): one tick
     per label, never thinned by plotly, written shortened (:func:`~attention_viz.figures.layout.shorten_label`)

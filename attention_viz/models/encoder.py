@@ -48,8 +48,6 @@ _LAYER_NAMES = {
     "output": "output.dense",
     "output_norm": "output.LayerNorm",
 }
-# Checkpoint entries that the encoder does not use (the pooler sits on top of it).
-_UNUSED = re.compile(r"^pooler\.|^embeddings\.(position_ids|token_type_ids)$")
 
 
 class WeightMismatchError(ValueError):
@@ -372,22 +370,6 @@ def transformers_name(name: str) -> str:
         return name
     index, module, param = match.groups()
     return f"encoder.layer.{index}.{_LAYER_NAMES[module]}.{param}"
-
-
-def load_bert_weights(encoder: BertEncoder, state_dict: dict[str, torch.Tensor], assign: bool = False) -> None:
-    """Copy a transformers ``BertModel`` state dict into ``encoder``, checking every key and shape.
-
-    Args:
-        encoder: the from-scratch encoder to fill.
-        state_dict: ``BertModel.state_dict()``.
-        assign: make the copies the encoder's parameters (``load_state_dict(assign=True)``), as an
-            encoder built on the ``meta`` device needs; otherwise copy into its existing parameters.
-
-    Raises:
-        WeightMismatchError: if a weight the encoder needs is missing or of another shape, or if the
-            checkpoint has encoder weights that the encoder would silently ignore.
-    """
-    load_weights(encoder, state_dict, transformers_name, _UNUSED, assign=assign)
 
 
 def load_weights(
