@@ -21,7 +21,7 @@ from attention_viz import extraction
 from attention_viz.extraction import capture
 from attention_viz.models import attention
 from attention_viz.models.loading import LoadedModel
-from benchmarks.harness import Row, Settings, interleaved, median, text_of_tokens
+from benchmarks.harness import Row, Settings, interleaved, median, text_of_tokens, timed
 
 
 def _in_place_attention(query, key, value, mask=None, scaling=None, dropout=0.0):
@@ -52,6 +52,18 @@ class _WholeForward(capture._Collector):
             super().__call__(module, inputs, output)
 
 
+def _round_robin(functions, settings: Settings) -> list[list[float]]:
+    """Seconds of each function, run in turn (so load on shared cores hits all alike), after the warm-up."""
+    for _ in range(settings.warmup):
+        for function in functions:
+            function()
+    seconds = [[] for _ in functions]
+    for _ in range(settings.repeats):
+        for function, samples in zip(functions, seconds, strict=True):
+            samples.append(timed(function))
+    return seconds
+
+
 def _sizes(loaded: LoadedModel, settings: Settings) -> list[int]:
     sizes = (16, 128) if settings.quick else (16, 128, 512)
     return [n for n in sizes if n <= loaded.info.max_positions]
@@ -75,8 +87,7 @@ def path_rows(loaded: LoadedModel, settings: Settings) -> list[Row]:
                 return extraction.pretrained_attention(model, encoding)
 
         same = np.array_equal(fast(), reference()) and np.array_equal(no_stop(), reference())
-        ours, base = interleaved(fast, reference, settings)
-        whole, _ = interleaved(no_stop, lambda: None, Settings(settings.quick, 0, settings.repeats))
+        ours, base, whole = _round_robin((fast, reference, no_stop), settings)
         rows.append(
             Row(
                 id="16",

@@ -334,8 +334,7 @@ class BertEncoder(nn.Module):
                 reproduces transformers exactly.
             attentions_out: ``(L, b, h, t, t)``, the dtype of the weights: each layer's weights are copied
                 into it as the layer finishes and the output's attentions are its slices, so the layers' own
-                tensors are freed at once (one layer's weights alive, not all: 63 MB less at 512 tokens for
-                the bundled model).
+                tensors are freed at once (one layer's weights alive, not all).
 
         Returns:
             :class:`EncoderOutput` with every layer's hidden states and attention weights;
@@ -395,7 +394,7 @@ def load_weights(
         assign: make the checkpoint's tensors themselves the encoder's parameters
             (``load_state_dict(assign=True)``), as an encoder built on the ``meta`` device needs: where the
             dtype is the same they share the checkpoint's memory (a transposed one as a view), so the
-            from-scratch encoder costs no second copy of the weights (90 MB for the bundled model). Nothing
+            from-scratch encoder costs no second copy of the weights. Nothing
             in the package writes to a loaded model's weights. Otherwise copy into its existing parameters.
 
     Raises:
