@@ -1,5 +1,11 @@
 """Shared fixtures: the bundled model, tiny random BERTs and tiny models of every family built offline in a temp
-dir, one real Streamlit server for every browser and server test, and a headless Chromium per test module."""
+dir, one real Streamlit server for every browser and server test, and a headless Chromium per test module.
+
+The suite runs on pytest-xdist workers (``-n auto --dist loadgroup`` in pyproject.toml): each test file is one
+unit that one worker runs in order, and every test of the shared server runs on one worker, so the server
+starts once per run. Each worker gets its share of the cores for torch (two workers with two threads each on
+two cores spin-wait for each other at every operation).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +24,23 @@ from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from transformers import AutoTokenizer, BertConfig, BertModel
 
 from attention_viz.models.loading import bundled_model_path, load_model
+
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // _WORKERS))
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto``: two workers, up to four on a larger machine (each loads the models once)."""
+    return max(2, min(4, os.cpu_count() or 1))
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """One xdist group per test file, and one for every test of the shared server (see the module's docstring)."""
+    for item in items:
+        uses_server = "server" in getattr(item, "fixturenames", ())
+        item.add_marker(pytest.mark.xdist_group("server" if uses_server else item.path.name))
+
 
 TINY_CONFIGS = {
     "h32-l2-heads4": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37),
