@@ -3,8 +3,9 @@ dir, one real Streamlit server for every browser and server test, and a headless
 
 The suite runs on pytest-xdist workers (``-n auto --dist loadgroup`` in pyproject.toml): each test file is one
 unit that one worker runs in order, and every test of the shared server runs on one worker, so the server
-starts once per run. Each worker gets its share of the cores for torch (two workers with two threads each on
-two cores spin-wait for each other at every operation).
+starts once per run. Each worker keeps torch's threads (their count changes the last bits of a result, which
+tests compare across processes), and they sleep instead of spinning while they wait (``OMP_WAIT_POLICY``):
+two workers' threads spinning on two cores wait for each other at every operation.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing in the tests may reach the hub
+if os.environ.get("PYTEST_XDIST_WORKER"):  # read by OpenMP when torch loads; the server started here inherits it
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import pytest
 import torch
@@ -24,10 +27,6 @@ from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from transformers import AutoTokenizer, BertConfig, BertModel
 
 from attention_viz.models.loading import bundled_model_path, load_model
-
-_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-if _WORKERS > 1:
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // _WORKERS))
 
 
 def pytest_xdist_auto_num_workers(config) -> int:

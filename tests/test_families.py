@@ -95,6 +95,7 @@ def test_hooks_take_the_reference_weights_bit_for_bit(family_model, family):
     loaded = family_model(family)
     modules = families.family_for(family).attention_modules(loaded.model)
     assert len(modules) == loaded.info.num_layers and all(module is not None for module in modules)
+    reference_attention(loaded.model, encode(loaded.tokenizer, TEXT))  # transformers adds its own hooks once
     hooks = [len(module._forward_hooks) for module in loaded.model.modules()]
     for text, pair in [(TEXT, None)] + ([] if family == "gpt2" else [PAIR]):
         encoding = encode(loaded.tokenizer, text, pair, loaded.info.max_positions)
