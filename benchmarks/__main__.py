@@ -25,7 +25,8 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         default="1,2,3,4,5,6,7,8,9,11,12,13,14",
         help="comma-separated figure numbers (default 1-9 and 11-14; on request: 10, the other families at "
-        "base size, and 15, a class of 40 sessions for 5 minutes on 1 server and on 2 replicas)",
+        "base size, 15, a class of 40 sessions for 5 minutes on 1 server and on 2 replicas, and 16, the two "
+        "extraction paths and the encoder's in-place variant)",
     )
     parser.add_argument("--output", type=Path, help="results file (default benchmarks/results/<date>-<mode>.json)")
     args = parser.parse_args(argv)
@@ -104,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks import families
 
         section("10", "other families (RoBERTa, GPT-2)", lambda: families.family_rows(settings))
+    if "16" in wanted:
+        from benchmarks import paths
+
+        section("16", "extraction paths", lambda: paths.path_rows(loaded, settings))
     rows.sort(key=lambda row: int(row.id))
     path = write_results(rows, settings, started, args.output, durations)
     print(table(rows))

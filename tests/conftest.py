@@ -1,5 +1,12 @@
 """Shared fixtures: the bundled model, tiny random BERTs and tiny models of every family built offline in a temp
-dir, one real Streamlit server for every browser and server test, and a headless Chromium per test module."""
+dir, one real Streamlit server for every browser and server test, and a headless Chromium per test module.
+
+The suite runs on pytest-xdist workers (``-n auto --dist loadgroup`` in pyproject.toml): each test file is one
+unit that one worker runs in order, and every test of the shared server runs on one worker, so the server
+starts once per run. Each worker keeps torch's threads (their count changes the last bits of a result, which
+tests compare across processes), and they sleep instead of spinning while they wait (``OMP_WAIT_POLICY``):
+two workers' threads spinning on two cores wait for each other at every operation.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,8 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing in the tests may reach the hub
+if os.environ.get("PYTEST_XDIST_WORKER"):  # read by OpenMP when torch loads; the server started here inherits it
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import pytest
 import torch
@@ -18,6 +27,19 @@ from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from transformers import AutoTokenizer, BertConfig, BertModel
 
 from attention_viz.models.loading import bundled_model_path, load_model
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto``: two workers, up to four on a larger machine (each loads the models once)."""
+    return max(2, min(4, os.cpu_count() or 1))
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """One xdist group per test file, and one for every test of the shared server (see the module's docstring)."""
+    for item in items:
+        uses_server = "server" in getattr(item, "fixturenames", ())
+        item.add_marker(pytest.mark.xdist_group("server" if uses_server else item.path.name))
+
 
 TINY_CONFIGS = {
     "h32-l2-heads4": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37),

@@ -187,8 +187,8 @@ def _formula(q, k, v, mask=None, scaling=0.3):
 
 
 @pytest.mark.parametrize("padded", [False, True])
-def test_in_place_scores_are_the_formula_bit_for_bit(padded):
-    """Under inference mode the scores are scaled, masked and softmaxed in place: the same bits."""
+def test_scores_under_inference_mode_are_the_formula_bit_for_bit(padded):
+    """Under inference mode (every caller in the package) the weights and context are the formula's bits."""
     torch.manual_seed(7)
     q, k, v = (torch.randn(2, 3, 5, 4) for _ in range(3))
     mask = key_padding_mask(torch.tensor([[1] * 5, [1, 1, 1, 0, 0]]), q.dtype) if padded else None
@@ -200,7 +200,7 @@ def test_in_place_scores_are_the_formula_bit_for_bit(padded):
 
 @pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")  # torch.func
 def test_autograd_forward_ad_and_vmap_still_work():
-    """Outside inference mode, and inside torch.func transforms, the scores are never written in place."""
+    """Autograd, forward-mode AD and ``torch.func.vmap`` (also under inference mode) give the formula's bits."""
     torch.manual_seed(8)
     q, k, v = (torch.randn(1, 2, 4, 8) for _ in range(3))
     leaf = q.clone().requires_grad_(True)

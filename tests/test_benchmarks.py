@@ -48,3 +48,14 @@ def test_quick_suite_runs_and_writes_valid_results(tmp_path, capsys):
     header = done.out.splitlines()[0]
     assert header.startswith("#") and "ratio" in header and "target" in header
     assert f"written to {output}" in done.out
+
+
+def test_the_extraction_paths_row_measures_equal_bits(tiny_model):
+    """#16 (on request): the fast path, the reference and the variants it times give the same bits."""
+    from benchmarks.harness import Settings
+    from benchmarks.paths import path_rows
+
+    rows = path_rows(tiny_model, Settings(quick=True, warmup=0, repeats=1))
+    assert [row.figure.split(":")[0] for row in rows] == ["extraction", "encoder"]  # 64 positions: 16 tokens
+    assert all(row.samples["same_bits"] and row.ours > 0 and row.baseline > 0 for row in rows), rows
+    assert all(abs(row.ratio - row.ours / row.baseline) <= 1e-12 for row in rows)

@@ -220,13 +220,11 @@ def test_text_statistics_are_the_statistics_and_the_importance_of_one_text(tiny_
 
 
 def test_shared_attention_for_the_ablated_layer_equals_the_layer_with_head_masks(tiny_model):
-    from attention_viz.analysis.importance import _without_each_head
-
     heads = tiny_model.info.num_heads
     x = torch.randn(3, 5, tiny_model.info.hidden_size, generator=torch.Generator().manual_seed(0))  # (g, n, hidden)
     off = 1 - torch.eye(heads).repeat_interleave(3, dim=0)  # (h * g, h)
     for layer in tiny_model.encoder.layers:
         with torch.inference_mode():
             expected, _ = layer(x.repeat(heads, 1, 1), None, None, off)
-            found = _without_each_head(layer, x, heads)
+            found = layer.without_each_head(x)
         torch.testing.assert_close(found, expected, atol=1e-6, rtol=0)

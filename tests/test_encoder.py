@@ -6,7 +6,8 @@ import torch
 from torch.testing import assert_close
 
 from attention_viz.extraction import extract
-from attention_viz.models.encoder import BertEncoder, Variant, WeightMismatchError, load_bert_weights, transformers_name
+from attention_viz.models import families
+from attention_viz.models.encoder import BertEncoder, Variant, WeightMismatchError, load_weights, transformers_name
 
 SENTENCES = [
     "The cat sat on the mat.",
@@ -99,18 +100,24 @@ def test_name_mapping():
     assert transformers_name("embeddings.LayerNorm.bias") == "embeddings.LayerNorm.bias"
 
 
+def _load_bert_weights(encoder: BertEncoder, state_dict: dict) -> None:
+    """A ``BertModel`` state dict into ``encoder`` by the BERT family's names, as loading does."""
+    family = families.family_for("bert")
+    load_weights(encoder, state_dict, lambda name: family.checkpoint_name(name, encoder.config), family.unused)
+
+
 def test_every_weight_is_checked(bundled):
     state = dict(bundled.model.state_dict())
     fresh = BertEncoder(bundled.encoder.config)
     missing = {k: v for k, v in state.items() if k != "encoder.layer.2.attention.self.key.bias"}
     with pytest.raises(WeightMismatchError, match=r"encoder\.layer\.2\.attention\.self\.key\.bias"):
-        load_bert_weights(fresh, missing)
+        _load_bert_weights(fresh, missing)
     wrong = dict(state, **{"embeddings.word_embeddings.weight": torch.zeros(10, 384)})
     with pytest.raises(WeightMismatchError, match="shape"):
-        load_bert_weights(fresh, wrong)
+        _load_bert_weights(fresh, wrong)
     extra = dict(state, **{"encoder.layer.0.attention.self.distance_embedding.weight": torch.zeros(3)})
     with pytest.raises(WeightMismatchError, match="does not use"):
-        load_bert_weights(fresh, extra)
+        _load_bert_weights(fresh, extra)
 
 
 def test_variants_change_only_the_scaling(bundled):

@@ -70,10 +70,11 @@ def test_scratch_attention_is_transformers_bit_for_bit(family_model, family):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_padded_batch_is_transformers_bit_for_bit(family_model, family):
     """The corpus runs padded batches: padding (RoBERTa's positions, GPT-2's causal mask) changes nothing."""
-    from attention_viz.analysis.corpus import _batch_inputs
+    from attention_viz.extraction.batch import encode_batch
 
     loaded = family_model(family)
-    inputs, rows = _batch_inputs(loaded.tokenizer, [(TEXT, None), ("Short.", None), PAIR], 60)
+    types = loaded.encoder.config.type_vocab_size
+    inputs, rows = encode_batch(loaded.tokenizer, [(TEXT, None), ("Short.", None), PAIR], 60, types)
     assert (inputs["attention_mask"] == 0).any()
     kwargs = families.family_for(family).model_kwargs(inputs)
     with torch.inference_mode():
@@ -86,17 +87,22 @@ def test_padded_batch_is_transformers_bit_for_bit(family_model, family):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_hooks_take_transformers_own_weights(family_model, family, monkeypatch):
-    from attention_viz.extraction import capture
+def test_hooks_take_the_reference_weights_bit_for_bit(family_model, family):
+    """The fast path (forward hooks, the forward stopped after the last attention) against the reference
+    (``output_attentions=True``), for a text and, where the family reads one, a pair."""
+    from attention_viz.extraction import reference_attention
 
     loaded = family_model(family)
-    encoding = encode(loaded.tokenizer, TEXT)
-    hooked = pretrained_attention(loaded.model, encoding)
-    modules = capture._hooked_self_attentions(loaded.model)
-    assert modules is not None and len(modules) == loaded.info.num_layers
-    assert np.array_equal(hooked, torch.cat(_transformers(loaded, encoding)).numpy())
-    monkeypatch.setattr(capture, "_hooked_self_attentions", lambda model: None)  # the output_attentions path
-    assert np.array_equal(pretrained_attention(loaded.model, encoding), hooked)
+    modules = families.family_for(family).attention_modules(loaded.model)
+    assert len(modules) == loaded.info.num_layers and all(module is not None for module in modules)
+    reference_attention(loaded.model, encode(loaded.tokenizer, TEXT))  # transformers adds its own hooks once
+    hooks = [len(module._forward_hooks) for module in loaded.model.modules()]
+    for text, pair in [(TEXT, None)] + ([] if family == "gpt2" else [PAIR]):
+        encoding = encode(loaded.tokenizer, text, pair, loaded.info.max_positions)
+        hooked = pretrained_attention(loaded.model, encoding)
+        assert np.array_equal(hooked, torch.cat(_transformers(loaded, encoding)).numpy())
+        assert np.array_equal(hooked, reference_attention(loaded.model, encoding)), (family, pair)
+    assert [len(module._forward_hooks) for module in loaded.model.modules()] == hooks
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -291,3 +297,18 @@ def test_hide_specials_and_blocks_know_the_familys_specials(family_model, family
     assert block.query_labels == tuple(label for label, s in zip(labels, segments, strict=True) if s == 1)
     assert block.key_labels == tuple(label for label, s in zip(labels, segments, strict=True) if s == 0)
     assert block.key_labels[0] == first and block.query_labels[-1] == last  # B's rows, A's columns
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_each_head_switched_off_in_its_layer_is_the_layer_with_a_head_mask(family_model, family):
+    """Head importance's shortcut (attention computed once per text) for every kind of layer: post- and
+    pre-LayerNorm, three or one fused projection, bidirectional or causal."""
+    encoder = family_model(family).encoder
+    heads, g = encoder.config.num_attention_heads, 2
+    x = torch.randn(g, 5, encoder.config.hidden_size, generator=torch.Generator().manual_seed(1))  # (g, n, hidden)
+    off = 1 - torch.eye(heads).repeat_interleave(g, dim=0)  # (h * g, h)
+    for layer in encoder.layers:
+        with torch.inference_mode():
+            expected, _ = layer(x.repeat(heads, 1, 1), None, None, off)
+            found = layer.without_each_head(x)
+        torch.testing.assert_close(found, expected, atol=1e-6, rtol=0)

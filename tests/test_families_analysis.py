@@ -62,7 +62,7 @@ def test_inside_a_head_reproduces_the_pretrained_head(family_model, family):
     encoding = encode(loaded.tokenizer, TEXT)
     pretrained = extract(loaded, TEXT).weights
     layer = loaded.info.num_layers - 1
-    hidden = steps.layer_input(loaded.encoder, encoding, layer)
+    hidden = steps.layer_inputs(loaded.encoder, encoding)[layer]
     for head in range(loaded.info.num_heads):
         queries, keys, values = steps.head_vectors(loaded.encoder, hidden, layer, head)
         scaling = steps.scaling_factor("exact", loaded.info.head_dim, loaded.info.hidden_size)
@@ -84,7 +84,7 @@ def test_rollout_norms_and_the_articles_layer(family_model, family):
         assert (views.norm >= 0).all() and views.norm_per_head.shape == (loaded.info.num_heads, t, t)
         if loaded.info.causal:  # nothing flows from a later token, in any view
             assert np.all(views.rollout[_upper(t)] == 0) and np.all(views.norm[_upper(t)] == 0)
-    hidden = steps.layer_input(loaded.encoder, encoding, 0)
+    hidden = steps.layer_inputs(loaded.encoder, encoding)[0]
     correct, article = article_compare.seeded_layers(loaded.info.hidden_size, loaded.info.num_heads, 0)
     weights = article_compare.variant_weights(hidden, correct, article, ["shared", "embed_scaling"])
     assert weights.shape == (loaded.info.num_heads, t, t)

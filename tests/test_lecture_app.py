@@ -173,7 +173,7 @@ def test_inside_a_head_controls_change_the_computation(bundled):
     _no_errors(at)
     assert not at.success and "not the model's weights" in at.info[-1].value
     encoding = encode(bundled.tokenizer, state.EXAMPLE_TEXT)
-    hidden = steps.layer_input(bundled.encoder, encoding, state.EXAMPLE_LAYER)
+    hidden = steps.layer_inputs(bundled.encoder, encoding)[state.EXAMPLE_LAYER]
     vectors = steps.head_vectors(bundled.encoder, hidden, state.EXAMPLE_LAYER, state.EXAMPLE_HEAD)
     expected = steps.head_steps(*vectors, 2, bundled.info.hidden_size**-0.5, 2.0, [0, 15])
     weights = _bars(_figures(at)[4])
@@ -194,7 +194,7 @@ def test_article_page_shows_each_difference_on_the_same_input(bundled):
     at.switch_page(ARTICLE).run()
     _no_errors(at)
     encoding = encode(bundled.tokenizer, state.EXAMPLE_TEXT)
-    hidden = steps.layer_input(bundled.encoder, encoding, state.EXAMPLE_LAYER)
+    hidden = steps.layer_inputs(bundled.encoder, encoding)[state.EXAMPLE_LAYER]
     layers = article_compare.seeded_layers(bundled.info.hidden_size, bundled.info.num_heads, 0)
     correct, changed, difference = _figures(at)
     h = state.EXAMPLE_HEAD

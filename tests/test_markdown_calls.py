@@ -27,7 +27,7 @@ LABELLED |= {"page_link", "pills", "segmented_control", "expander", "popover", "
 LABELLED |= {"date_input", "time_input", "form_submit_button", "status", "feedback"}
 MARKDOWN_OPTIONS = {"radio", "pills", "segmented_control"}  # their options are Markdown too
 NOT_STREAMLIT = {"log", "_log", "logger", "logging", "parser", "warnings"}
-SAFE_CALLS = {"t", "literal", "Markdown", "option_labels"}
+SAFE_CALLS = {"t", "literal", "Markdown"}
 SAFE_ANNOTATIONS = {"Markdown", "int", "float", "bool"}
 NUMBER_FORMATS = set("bcdeEfFgGnoxX%")
 # Markdown(...) of something that is not a constant trusts it: only where the text is the project's own.

@@ -12,7 +12,7 @@ TEXT = "The animal didn't cross the street because it was too tired."
 
 def _vectors(loaded, layer, head, text=TEXT, pair=None):
     encoding = encode(loaded.tokenizer, text, pair)
-    hidden = steps.layer_input(loaded.encoder, encoding, layer)
+    hidden = steps.layer_inputs(loaded.encoder, encoding)[layer]
     return steps.head_vectors(loaded.encoder, hidden, layer, head)
 
 
@@ -117,7 +117,7 @@ def test_layer_and_head_out_of_range_name_the_valid_range(tiny_model):
     with pytest.raises(IndexError, match=f"0-{heads - 1}"):
         steps.head_vectors(tiny_model.encoder, hidden, 0, heads)
     with pytest.raises(IndexError, match=f"0-{layers - 1}"):
-        steps.layer_input(tiny_model.encoder, encoding, -1)
+        steps.layer_vectors(tiny_model.encoder, hidden, -1)
 
 
 def test_step_figures_shorten_long_labels_and_keep_the_bars_readable():

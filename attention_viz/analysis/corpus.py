@@ -24,8 +24,8 @@ import torch
 from attention_viz import settings
 from attention_viz.analysis import importance as importance_module
 from attention_viz.analysis import similarity, stats
-from attention_viz.extraction import ROW_SUM_TOLERANCE, AttentionError, InputError, validate_attentions
-from attention_viz.models import families
+from attention_viz.extraction import InputError
+from attention_viz.extraction import batch as padded
 from attention_viz.models.loading import LoadedModel
 
 BUNDLED_CORPUS = Path(__file__).resolve().parents[2] / "assets" / "corpus" / "sentences.txt"
@@ -80,21 +80,6 @@ def parse_corpus(text: str) -> list[tuple[str, str | None]]:
     return texts
 
 
-def _pad(encoded: list, pad_id: int) -> dict[str, torch.Tensor]:
-    """``input_ids``, ``token_type_ids`` and ``attention_mask``, each ``(b, t)``, padded on the right.
-
-    Padded with the tokenizer's own padding id where it has one (RoBERTa's positions depend on it);
-    GPT-2 has none, and any id does there: padded keys are masked.
-    """
-    t = max(len(e["input_ids"]) for e in encoded)
-    ids = torch.full((len(encoded), t), pad_id, dtype=torch.int64)  # (b, t)
-    types, mask = torch.zeros_like(ids), torch.zeros_like(ids)  # (b, t)
-    for row, e in enumerate(encoded):
-        n = len(e["input_ids"])
-        ids[row, :n], types[row, :n], mask[row, :n] = torch.tensor(e["input_ids"]), torch.tensor(e["token_type_ids"]), 1
-    return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
-
-
 def seconds_left(elapsed: float, done: float, total: int) -> float | None:
     """Seconds the rest of a run takes at the rate so far; ``None`` before anything is done.
 
@@ -141,30 +126,11 @@ def _too_large(what: str, count: int, limit: int) -> NoReturn:
     )
 
 
-def _batch_inputs(tokenizer, chunk: Texts, max_length: int):
-    """``(inputs, rows)``: padded ``(b, t)`` tensors, and per text its ids, special flags and segments.
-
-    A tokenizer with no separator token (a decoder's) reads a pair as one text, the two joined by a space.
-    """
-    if tokenizer.sep_token is None:
-        chunk = [(a if b is None else f"{a} {b}", None) for a, b in chunk]
-    encoded = [tokenizer(a, b, truncation=True, max_length=max_length, return_token_type_ids=True) for a, b in chunk]
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    inputs = _pad(encoded, pad_id)
-    rows = []
-    for e in encoded:
-        segments, current = [], 0
-        for s in e.sequence_ids():  # a special token takes the segment before it, as in Encoding
-            current = current if s is None else s
-            segments.append(current)
-        rows.append((e["input_ids"], [s is None for s in e.sequence_ids()], segments))
-    return dict(inputs), rows
-
-
 def batch_attention(
     loaded: LoadedModel, texts: Texts, batch_size: int = 16, max_length: int | None = None
 ) -> Iterator[tuple[dict[str, torch.Tensor], list[tuple[np.ndarray, stats.TokenKinds]]]]:
-    """The pretrained model's attention for each text, computed in padded batches.
+    """The pretrained model's attention for each text, computed in padded batches
+    (:mod:`attention_viz.extraction.batch`), each text's weights checked as a single text's are.
 
     Token type ids are asked for explicitly (``return_token_type_ids=True``): some tokenizers leave
     them out by default; the model is given them only if its family takes them. A model with one token type
@@ -188,28 +154,19 @@ def batch_attention(
     """
     if batch_size < 1:
         raise InputError(f"the batch size must be at least 1, got {batch_size}")
-    tokenizer, model, info = loaded.tokenizer, loaded.model, loaded.info
-    family = families.family_for(info.family)
+    tokenizer, info = loaded.tokenizer, loaded.info
     types = loaded.encoder.config.type_vocab_size
     for start in range(0, len(texts), batch_size):
-        inputs, rows = _batch_inputs(tokenizer, texts[start : start + batch_size], max_length or info.max_positions)
-        inputs["token_type_ids"] = inputs["token_type_ids"].clamp(max=max(types, 1) - 1)
-        with torch.inference_mode():
-            outputs = model(**family.model_kwargs(inputs), output_attentions=True)
-        attentions = getattr(outputs, "attentions", None)
-        if not attentions:
-            validate_attentions(attentions, info.num_layers, info.num_heads, 0)  # raises the clear message
-        stacked = torch.stack(attentions, 1).float().numpy()  # (b, L, h, t, t)
+        chunk = texts[start : start + batch_size]
+        inputs, rows = padded.encode_batch(tokenizer, chunk, max_length or info.max_positions, types)
+        weights = padded.batch_attention(loaded.model, inputs, [len(row.input_ids) for row in rows], start)
         items = []
-        for row, (ids, special, segments) in enumerate(rows):
-            n = len(ids)
-            weights = stacked[row, :, :, :n, :n]  # (L, h, n, n): padding cut off
-            worst = float(np.abs(weights.sum(-1) - 1).max())
-            if worst > ROW_SUM_TOLERANCE:
-                raise AttentionError(f"attention rows do not sum to 1 (off by {worst:.2g}) in text {start + row}")
-            tokens = tokenizer.convert_ids_to_tokens(ids)
-            kinds = stats.TokenKinds.from_tokens(tokens, special, segments, tokenizer.cls_token, tokenizer.sep_token)
-            items.append((weights, kinds))
+        for text, text_weights in zip(rows, weights, strict=True):
+            tokens = tokenizer.convert_ids_to_tokens(text.input_ids)
+            kinds = stats.TokenKinds.from_tokens(
+                tokens, text.special, text.segments, tokenizer.cls_token, tokenizer.sep_token
+            )
+            items.append((text_weights, kinds))
         yield inputs, items
 
 

@@ -62,7 +62,7 @@ def max_abs_difference(a: np.ndarray, b: np.ndarray) -> float:
     """Largest ``|a - b|`` over all entries (broadcast together), computed in float64; NaN if any entry is NaN.
 
     Works through blocks of about a million entries: two (layers, heads, query, key) results at 512 tokens
-    are 75 MB each in float32, and converting them whole to float64 held about 600 MB at once.
+    are large, and converting them whole to float64 would hold several times their size at once.
 
     Raises:
         ValueError: if the arrays are empty or do not broadcast.

@@ -94,19 +94,6 @@ def layer_inputs(encoder: BertEncoder, encoding: Encoding) -> np.ndarray:
     return torch.cat(seen).float().numpy()  # (L, t, hidden)
 
 
-def layer_input(encoder: BertEncoder, encoding: Encoding, layer: int) -> np.ndarray:
-    """What ``layer``'s attention sees (see :func:`layer_inputs`): ``layer_inputs(...)[layer]``.
-
-    Returns:
-        float32 ``(t, hidden)``.
-
-    Raises:
-        IndexError: if ``layer`` is out of range.
-    """
-    _check_layer(encoder, layer)
-    return layer_inputs(encoder, encoding)[layer]
-
-
 def _check_layer(encoder: BertEncoder, layer: int) -> None:
     if not 0 <= layer < encoder.config.num_hidden_layers:
         raise IndexError(f"layer {layer} out of range: 0-{encoder.config.num_hidden_layers - 1}")
@@ -141,7 +128,7 @@ def head_vectors(encoder: BertEncoder, hidden: np.ndarray, layer: int, head: int
 
     Args:
         encoder: the from-scratch encoder with the model's weights.
-        hidden: ``(t, hidden)`` the layer's input (:func:`layer_input`).
+        hidden: ``(t, hidden)`` the layer's input (``layer_inputs(...)[layer]``).
         layer, head: from 0.
 
     Returns:

@@ -1,8 +1,12 @@
 """From text to attention weights.
 
 - :mod:`~attention_viz.extraction.tokens`: tokenisation with display labels (:class:`Encoding`).
-- :mod:`~attention_viz.extraction.capture`: the pretrained model's weights, taken by hooks as each layer
-  computes them, and their checks.
+- :mod:`~attention_viz.extraction.checks`: the checks every layer's weights pass (:class:`AttentionError`).
+- :mod:`~attention_viz.extraction.capture`: the pretrained model's weights for one input, by transformers'
+  ``output_attentions=True`` (:func:`reference_attention`) or by forward hooks as each layer computes them
+  (:func:`pretrained_attention`), the same bits.
+- :mod:`~attention_viz.extraction.batch`: padded batches of texts (a corpus), each text's weights cut to
+  its own tokens and checked.
 - :mod:`~attention_viz.extraction.results`: :func:`extract`, pretrained or from scratch, as an
   :class:`AttentionResult`.
 - :mod:`~attention_viz.extraction.export`: results as CSV, JSON and file names.
@@ -10,12 +14,8 @@
 Data preparation only; drawing lives in :mod:`attention_viz.figures`.
 """
 
-from attention_viz.extraction.capture import (
-    ROW_SUM_TOLERANCE,
-    AttentionError,
-    pretrained_attention,
-    validate_attentions,
-)
+from attention_viz.extraction.capture import pretrained_attention, reference_attention
+from attention_viz.extraction.checks import ROW_SUM_TOLERANCE, AttentionError, validate_attentions
 from attention_viz.extraction.results import SOURCES, AttentionResult, extract, extract_encoded, scratch_attention
 from attention_viz.extraction.tokens import Encoding, InputError, check_length, encode, model_inputs
 
@@ -32,6 +32,7 @@ __all__ = [
     "extract_encoded",
     "model_inputs",
     "pretrained_attention",
+    "reference_attention",
     "scratch_attention",
     "validate_attentions",
 ]

@@ -87,7 +87,7 @@ def attention_json(result: AttentionResult, layer: int | None = None, head: int 
 
 
 def figure_html(figure: go.Figure) -> str:
-    """A standalone HTML page of the figure, with plotly.js inside (opens offline, about 4.7 MB)."""
+    """A standalone HTML page of the figure, with plotly.js inside (opens offline; plotly.js makes it several MB)."""
     return figure.to_html(include_plotlyjs=True, full_html=True)
 
 

@@ -8,7 +8,8 @@ import numpy as np
 import torch
 
 from attention_viz import settings
-from attention_viz.extraction.capture import pretrained_attention, validate_attentions
+from attention_viz.extraction.capture import pretrained_attention
+from attention_viz.extraction.checks import validate_attentions
 from attention_viz.extraction.tokens import Encoding, InputError, encode, model_inputs
 from attention_viz.models.encoder import BertEncoder, Variant
 from attention_viz.models.loading import LoadedModel

@@ -178,11 +178,11 @@ def encode(
     one_segment = bool(0 < type_vocab_size <= token_type_ids.max(initial=0))
     return Encoding(
         input_ids=np.asarray(enc["input_ids"], dtype=np.int64),
-        token_type_ids=np.minimum(token_type_ids, max(type_vocab_size, 1) - 1),  # 0: the model reads none
+        token_type_ids=model_token_types(token_type_ids, type_vocab_size),
         tokens=tokens,
         labels=labels,
         word_ids=word_ids,
-        segments=_segments(sequence_ids),
+        segments=segments_of(sequence_ids),
         special=special,
         num_input_tokens=num_input_tokens,
         truncated=num_input_tokens > len(enc["input_ids"]),
@@ -192,12 +192,20 @@ def encode(
     )
 
 
-def _segments(sequence_ids: list[int | None]) -> np.ndarray:
+def segments_of(sequence_ids: list[int | None]) -> np.ndarray:
+    """``(t,)`` int64 segments from a tokenizer's ``sequence_ids()``: 0 for sentence A, 1 for B, and a special
+    token that of the text before it (see :attr:`Encoding.segments`)."""
     segments, current = [], 0
     for sequence_id in sequence_ids:
         current = current if sequence_id is None else sequence_id
         segments.append(current)
     return np.asarray(segments, dtype=np.int64)
+
+
+def model_token_types(token_type_ids: np.ndarray, type_vocab_size: int) -> np.ndarray:
+    """The tokenizer's ``(t,)`` token types as the model takes them: with one token type (or none), sentence B
+    gets type 0 too (see :attr:`Encoding.one_segment`)."""
+    return np.minimum(token_type_ids, max(type_vocab_size, 1) - 1)
 
 
 def _word_ids(word_ids: list[int | None], sequence_ids: list[int | None]) -> np.ndarray:

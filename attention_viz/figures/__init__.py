@@ -18,7 +18,6 @@ from attention_viz.figures.heatmaps import (
     difference_heatmap,
     label_room,
     shared_range,
-    side_for_width,
     unique_labels,
 )
 from attention_viz.figures.layout import (
@@ -60,7 +59,6 @@ __all__ = [
     "pool_attention",
     "shared_range",
     "shorten_label",
-    "side_for_width",
     "similarity_map",
     "step_heatmap",
     "unique_labels",

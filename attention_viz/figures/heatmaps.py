@@ -3,7 +3,7 @@
 Conventions: rows are queries (from), top to bottom in token order; columns are keys (to)
 along the x axis; hover reads "query → key: weight" with the full tokens and their indices; every token
 has its own row and column even when two tokens read the same; cells are square. Data go to plotly as
-float32 arrays, which plotly encodes as base64 (about 1.5 MB of JSON for one head at 512 tokens).
+float32 arrays, which plotly encodes as base64 (4 bytes a cell, a third more as text).
 """
 
 from __future__ import annotations
@@ -97,15 +97,6 @@ def chart_height_over_width(
     """
     keys = labels if key_labels is None else key_labels
     return _top(style) + _bottom(keys, style) - _left(labels, style) - _RIGHT
-
-
-def side_for_width(width: int, labels: Sequence[str], style: MapStyle = NORMAL) -> int:
-    """The side (px) of a square plot in a map chart ``width`` px wide: what the query labels and margins leave.
-
-    Give it as the ``side`` of the chart's :class:`MapStyle` (``dataclasses.replace(style, side=...)``) to
-    draw a chart of that width with no blank band under its plot.
-    """
-    return max(80, width - _left(labels, style) - _RIGHT)
 
 
 def category_ticks(labels: Sequence[str]) -> dict:

@@ -91,7 +91,7 @@ def text_width(text: str, font_size: float) -> float:
     """An upper estimate of the pixels ``text`` takes in one line at ``font_size`` px.
 
     Figures reserve their margins from it instead of plotly's ``automargin``, which measures every label
-    in the browser and then draws the chart a second time: about 90 ms of a head change on a 16-token map.
+    in the browser and then draws the chart a second time, on every head change.
     Plotly's entities (``&lt;``) count as the one character they show.
     """
     return font_size * sum(_glyph_width(char) for char in html.unescape(text))

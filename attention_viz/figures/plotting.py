@@ -1,8 +1,8 @@
 """Figures built from plain dicts, without plotly's property-by-property validation.
 
-Building a map through ``go.Heatmap(...)`` and ``update_layout(template="plotly_white", ...)`` costs about
-80 ms of validation per figure on a 2-core machine, most of a head change; the same
-figure from dicts costs about 2 ms. What validation would have caught is checked by the tests instead: every
+Building a map through ``go.Heatmap(...)`` and ``update_layout(template="plotly_white", ...)`` spends most
+of a head change validating properties; the same figure from dicts costs a small fraction of that
+(``benchmarks/README.md``). What validation would have caught is checked by the tests instead: every
 figure function's output is rebuilt with validation on and must come out unchanged
 (``tests/test_figure_validity.py``). Colour scales are resolved here, in Python, because plotly.js knows
 other scales under some of the same names ("Blues" is a different scale there).
@@ -25,7 +25,7 @@ TRACE_TYPES = ("heatmap", "scatter", "bar")  # the trace types our figures draw
 
 
 def _slim_template() -> dict:
-    """``plotly_white`` with trace defaults for :data:`TRACE_TYPES` only (about 3.6 kB of JSON, not 7), in the
+    """``plotly_white`` with trace defaults for :data:`TRACE_TYPES` only (about half the template's JSON), in the
     font whose widths the margins are reserved for (:data:`~attention_viz.figures.layout.FONT_FAMILY`)."""
     white = pio.templates["plotly_white"].to_plotly_json()
     layout = {**white["layout"], "font": {**white["layout"].get("font", {}), "family": FONT_FAMILY}}

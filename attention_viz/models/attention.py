@@ -59,26 +59,6 @@ def causal_mask(num_tokens: int, dtype: torch.dtype, attention_mask: torch.Tenso
     return zeros.masked_fill(blocked, torch.finfo(dtype).min)
 
 
-def _in_place(scores: torch.Tensor, scaling: float | torch.Tensor, mask: torch.Tensor | None) -> bool:
-    """Whether the fresh scores may be scaled, masked and softmaxed in place with the same result.
-
-    Only under inference mode (every caller in this package): autograd and forward-mode AD have no
-    in-place softmax, nor has ``torch.func.vmap`` a batching rule for it. Only when neither the scaling
-    nor the mask would widen the scores or change their dtype, as ``scores * scaling + mask`` may.
-    """
-    # No public API says whether a tensor is inside a torch.func transform (vmap keeps inference mode on).
-    if not torch.is_inference_mode_enabled() or torch._C._functorch.is_functorch_wrapped_tensor(scores):
-        return False
-    return all(
-        not isinstance(operand, torch.Tensor)
-        or (
-            torch.result_type(scores, operand) == scores.dtype
-            and torch.broadcast_shapes(scores.shape, operand.shape) == scores.shape
-        )
-        for operand in (scaling, mask)
-    )
-
-
 def scaled_dot_product_attention(
     query: torch.Tensor,
     key: torch.Tensor,
@@ -114,20 +94,10 @@ def scaled_dot_product_attention(
         )
     if scaling is None:
         scaling = query.size(-1) ** -0.5
-    scores = torch.matmul(query, key.transpose(-2, -1))  # (b, h, t, s)
-    if _in_place(scores, scaling, mask):
-        # The same kernels and bits as below, without two more score-sized tensors: the encoder is
-        # 0.84-0.89x transformers' forward at 512 tokens, against 0.93-1.03x out of place
-        # (python -m benchmarks --only 2).
-        scores.mul_(scaling)
-        if mask is not None:
-            scores.add_(mask)
-        weights = torch.softmax(scores, -1, out=scores)  # (b, h, t, s)
-    else:
-        scores = scores * scaling
-        if mask is not None:
-            scores = scores + mask
-        weights = torch.softmax(scores, dim=-1)  # (b, h, t, s)
+    scores = torch.matmul(query, key.transpose(-2, -1)) * scaling  # (b, h, t, s)
+    if mask is not None:
+        scores = scores + mask  # (b, h, t, s)
+    weights = torch.softmax(scores, dim=-1)  # (b, h, t, s)
     weights = nn.functional.dropout(weights, p=dropout, training=dropout > 0)
     return torch.matmul(weights, value), weights  # (b, h, t, d_v), (b, h, t, s)
 
@@ -244,8 +214,8 @@ class MultiHeadSelfAttention(nn.Module):
             ``(b, h, t, t)`` with rows summing to 1 in eval mode.
         """
         q, k, v = (self._split(p) for p in self._project(x))  # 3 × (b, h, t, d)
-        # An all-ones mask masks nothing: skipping it saves an add over every (b, h, t, s) score, which
-        # made us ~9% slower than transformers at 128 tokens (python -m benchmarks --only 2). Bit-identical.
+        # An all-ones mask masks nothing: skipping it saves an add over every (b, h, t, s) score (bit-identical;
+        # python -m benchmarks --only 2 measures the encoder against transformers).
         padded = attention_mask is not None and not bool(attention_mask.all())
         if self.causal:
             mask = causal_mask(x.shape[1], q.dtype, attention_mask if padded else None)  # (1 or b, 1, t, t)

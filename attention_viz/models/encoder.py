@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from attention_viz.models.attention import MultiHeadSelfAttention
+from attention_viz.models.attention import MultiHeadSelfAttention, causal_mask, scaled_dot_product_attention
 
 
 def gelu_new(x: torch.Tensor) -> torch.Tensor:
@@ -48,8 +48,6 @@ _LAYER_NAMES = {
     "output": "output.dense",
     "output_norm": "output.LayerNorm",
 }
-# Checkpoint entries that the encoder does not use (the pooler sits on top of it).
-_UNUSED = re.compile(r"^pooler\.|^embeddings\.(position_ids|token_type_ids)$")
 
 
 class WeightMismatchError(ValueError):
@@ -222,6 +220,13 @@ class EncoderLayer(nn.Module):
         """What the attention's projections see of the layer's input ``x``: ``x`` itself here."""
         return x
 
+    def after_attention(self, x: torch.Tensor, attended: torch.Tensor) -> torch.Tensor:
+        """The layer's output from its input ``x`` and the attention's output ``attended``, both
+        ``(b, t, hidden)``: add & norm, feed-forward, add & norm."""
+        x = self.attention_norm(x + self.dropout(attended))  # (b, t, hidden)
+        ffn = self.output(self.activation(self.intermediate(x)))  # (b, t, hidden)
+        return self.output_norm(x + self.dropout(ffn))
+
     def forward(
         self,
         x: torch.Tensor,
@@ -230,12 +235,26 @@ class EncoderLayer(nn.Module):
         head_mask: torch.Tensor | None = None,
         key_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        attended, weights = self.attention(
-            x, attention_mask, scaling, head_mask, key_mask
-        )  # (b, t, hidden), (b, h, t, t)
-        x = self.attention_norm(x + self.dropout(attended))
-        ffn = self.output(self.activation(self.intermediate(x)))  # (b, t, hidden)
-        return self.output_norm(x + self.dropout(ffn)), weights
+        attended, weights = self.attention(self.attention_input(x), attention_mask, scaling, head_mask, key_mask)
+        return self.after_attention(x, attended), weights  # (b, t, hidden), (b, h, t, t)
+
+    def without_each_head(self, x: torch.Tensor) -> torch.Tensor:
+        """The layer on unpadded ``x`` ``(g, n, hidden)`` with each of its ``h`` heads switched off in turn
+        (Michel et al. 2019): ``(h * g, n, hidden)``, copy ``k * g + i`` being text ``i`` without head ``k``.
+
+        The numbers of :meth:`forward` with a head mask of one 0, to float32 round-off; the queries, keys,
+        values and attention of the ``g`` texts are computed once, and only each head's share of the output
+        is switched off.
+        """
+        attention, (g, n, _) = self.attention, x.shape
+        h = attention.num_heads
+        off = 1 - torch.eye(h, dtype=x.dtype, device=x.device).repeat_interleave(g, dim=0)  # (h * g, h)
+        q, k, v = (attention._split(p) for p in attention._project(self.attention_input(x)))  # 3 × (g, h, n, d)
+        mask = causal_mask(n, q.dtype) if attention.causal else None  # (1, 1, n, n)
+        context, _ = scaled_dot_product_attention(q, k, v, mask)  # (g, h, n, d)
+        context = context.repeat(h, 1, 1, 1) * off[:, :, None, None]  # (h * g, h, n, d)
+        merged = context.transpose(1, 2).reshape(h * g, n, -1)  # (h * g, n, h * d)
+        return self.after_attention(x.repeat(h, 1, 1), attention.output(merged))  # (h * g, n, hidden)
 
 
 class PreNormLayer(EncoderLayer):
@@ -246,18 +265,11 @@ class PreNormLayer(EncoderLayer):
         """What the attention's projections see of the block's input ``x``: ``attention_norm(x)``."""
         return self.attention_norm(x)
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        attention_mask: torch.Tensor | None,
-        scaling: float | None,
-        head_mask: torch.Tensor | None = None,
-        key_mask: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        attended, weights = self.attention(self.attention_norm(x), attention_mask, scaling, head_mask, key_mask)
+    def after_attention(self, x: torch.Tensor, attended: torch.Tensor) -> torch.Tensor:
+        """The block's output from its input ``x`` and the attention's output: two residual additions."""
         x = x + self.dropout(attended)  # (b, t, hidden)
         ffn = self.output(self.activation(self.intermediate(self.output_norm(x))))  # (b, t, hidden)
-        return x + self.dropout(ffn), weights
+        return x + self.dropout(ffn)
 
 
 class BertEncoder(nn.Module):
@@ -324,8 +336,7 @@ class BertEncoder(nn.Module):
                 reproduces transformers exactly.
             attentions_out: ``(L, b, h, t, t)``, the dtype of the weights: each layer's weights are copied
                 into it as the layer finishes and the output's attentions are its slices, so the layers' own
-                tensors are freed at once (one layer's weights alive, not all: 63 MB less at 512 tokens for
-                the bundled model).
+                tensors are freed at once (one layer's weights alive, not all).
             key_mask: ``(L, h, t)`` or ``(b, L, h, t)`` bool, True where a key is removed for a layer's
                 head (its score gets ``finfo(dtype).min``, as padding does, and each row is renormalised over
                 the keys left); ``None`` (default) removes none.
@@ -366,22 +377,6 @@ def transformers_name(name: str) -> str:
     return f"encoder.layer.{index}.{_LAYER_NAMES[module]}.{param}"
 
 
-def load_bert_weights(encoder: BertEncoder, state_dict: dict[str, torch.Tensor], assign: bool = False) -> None:
-    """Copy a transformers ``BertModel`` state dict into ``encoder``, checking every key and shape.
-
-    Args:
-        encoder: the from-scratch encoder to fill.
-        state_dict: ``BertModel.state_dict()``.
-        assign: make the copies the encoder's parameters (``load_state_dict(assign=True)``), as an
-            encoder built on the ``meta`` device needs; otherwise copy into its existing parameters.
-
-    Raises:
-        WeightMismatchError: if a weight the encoder needs is missing or of another shape, or if the
-            checkpoint has encoder weights that the encoder would silently ignore.
-    """
-    load_weights(encoder, state_dict, transformers_name, _UNUSED, assign=assign)
-
-
 def load_weights(
     encoder: BertEncoder,
     state_dict: dict[str, torch.Tensor],
@@ -405,7 +400,7 @@ def load_weights(
         assign: make the checkpoint's tensors themselves the encoder's parameters
             (``load_state_dict(assign=True)``), as an encoder built on the ``meta`` device needs: where the
             dtype is the same they share the checkpoint's memory (a transposed one as a view), so the
-            from-scratch encoder costs no second copy of the weights (90 MB for the bundled model). Nothing
+            from-scratch encoder costs no second copy of the weights. Nothing
             in the package writes to a loaded model's weights. Otherwise copy into its existing parameters.
 
     Raises:

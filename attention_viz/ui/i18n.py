@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import string
 import tomllib
-from collections.abc import Callable
 from functools import cache
 from importlib.resources import files
 
@@ -64,18 +63,3 @@ def plain(key: str, /, **values: object) -> str:
     """The text ``key`` with ``values`` filled in as they are: for what does not render Markdown (a
     chart's title, an option of a select box), never for a Streamlit call that does."""
     return table(language())[key].format(**values)
-
-
-def option_labels(options, key: Callable[[object], str], /, **values: object) -> Callable[[object], str]:
-    """A widget's ``format_func``: each option's text in the user's language, fixed when the widget is drawn.
-
-    Streamlit (and AppTest) may call ``format_func`` outside the page's run, where the session's
-    language is not known; a table built now gives the same labels whenever it is called.
-
-    Args:
-        options: the widget's options.
-        key: the text id of one option.
-        values: fields for the texts.
-    """
-    labels = {option: t(key(option), **values) for option in options}
-    return labels.__getitem__

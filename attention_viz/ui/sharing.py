@@ -3,8 +3,8 @@
 The link is shown with ``st.code``, whose copy button (top right of the box) puts it on the clipboard:
 Streamlit has no clipboard API of its own, and browsers allow the clipboard only on ``localhost`` or
 ``https``; elsewhere the text is still selectable. The box is drawn only while its expander is open:
-``st.code`` makes the browser load a 1.5 MB syntax highlighter, about 0.9 s of a first visit's time to
-the first heatmap on a 2-core machine (the cold-start benchmark).
+``st.code`` makes the browser load a large syntax highlighter, a good part of a first visit's time to the
+first heatmap (the cold-start benchmark; figures in ``benchmarks/README.md``).
 """
 
 from __future__ import annotations

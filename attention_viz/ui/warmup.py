@@ -1,16 +1,16 @@
 """A cold start: the server imports torch and transformers and loads the model before a browser asks.
 
-Measured in headless Chromium on a 2-core machine (the cold-start benchmark, ``benchmarks/server.py``):
+The cold-start benchmark (``benchmarks/server.py``, figures in ``benchmarks/README.md``) measures both:
 
-- The imports of torch, transformers and the app (about 3.5 s) and the bundled model (about 4.5 s, most
-  of it importing transformers' modelling code) used to begin only when the first browser session ran
-  the script. :func:`preload`, started by ``app.py`` through ``st.App``'s lifespan as the server starts,
-  does them in a background thread instead; a session waits for what is not done yet. A browser opened
-  15 s after the server now shows its first map in about 5 s instead of 12 s. One opened at once gains
-  nothing: the server's Python work (the imports, serving the page, the first run) runs one thread at a
-  time under the GIL, whichever thread starts it.
+- The imports of torch, transformers and the app and the bundled model (most of it importing transformers'
+  modelling code) used to begin only when the first browser session ran the script. :func:`preload`,
+  started by ``app.py`` through ``st.App``'s lifespan as the server starts, does them in a background
+  thread instead; a session waits for what is not done yet. A browser opened a while after the server
+  shows its first map in less than half the time it took. One opened at once gains nothing: the server's
+  Python work (the imports, serving the page, the first run) runs one thread at a time under the GIL,
+  whichever thread starts it.
 - Streamlit's front end fetches and parses plotly.js (several MB) only when the first chart arrives, and
-  the browser then needed another 2.5 s to draw it. :func:`start_plotly` sends an empty 1-px chart while
+  the browser then needed seconds more to draw it. :func:`start_plotly` sends an empty 1-px chart while
   the imports or the model load are still running, so the browser does that work in parallel; it is
   cleared when the run ends (:func:`clear`).
 
@@ -35,10 +35,10 @@ from collections.abc import AsyncIterator, Iterator
 import streamlit as st
 
 KEY = "plotly_warmup"
-# Imported whole before any figure is built; quick (about 0.5 s cold).
+# Imported whole before any figure is built; quick even cold.
 FIGURE_MODULES = ("numpy", "pandas", "plotly.graph_objects", "plotly.io")
 # What the app's first run imports: torch and transformers come with the first three (seconds when cold);
-# the figures, and Streamlit's emoji table (0.2 s: the first st.success or st.info looks for a leading emoji).
+# the figures, and Streamlit's emoji table (the first st.success or st.info looks for a leading emoji).
 APP_MODULES = (
     "attention_viz.ui.controls",
     "attention_viz.ui.presets_ui",
