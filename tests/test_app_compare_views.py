@@ -2,11 +2,10 @@
 choices for its settings."""
 
 import io
-import json
 
 import numpy as np
 import pandas as pd
-from apptools import chart, decode, downloaded, no_errors, run_app, z
+from apptools import chart, configs, decode, downloaded, no_errors, run_app, z
 from numpy.testing import assert_allclose
 from replay import control
 
@@ -26,7 +25,7 @@ def _csv(at, media) -> pd.DataFrame:
 
 
 def _what(at) -> str:
-    config = json.loads(at.get("plotly_chart")[0].proto.config)
+    config = configs(at)[0]
     return config["toImageButtonOptions"]["filename"].split(f"head{HEAD}_", 1)[1]
 
 
@@ -115,8 +114,7 @@ def test_default_view_csv_is_the_heads_attention(bundled, media):
     result = extract(bundled, state.EXAMPLE_TEXT)
     assert_allclose(frame.to_numpy(), result.weights[LAYER, HEAD], rtol=1e-6, atol=1e-8)
     assert list(frame.index) == list(result.encoding.labels)
-    for drawn in at.get("plotly_chart"):
-        config = json.loads(drawn.proto.config)
+    for config in configs(at):  # the map, its bars and lines
         assert config["toImageButtonOptions"] == {
             "format": "png",
             "filename": export.file_stem("all-MiniLM-L6-v2", f"layer{LAYER}", f"head{HEAD}", "pretrained"),
@@ -136,7 +134,7 @@ def test_all_heads_chart_saves_a_named_png_at_twice_the_scale(bundled):
     at = run_app()
     at.switch_page("attention_viz/ui/pages/all_heads.py").run()
     no_errors(at)
-    config = json.loads(at.get("plotly_chart")[0].proto.config)
+    config = configs(at)[0]
     name = export.file_stem("all-MiniLM-L6-v2", f"layer{LAYER}", f"head{HEAD}", "all_heads")
     assert config["toImageButtonOptions"] == {"format": "png", "filename": name, "scale": 2}
 
