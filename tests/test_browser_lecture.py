@@ -187,7 +187,7 @@ def test_arrow_keys_step_heads_and_layers_without_focusing_a_widget(server, chro
 # and head controls, and (with the sidebar open) the Sentence box.
 BOXES = """() => {
     const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
-    const el = document.querySelector('.st-key-map .js-plotly-plot'), size = el._fullLayout._size;
+    const el = document.querySelector('[data-testid="attention-map"] .js-plotly-plot'), size = el._fullLayout._size;
     const chart = el.getBoundingClientRect();
     const plot = [chart.left + size.l, chart.top + size.t, chart.left + size.l + size.w, chart.top + size.t + size.h];
     const sentence = document.querySelector('[data-testid="stSidebar"] textarea');

@@ -23,6 +23,7 @@ _FRAME = f"""
 .stMainBlockContainer {{ padding: 3.5rem 1.5rem 2.5rem 1.5rem; container: main / inline-size; }}
 [data-testid="stSidebarUserContent"] {{ padding-top: 0.5rem; padding-bottom: 2rem; }}
 [data-testid="stSidebarNav"] {{ padding-top: 0; }}
+[data-testid="stMain"]:focus, [data-testid="stMain"]:focus-visible {{ outline: none; }}
 @container main (max-width: {NARROW}px) {{
   [data-testid="stHorizontalBlock"] {{ flex-wrap: wrap; }}
   [data-testid="stHorizontalBlock"] > [data-testid="stColumn"] {{

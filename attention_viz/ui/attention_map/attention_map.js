@@ -262,6 +262,7 @@ class AttentionMap {
     this.status.style.fontSize = d.font + 4 + "px";
     this.status.style.color = waiting ? "#8a6d00" : "";
     this.status.textContent = waiting ? d.texts.loading.replace("{layer}", v.layer) : this.headline();
+    this.root.dataset.shape = d.shape.join("x");
     this.root.dataset.layer = v.layer;
     this.root.dataset.head = v.head;
     this.root.dataset.focus = v.focus;

@@ -10,7 +10,14 @@ export function plotly(path) {
   if (window.Plotly) return Promise.resolve(window.Plotly);
   if (!loading) {
     loading = new Promise((resolve, reject) => {
+      const preloaded = document.querySelector("script[data-av-plotly]"); // the page's own tag (preload_links.py)
+      if (preloaded) {
+        preloaded.addEventListener("load", () => resolve(window.Plotly));
+        preloaded.addEventListener("error", () => { loading = null; reject(new Error("plotly.js did not load")); });
+        return;
+      }
       const script = document.createElement("script");
+      script.dataset.avPlotly = "";
       script.src = appUrl(path);
       script.async = true;
       script.onload = () => resolve(window.Plotly);
