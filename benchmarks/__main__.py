@@ -23,8 +23,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="CI smoke run: fewer sizes and repeats (< 1 min)")
     parser.add_argument(
         "--only",
-        default="1,2,3,4,5,6,7,8,9,11,12,13,14",
-        help="comma-separated figure numbers (default 1-9 and 11-14; on request: 10, the other families at "
+        default="1,2,3,4,5,6,7,8,9,11,12,13,14,16",
+        help="comma-separated figure numbers (default 1-9, 11-14 and 16; on request: 10, the other families at "
         "base size, and 15, a class of 40 sessions for 5 minutes on 1 server and on 2 replicas)",
     )
     parser.add_argument("--output", type=Path, help="results file (default benchmarks/results/<date>-<mode>.json)")
@@ -88,14 +88,14 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks import apptest
 
         section("9", "Inside a head", lambda: apptest.inside_rows(loaded, settings))
-    felt_wanted = sorted(wanted & {"11", "12", "13", "14"}, key=int)
+    felt_wanted = sorted(wanted & {"11", "12", "13", "14", "16"}, key=int)
     if felt_wanted:
         from benchmarks import felt
 
         def felt_section():
             return [row for row in felt.felt_rows(loaded.tokenizer, settings) if row.id in wanted]
 
-        section(felt_wanted[0], "felt in Chromium (#11-#14)", felt_section)
+        section(felt_wanted[0], "felt in Chromium (#11-#14, #16)", felt_section)
     if "15" in wanted:
         from benchmarks import classroom
 
