@@ -257,3 +257,25 @@ def test_no_focus_frame_around_the_main_area_after_a_click(server, chromium):
     )
     assert style == ["stMain", "none"]
     page.close()
+
+
+def _cell(chromium, url: str, width: int, height: int, presentation: bool, tokens: int) -> float:
+    page = _open(chromium, url, f"?presentation={int(presentation)}", width, height)
+    page.wait_for_timeout(300)  # the element sizes itself to the window (a sidebar collapsing moves it)
+    idle(page)
+    cell = page.eval_on_selector(".av-cells", "c => c.getBoundingClientRect().width") / tokens
+    bottom = page.eval_on_selector(f"{MAP}", "e => e.getBoundingClientRect().bottom")
+    page.close()
+    assert bottom <= height + 1, "the whole map is on the screen"
+    return cell
+
+
+@pytest.mark.parametrize("viewport", [(1280, 720), (800, 600)])
+def test_presentation_enlarges_the_maps_cells(server, chromium, bundled, viewport):
+    """The opening sentence's cells are at least 1.2 times as large in Presentation as on a screen, and the
+    map still fits the window (its controls go under it; at 800 px the sidebar is collapsed once)."""
+    url, _, _ = server
+    tokens = extract(bundled, state.EXAMPLE_TEXT).encoding.num_tokens
+    normal = _cell(chromium, url, *viewport, False, tokens)
+    projected = _cell(chromium, url, *viewport, True, tokens)
+    assert projected >= 1.2 * normal, (normal, projected)

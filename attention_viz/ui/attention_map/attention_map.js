@@ -9,7 +9,9 @@
 //   view        {layer, head, focus, query_start, key_start}; focus -1 for none
 //   shape       [layers, heads] of the model
 //   window      the most queries/keys drawn at once (the rest by panning)
-//   margins     {l, r, t, b} px around the square plot; font (px); max_side (px)
+//   margins     {l, r, t, b} px around the square plot; font, axis_font (px); max_side (px)
+//   presentation a projector's map: as tall as the window, the title beside the colour bar, and under
+//               1000 px wide the sidebar collapsed once
 //   colorscale  [[position, "rgb(r, g, b)"], ...]; zrange [low, high]; zmid (a diverging map) or null
 //   value_format plotly's format of a hover value (".4f"); texts: the words shown, in the user's language
 //   png         {prefix, what}: the camera button saves <prefix>_layer<L>_head<H>[_<what>].png
@@ -98,6 +100,19 @@ document.addEventListener("keydown", (event) => {
   if (event.shiftKey) map.pan(move[0] === "head" ? 0 : move[1], move[0] === "head" ? move[1] : 0);
   else map.step(move[0], move[1]);
 }, true);
+
+let collapsed = false; // the sidebar was collapsed for this Presentation (once: the lecturer may open it)
+
+function collapseSidebar(presentation) {
+  if (!presentation) { collapsed = false; return; }
+  if (collapsed || window.innerWidth >= 1000) return;
+  const sidebar = document.querySelector('[data-testid="stSidebar"]');
+  const button = document.querySelector('[data-testid="stSidebarCollapseButton"] button');
+  if (sidebar && button && sidebar.getAttribute("aria-expanded") !== "false") {
+    collapsed = true;
+    button.click();
+  }
+}
 
 class AttentionMap {
   constructor(parent) {
@@ -224,7 +239,9 @@ class AttentionMap {
     const m = d.margins;
     const width = this.root.parentElement ? this.root.parentElement.clientWidth : 600;
     const top = this.root.getBoundingClientRect().top + window.scrollY;
-    const room = Math.max(200, window.innerHeight - Math.max(0, Math.min(top, 120)) - 16);
+    const fill = d.presentation;
+    const status = fill ? 0 : this.status.offsetHeight;
+    const room = Math.max(200, window.innerHeight - Math.max(0, Math.min(top, fill ? 40 : 120)) - (fill ? 4 : 16) - status);
     const n = this.bundle ? Math.max(this.windowOf().nq, this.windowOf().nk) : d.window;
     let side = Math.min(width - m.l - m.r, room - m.t - m.b, d.max_side);
     side = Math.max(80, Math.floor(side / n) * n); // whole-pixel cells
@@ -232,6 +249,16 @@ class AttentionMap {
     const plot = this.root.querySelector(".av-plot");
     plot.style.width = m.l + side + m.r + "px";
     plot.style.height = m.t + side + m.b + "px";
+    if (fill) {
+      const bar = Math.min(240, side / 2);
+      Object.assign(this.status.style, { position: "absolute", left: "8px", top: "0px", zIndex: 2,
+        width: Math.max(120, m.l + side - bar - 24) + "px", maxHeight: m.t + "px", overflow: "hidden" });
+      if (this.status.parentElement !== plot) plot.prepend(this.status);
+    } else if (this.status.parentElement !== this.root) {
+      Object.assign(this.status.style, { position: "", left: "", top: "", width: "", maxHeight: "" });
+      this.root.prepend(this.status);
+    }
+    collapseSidebar(fill);
     this.paint();
     this.schedulePlotly(0);
   }
@@ -259,7 +286,7 @@ class AttentionMap {
     if (!d) return;
     const v = this.view;
     const waiting = !b || !this.held(v.layer, v.head);
-    this.status.style.fontSize = d.font + 4 + "px";
+    this.status.style.fontSize = (d.presentation ? d.font + 2 : d.font + 4) + "px";
     this.status.style.color = waiting ? "#8a6d00" : "";
     this.status.textContent = waiting ? d.texts.loading.replace("{layer}", v.layer) : this.headline();
     this.root.dataset.shape = d.shape.join("x");
@@ -398,7 +425,7 @@ class AttentionMap {
     const font = d.font, m = d.margins, side = this.side, cell = side / Math.max(nq, nk);
     const ticks = (values, text) => ({ tickmode: "array", tickvals: values, ticktext: text });
     const axis = (title) => ({
-      title: { text: title, font: { size: font } }, type: "category", automargin: false,
+      title: { text: title, font: { size: d.axis_font || font } }, type: "category", automargin: false,
       tickfont: { size: font }, showgrid: false, fixedrange: true,
     });
     const trace = {

@@ -139,6 +139,9 @@ class MapSpec:
             ``hover_index``, ``colorbar``.
         png_prefix, png_what: the PNG's name: ``<prefix>_layer<L>_head<H>[_<what>]``.
         keys: whether the map answers the arrow keys.
+        presentation: a projector's map: as tall as the window (the page's header made transparent), the
+            title in the colour bar's margin, smaller axis titles, and at under 1000 px the sidebar
+            collapsed once (it opens again with its button).
     """
 
     layers: int
@@ -152,6 +155,7 @@ class MapSpec:
     png_prefix: str
     png_what: str
     keys: bool = True
+    presentation: bool = False
 
 
 def _view() -> dict:
@@ -245,7 +249,14 @@ def draw(
         s[f"_{key}_bundle"] = memo
     style = spec.style
     margins = heatmaps.margins(row_labels, key_labels, style)
-    margins["t"] = 2 * style.font_size + 24  # the colour bar and its ticks; the element writes the title above
+    axis_font = style.font_size
+    if spec.presentation:  # the title goes beside the colour bar; the axis titles are smaller than the ticks
+        axis_font = style.font_size - 4
+        margins["t"] = style.font_size + 30
+        margins["l"] -= 2 * (style.font_size - axis_font)
+        margins["b"] -= 2 * (style.font_size - axis_font)
+    else:
+        margins["t"] = 2 * style.font_size + 24  # the colour bar and its ticks; the element writes the title above
     data = {
         "bundle": f"{ROUTE}/maps/{memo[1]}",
         "plotly": PLOTLY_PATH,
@@ -255,6 +266,8 @@ def draw(
         "window": style.window,
         "margins": margins,
         "font": style.font_size,
+        "axis_font": axis_font,
+        "presentation": spec.presentation,
         "font_family": FONT_FAMILY,
         "max_side": style.side,
         "overview_side": style.overview_side,

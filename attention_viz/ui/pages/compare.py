@@ -30,7 +30,10 @@ def _show() -> None:
     info = loaded.info
     presentation = st.session_state["presentation"]
 
-    map_column, side = st.columns([3, 2], gap="medium")
+    if presentation:  # the map takes the whole width (and height); its controls go under it
+        map_column, side = st.container(), st.container()
+    else:
+        map_column, side = st.columns([3, 2], gap="medium")
     title = side.empty()
     # The map answers the arrow keys itself (in the browser): the step buttons take no shortcuts here.
     layer, head = controls.head_picker(
@@ -268,6 +271,7 @@ def _map(place, loaded, pretrained, scratch, options, view, variant, seed, title
         texts=attention_map.texts(title, t("compare.fit_colorbar") if fit else ""),
         png_prefix=export.file_stem(info.name),
         png_what=what,
+        presentation=st.session_state["presentation"],
     )
     content = (info.name, encoding.labels, view, variant, seed, options, fit)
     attention_map.draw(place, attention_map.COMPARE_KEY, spec, content, maps_of, tuple(row_labels), tuple(key_labels))
