@@ -156,7 +156,7 @@ def test_the_hover_reads_query_key_weight_with_right_to_left_tokens(query, key, 
     page.goto(f"{url}/?{links.query_string({'text': f'{query} {key}', 'word_level': '1'})}")
     page.wait_for_selector("[data-testid='attention-map'] .js-plotly-plot .heatmaplayer", timeout=120_000)
     _settled(page)
-    labels = page.evaluate(f"() => document.querySelector(\"{MAP}\")._fullData[0].y")
+    labels = page.evaluate(f'() => document.querySelector("{MAP}")._fullData[0].y')
     row, column = (next(i for i, label in enumerate(labels) if word in label) for word in (query, key))
     x, y = page.evaluate(CELL, [row, column])
     page.mouse.move(x, y)

@@ -355,6 +355,8 @@ def as_figure(data: dict) -> dict:
     }
     if data["zmid"] is not None:
         trace["zmid"] = data["zmid"]
+    if data["texts"]["colorbar"]:
+        trace["colorbar"] = {"title": {"text": data["texts"]["colorbar"]}}
     shapes = []
     focus = view["focus"] - q0
     if view["focus"] >= 0 and 0 <= focus < nq:

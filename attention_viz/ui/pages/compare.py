@@ -14,6 +14,9 @@ from attention_viz.ui.view_options import view_caption, view_options
 
 PARITY_BOUND = 1e-5
 VARIANTS = tuple(v.value for v in Variant)
+# A pair's A→B and B→A blocks: their rows are parts of distributions (small weights), so their colour range
+# is fitted to the head's values by default (the colour bar says so).
+CROSS_BLOCKS = ("AB", "BA")
 
 
 def _focus_on(query: int, total: int, size: int) -> None:
@@ -108,7 +111,8 @@ def _show() -> None:
     )  # names the files: e.g. attention_all-MiniLM-L6-v2_layer3_head1_pretrained_words.csv
     config = downloads.chart_config(info.name, layer, head, what)
 
-    zrange = figures.shared_range(pretrained_map, scratch_map) if selection.fit_range else (0.0, 1.0)
+    fit = selection.fit_range or options.block in CROSS_BLOCKS
+    zrange = figures.shared_range(pretrained_map, scratch_map) if fit else (0.0, 1.0)
     window = {
         "key_labels": key_labels[columns],
         "style": style,
@@ -121,15 +125,14 @@ def _show() -> None:
     shown = {"pretrained": pretrained_map, "scratch": scratch_map, "difference": scratch_map - pretrained_map}[view]
     map_title = plain(f"compare.map_title_{view}", variant=plain(f"compare.variant_{variant.replace('-', '_')}"))
     if view == "difference":  # the figure of the HTML download; the element draws the map on screen
-        chart = figures.difference_heatmap(
-            shown[rows, columns], row_labels[rows], map_title, selection.fit_range, **window
-        )
+        chart = figures.difference_heatmap(shown[rows, columns], row_labels[rows], map_title, fit, **window)
     else:
         chart = figures.attention_heatmap(shown[rows, columns], row_labels[rows], map_title, zrange, **window)
     with map_column:
         feedback.truncation(encoding)
     _map(map_column, loaded, pretrained, scratch, options, view, variant, int(seed), map_title, style, what)
-    map_column.caption(t("compare.reading", tokens=total))  # under the map: what the map reads, whatever the window
+    # under the map: what the map reads, whatever the window; as many tokens as the window's note counts
+    map_column.caption(t("compare.reading", tokens=queries if queries == keys else total))
     if view_matrix is not None:
         view_caption(view_matrix, options, map_column)
     with map_column:
@@ -236,7 +239,7 @@ def _map(place, loaded, pretrained, scratch, options, view, variant, seed, title
     info = loaded.info
     encoding = pretrained.encoding
     plain_view = options == analysis.ViewOptions()
-    fit = st.session_state["fit_range"]
+    fit = st.session_state["fit_range"] or options.block in CROSS_BLOCKS
 
     def maps_of(layers):
         index = list(layers)
