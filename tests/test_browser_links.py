@@ -67,8 +67,8 @@ def test_a_head_change_that_reruns_only_the_page_keeps_the_address_and_the_open_
 
 
 def test_the_page_loads_the_apps_one_plotly_js_at_once(server):
-    """The page's HTML starts loading the app's copy of plotly.js (the plotly package's own file, served by
-    the app) with Streamlit's scripts, not Streamlit's plotly chunk as well."""
+    """The page's HTML starts downloading the app's copy of plotly.js (the plotly package's own file, served
+    by the app) with Streamlit's scripts, not Streamlit's plotly chunk as well."""
     import urllib.request
 
     from attention_viz.ui.attention_map import serving
@@ -78,7 +78,7 @@ def test_the_page_loads_the_apps_one_plotly_js_at_once(server):
         html = response.read()
         assert int(response.headers["content-length"]) == len(html) and response.headers.get("etag") is None
     page = html.decode()
-    found = re.findall(r'<script async data-av-plotly src="\./([\w./-]+)"></script>', page)
+    found = re.findall(r'<link rel="preload" as="script" href="\./([\w./-]+)">', page)
     assert found == [serving.PLOTLY_PATH] and page.index(found[0]) < page.index("</head>")
     assert "PlotlyChart" not in page
     with urllib.request.urlopen(f"{url}/{found[0]}", timeout=30) as script:

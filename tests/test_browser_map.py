@@ -71,7 +71,7 @@ def test_the_element_is_declared_and_served_from_a_fresh_server_start(server):
     with urllib.request.urlopen(f"{base}/attention_map.js", timeout=30) as response:
         assert response.status == 200 and b"export default function" in response.read()
     with urllib.request.urlopen(f"{base}/plotly_loader.js", timeout=30) as response:
-        assert b"data-av-plotly" in response.read()
+        assert b"mapPainted" in response.read()
     with urllib.request.urlopen(f"{url}/{serving.PLOTLY_PATH}", timeout=60) as response:
         assert response.read() == serving.PLOTLY_JS.read_bytes()
     with pytest.raises(urllib.error.HTTPError) as gone:
@@ -279,3 +279,20 @@ def test_presentation_enlarges_the_maps_cells(server, chromium, bundled, viewpor
     normal = _cell(chromium, url, *viewport, False, tokens)
     projected = _cell(chromium, url, *viewport, True, tokens)
     assert projected >= 1.2 * normal, (normal, projected)
+
+
+def test_compare_loads_one_copy_of_plotly_js(server, chromium):
+    """The map, its bars and its lines draw with the app's plotly.js; Streamlit's own plotly chunk (another
+    4.8 MB) is not fetched, and the app's is fetched once."""
+    url, _, _ = server
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    fetched = []
+    page.on("request", lambda request: fetched.append(request.url))
+    page.goto(f"{url}/?focus=3")  # a token in focus: the bars are drawn too
+    page.wait_for_selector(f"{MAP} .heatmaplayer", timeout=120_000)
+    idle(page)
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 3", timeout=60_000)
+    assert sum(serving.PLOTLY_PATH in address for address in fetched) == 1, fetched
+    assert not [address for address in fetched if "PlotlyChart" in address]
+    assert page.evaluate("() => document.querySelectorAll('script[data-av-plotly]').length") == 1
+    page.close()

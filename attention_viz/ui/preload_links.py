@@ -4,12 +4,13 @@ The app's map and its charts (:mod:`attention_viz.ui.attention_map`) draw with t
 ``plotly.min.js``, served by the app. Loaded only when the first map arrives over the WebSocket, after
 Streamlit's scripts have loaded and the first run has started, it would come about 0.85 s after the page
 on a warm server, and the map would wait for it (as it waited for Streamlit's own plotly chunk before).
-An ASGI middleware adds ``<script async>`` for it to the page's HTML, so the browser downloads and runs it
-while it loads the rest; the elements use that one copy (``plotly_loader.js`` waits for it). Streamlit's
-own plotly chunk is not preloaded: pages drawn with the element do not need it, and a page that draws
-``st.plotly_chart`` loads it as usual.
+An ASGI middleware adds ``<link rel="preload" as="script">`` for it to the page's HTML, so the browser
+downloads it while it loads the rest; it runs once the map has painted its first cells from its data
+(``plotly_loader.js``), so that parsing it does not hold up the first map. Streamlit's own plotly chunk is
+not preloaded: pages drawn with the element do not need it, and a page that draws ``st.plotly_chart``
+loads it as usual.
 
-Source: the HTML standard's ``async`` scripts; Starlette's pure ASGI middleware pattern.
+Source: the HTML standard's ``preload`` link type; Starlette's pure ASGI middleware pattern.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ CHUNKS: tuple[str, ...] = ()  # Streamlit's lazily loaded chunks to preload (non
 
 @functools.cache
 def links() -> bytes:
-    """The tags: plotly.js (the app's copy, marked ``data-av-plotly``) and ``<link>`` tags for :data:`CHUNKS`
-    in this Streamlit's build (their names carry a content hash)."""
-    tags = [f'<script async data-av-plotly src="./{PLOTLY_PATH}"></script>']
+    """The ``<link>`` tags: plotly.js (the app's copy) and :data:`CHUNKS` in this Streamlit's build (their
+    names carry a content hash)."""
+    tags = [f'<link rel="preload" as="script" href="./{PLOTLY_PATH}">']
     tags += [
         f'<link rel="modulepreload" crossorigin href="./static/js/{path.name}">'
         for chunk in CHUNKS

@@ -27,7 +27,7 @@
 //
 // State sent (setStateValue):
 //   "view": {layer, head, focus, query_start, key_start, seq}, integers; seq counts this element's reports.
-import { appUrl, plotly } from "./plotly_loader.js";
+import { appUrl, mapPainted, plotly } from "./plotly_loader.js";
 
 const FOCUS_COLOR = "#ff7f0e";
 const REPORT_AFTER_MS = 60; // reports of fast presses are merged: the view sent is always the whole view
@@ -341,6 +341,7 @@ class AttentionMap {
       ctx.strokeRect(1.5 * ratio, f * cell * ratio + 1.5 * ratio, c.width - 3 * ratio, cell * ratio - 3 * ratio);
     }
     this.paintOverview();
+    mapPainted();
   }
 
   paintOverview() {
