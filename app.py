@@ -93,6 +93,4 @@ else:  # `streamlit run app.py` imports it as a module first: the server's entry
     from attention_viz.ui.attention_map import serving
     from attention_viz.ui.preload_links import PreloadLinks
 
-    app = st.App(
-        __file__, lifespan=warmup.lifespan, middleware=[Middleware(PreloadLinks)], routes=serving.routes()
-    )
+    app = st.App(__file__, lifespan=warmup.lifespan, middleware=[Middleware(PreloadLinks)], routes=serving.routes())

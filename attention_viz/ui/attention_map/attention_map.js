@@ -19,7 +19,9 @@
 //
 // Bundle (binary, little-endian): the 4 bytes "AVM1", a uint32 header length n, n bytes of UTF-8 JSON,
 // zero bytes up to a multiple of 4, then float32 arrays at byte offsets (from the start of the arrays):
-//   header.layers   the held layers (indices); header.heads, queries, keys
+//   header.layers   the held layers (indices); header.heads, queries, keys; header.only_head: the one
+//                   head held (the maps' second axis is then 1), or null for every head
+//   header.ranges   each held head's colour range [[[low, high], ...], ...] when fitted, else null
 //   header.maps     {offset, shape: [held, heads, queries, keys]}: the map shown for each held head
 //   header.overview {offset, shape: [held, heads, m, m], starts_q, starts_k} of the pooled map, or null
 //   header.y, x     the query and key categories (distinct labels, as plotly shows them)

@@ -19,6 +19,13 @@ on Compare, :data:`COMPARE_KEY`; a protocol-level client sets it as the widget v
 
     "view": {"layer": int, "head": int, "focus": int (-1: none), "query_start": int, "key_start": int, "seq": int}
 
+A protocol-level client (a load generator) finds the element's widget id as the ``id`` of its
+``bidi_component`` delta (it ends in ``-attention_map``) and sends a rerun ``BackMsg`` whose widget states
+hold, besides the other widgets', ``WidgetState(id=<that id>, json_value='{"view": {...}}')``, with the
+page fragment's id (``fragment_id``) as the browser does. Nothing else changes on a step: the Layer and
+Head boxes keep their widget keys and the address its parameters (``layer``, ``head``, ``focus``,
+``query_start``, ``key_start``).
+
 Reports of fast presses are merged (at most one per 60 ms; a step that needs data, a click and a pan of the
 overview at once); each carries the whole view, so a merged report loses no step. :func:`_on_view` checks it
 like any widget value (integers in range, else ignored) and stores it under the view's permanent keys
@@ -28,8 +35,12 @@ the page's fragment rerun. The other way, a view the server changed (the boxes, 
 example) goes out with a new ``rev``, which the element adopts; with the same ``rev`` the element keeps its
 own, newer view (:func:`_revision`).
 
+The same state goes out for the other moves the element makes itself: a click on a cell (focus), Shift +
+an arrow key and a drag on the overview (the window's ``query_start`` and ``key_start``).
+
 Under AppTest there is no browser: the element is recorded as an unknown element and draws nothing; the
-page around it runs as in a browser (the view comes from the session's settings).
+page around it runs as in a browser (the view comes from the session's settings), and :func:`as_figure`
+reads back what the element would draw (the tests' ``chart(at, "map")``).
 """
 
 from __future__ import annotations

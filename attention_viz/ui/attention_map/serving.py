@@ -54,8 +54,9 @@ class _Store:
             self._by_content[digest] = bundle_id
             self._size += len(payload)
             while self._size > self.budget and len(self._items) > 1:
-                _, dropped = self._items.popitem(last=False)
+                old, dropped = self._items.popitem(last=False)
                 self._size -= len(dropped)
+                self._by_content = {d: i for d, i in self._by_content.items() if i != old}
             return bundle_id
 
     def get(self, bundle_id: str) -> bytes | None:
