@@ -450,8 +450,14 @@ class AttentionMap {
       font: { family: d.font_family },
       width: m.l + side + m.r, height: m.t + side + m.b,
       margin: { l: m.l, r: m.r, t: m.t, b: m.b, autoexpand: false },
-      xaxis: { ...axis(d.texts.key_axis), ...ticks(x, b.x_text.slice(k0, k0 + nk)), tickangle: -90, range: [-0.5, nk - 0.5],
+      // the key axis's title at the chart's foot, under the room reserved for the longest key label
+      // (plotly would place it by the window's labels alone)
+      xaxis: { ...axis(""), ...ticks(x, b.x_text.slice(k0, k0 + nk)), tickangle: -90, range: [-0.5, nk - 0.5],
                domain: [0, (cell * nk) / side] },
+      annotations: [{
+        text: d.texts.key_axis, showarrow: false, xref: "paper", x: (cell * nk) / side / 2, xanchor: "center",
+        yref: "paper", y: 1 - (cell * nq) / side, yanchor: "bottom", yshift: -m.b, font: { size: d.axis_font || font },
+      }],
       yaxis: { ...axis(d.texts.query_axis), ...ticks(y, b.y_text.slice(q0, q0 + nq)), range: [nq - 0.5, -0.5],
                domain: [1 - (cell * nq) / side, 1] },
       hoverlabel: { font: { size: font + 2 } },
