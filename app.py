@@ -93,6 +93,7 @@ if __name__ == "__main__":  # Streamlit runs this file as every session's script
 else:  # `streamlit run app.py` imports it as a module first: the server's entry point
     from starlette.middleware import Middleware
 
+    from attention_viz.ui.attention_map import serving
     from attention_viz.ui.preload_links import PreloadLinks
 
-    app = st.App(__file__, lifespan=warmup.lifespan, middleware=[Middleware(PreloadLinks)])
+    app = st.App(__file__, lifespan=warmup.lifespan, middleware=[Middleware(PreloadLinks)], routes=serving.routes())

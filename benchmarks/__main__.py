@@ -23,8 +23,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="CI smoke run: fewer sizes and repeats (< 1 min)")
     parser.add_argument(
         "--only",
-        default="1,2,3,4,5,6,7,8,9,11,12,13,14",
-        help="comma-separated figure numbers (default 1-9 and 11-14; on request: 10, the other families at "
+        default="1,2,3,4,5,6,7,8,9,11,12,13,14,19",
+        help="comma-separated figure numbers (default 1-9, 11-14 and 19; on request: 10, the other families at "
         "base size, 15, a class of 40 sessions for 5 minutes on 1 server and on 2 replicas, and 16, the two "
         "extraction paths and the encoder's in-place variant)",
     )
@@ -89,14 +89,14 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks import apptest
 
         section("9", "Inside a head", lambda: apptest.inside_rows(loaded, settings))
-    felt_wanted = sorted(wanted & {"11", "12", "13", "14"}, key=int)
+    felt_wanted = sorted(wanted & {"11", "12", "13", "14", "19"}, key=int)
     if felt_wanted:
         from benchmarks import felt
 
         def felt_section():
             return [row for row in felt.felt_rows(loaded.tokenizer, settings) if row.id in wanted]
 
-        section(felt_wanted[0], "felt in Chromium (#11-#14)", felt_section)
+        section(felt_wanted[0], "felt in Chromium (#11-#14, #19)", felt_section)
     if "15" in wanted:
         from benchmarks import classroom
 

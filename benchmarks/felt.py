@@ -1,16 +1,22 @@
-"""#11–#14, what a lecturer feels: measured in headless Chromium at 1280 × 720 on a real ``streamlit run app.py``.
+"""#11–#14 and #19, what a lecturer feels: measured in headless Chromium at 1280 × 720 on ``streamlit run app.py``.
 
-- **#11 head change**: the key press (→, the Head stepper's shortcut) → the main map showing the new head's
-  data, p50 over 15 presses, at 16 and at 512 tokens;
+- **#11 head change**: the key press (→, which Compare's map element answers in the browser) → the map
+  showing the new head (its canvas painted from the maps the browser holds), p50 over 15 presses (p95 in
+  the note), at 16 and at 512 tokens;
 - **#12 new sentence**: Ctrl+Enter in the Sentence box → the map showing the new sentence, median over
   seven 10-token sentences;
 - **#13 warm first map**: a new browser (no cache) on a warm server, page request → the main map drawn;
   baseline: the same navigation's DOMContentLoaded, Streamlit's own scripts loaded;
-- **#14 Inside a head**: the key press → every chart of the page showing the new head.
+- **#14 Inside a head**: the key press → every chart of the page showing the new head;
+- **#19 the map element**: a layer step at 512 tokens (↓: the browser fetches the new layer's heads);
+  10 presses 30 ms apart (steps the map took, and whether the title, the boxes and the address agree once
+  the keys stop); the bytes a head step brings (the map element's share: its messages and bundles; and the
+  whole page's: every WebSocket frame and HTTP response from the key until the page is idle), beside the
+  maps the browser holds (what re-sending them would cost).
 
 Each is timed inside the page (``performance.now()``: from the key's ``keydown`` event, or from the
-navigation's start, to the animation frame in which the chart's drawn data has changed), so the
-generator's own scheduling is not counted.
+navigation's start, to the animation frame in which the chart's drawn data has changed; for the map
+element, the frame after it painted the new head), so the generator's own scheduling is not counted.
 
 Baseline of #11, #12 and #14, in the same page and run: plotly.js redrawing the very figures the app sent
 (``Plotly.react`` of the chart's own data and layout into a detached div of the same size), that is the
@@ -26,6 +32,27 @@ from benchmarks.harness import ROOT, Row, Settings, text_of_tokens
 
 sys.path.insert(0, str(ROOT / "tests"))
 from browser import CHROMIUM_ARGS, IDLE, MAP, MAP_DRAWN, chromium_path, idle  # tests/browser.py
+
+ELEMENT = '[data-testid="attention-map"]'
+MAP_PAINTED = ELEMENT + "[data-ready='1']"  # the element has painted a head from its maps (canvas)
+
+# The map element: the next keydown (window, capture phase: before the element's own listener) starts the
+# clock; it stops in the first animation frame after the element painted another head than now.
+_ARM_MAP = """selector => {
+    const map = document.querySelector(selector);
+    const shown = () => map.dataset.layer + ':' + map.dataset.head + ':' + map.dataset.ready;
+    const before = shown();
+    const felt = window.__felt = {start: null, end: null};
+    window.addEventListener('keydown', () => { if (felt.start === null) felt.start = performance.now(); },
+        {capture: true, once: true});
+    const tick = () => {
+        if (felt.start !== null && map.dataset.ready === '1' && shown() !== before) {
+            felt.end = performance.now(); return;
+        }
+        requestAnimationFrame(tick);
+    };
+    requestAnimationFrame(tick);
+}"""
 
 # The chart's drawn data, compared between frames: trace types, row labels and the first row of values.
 _SIGNATURE = """el => (el && el._fullData) ? JSON.stringify(el._fullData.map(t =>
@@ -104,23 +131,126 @@ def head_changes(page, changes: int, selectors: list[str] | None = (MAP,)) -> li
     return felt
 
 
+def map_steps(page, key: str, changes: int) -> list[float]:
+    """``changes`` presses of ``key`` on Compare's map element: milliseconds from each keydown to the frame
+    after the element painted the new head; waits for the page's rerun after each."""
+    felt = []
+    for _ in range(changes):
+        page.evaluate("() => document.activeElement && document.activeElement.blur()")
+        idle(page, frames=3)
+        page.evaluate(_ARM_MAP, ELEMENT)
+        page.keyboard.press(key)
+        page.wait_for_function("() => window.__felt.end !== null", timeout=120_000, polling=20)
+        felt.append(float(page.evaluate("() => window.__felt.end - window.__felt.start")))
+        page.wait_for_timeout(150)  # the element's report leaves within 60 ms
+        page.wait_for_selector(IDLE, timeout=120_000)
+    return felt
+
+
+def _percentile(samples: list[float], share: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def _settle(page) -> None:
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, timeout=120_000)
+    idle(page)
+
+
+def fast_presses(page, presses: int = 10, apart_ms: int = 30) -> tuple[int, bool]:
+    """``presses`` → keys ``apart_ms`` apart: the heads the map stepped, and whether the page's title, the
+    Head box and the address name the map's head once the page is idle."""
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    view = lambda: page.eval_on_selector(ELEMENT, "e => [+e.dataset.layer, +e.dataset.head]")  # noqa: E731
+    layer, head = view()
+    for _ in range(presses):
+        page.keyboard.press("ArrowRight")
+        page.wait_for_timeout(apart_ms)
+    _settle(page)
+    new_layer, new_head = view()
+    heads = page.eval_on_selector(ELEMENT, "e => +e.dataset.shape.split('x')[1]")
+    steps = (new_layer * heads + new_head) - (layer * heads + head)
+    title = page.locator("h2").first.inner_text()
+    box = page.get_by_role("combobox", name="Head", exact=True).input_value()
+    agree = title.endswith(f"{new_layer}, head {new_head}") and box == str(new_head)
+    agree = agree and f"layer={new_layer}&head={new_head}&" in page.url
+    return steps, agree
+
+
+def step_bytes(page, key: str = "ArrowRight") -> tuple[int, int, int]:
+    """Bytes the browser receives for one step, from the key until the page is idle: the map element's
+    share (its WebSocket messages and bundle fetches), the whole page's (every WebSocket frame and HTTP
+    response), and the size of the maps the browser holds (the bundle it has)."""
+    import base64
+
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    client = page.context.new_cdp_session(page)
+    client.send("Network.enable")
+    frames: list[bytes] = []
+    responses: dict[str, str] = {}
+    finished: dict[str, int] = {}
+    client.on("Network.webSocketFrameReceived", lambda e: frames.append(_frame_bytes(e["response"], base64)))
+    client.on("Network.responseReceived", lambda e: responses.__setitem__(e["requestId"], e["response"]["url"]))
+    client.on("Network.loadingFinished", lambda e: finished.__setitem__(e["requestId"], int(e["encodedDataLength"])))
+    held = page.evaluate(
+        """async () => { const entries = performance.getEntriesByType('resource')
+            .filter(e => e.name.includes('/attention-viz/maps/')); const last = entries[entries.length - 1];
+            return last ? (last.decodedBodySize || last.transferSize) : 0; }"""
+    )
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    page.keyboard.press(key)
+    _settle(page)
+    client.detach()
+    element = 0
+    for frame in frames:
+        message = ForwardMsg()
+        try:
+            message.ParseFromString(frame)
+        except Exception:
+            continue
+        if message.WhichOneof("type") == "delta" and message.delta.WhichOneof("type") == "new_element":
+            found = message.delta.new_element
+            if found.WhichOneof("type") == "bidi_component" and found.bidi_component.component_name.endswith(
+                ".attention_map"
+            ):
+                element += len(frame)
+    bundles = sum(size for rid, size in finished.items() if "/attention-viz/maps/" in responses.get(rid, ""))
+    page_total = sum(len(frame) for frame in frames) + sum(finished.values())
+    return element + bundles, page_total, int(held)
+
+
+def _frame_bytes(response: dict, base64) -> bytes:
+    data = response.get("payloadData", "")
+    return base64.b64decode(data) if response.get("opcode") == 2 else data.encode()
+
+
 def new_sentence(page, text: str) -> float:
     box = page.locator("textarea").first
     box.fill(text)
     return felt_change(page, lambda: box.press("Control+Enter"), [MAP])
 
 
-def first_map(browser, url: str) -> tuple[float, float]:
+def first_map(browser, url: str) -> tuple[float, float, float]:
     """A new browser (a context: no cache) opens ``url``: milliseconds from the page request (navigation
-    start) to the main map drawn, and to DOMContentLoaded (Streamlit's own scripts loaded)."""
+    start) to the map's cells painted (the element's canvas, from its data, before or without plotly.js),
+    to the map drawn by plotly (axes, labels, colour bar), and to DOMContentLoaded (Streamlit's own scripts)."""
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     tab = context.new_page()
+    tab.add_init_script(
+        """new MutationObserver((_, observer) => {
+            const map = document.querySelector('[data-testid="attention-map"][data-ready="1"]');
+            if (map && window.__painted === undefined) { window.__painted = performance.now(); observer.disconnect(); }
+        }).observe(document, {subtree: true, childList: true, attributes: true, attributeFilter: ['data-ready']});"""
+    )
     tab.goto(url, wait_until="commit")
     tab.wait_for_selector(MAP_DRAWN, timeout=180_000)
     drawn = tab.evaluate("() => performance.now()")  # since the navigation started (timeOrigin)
+    painted = tab.evaluate("() => window.__painted === undefined ? null : window.__painted")
     scripts = tab.evaluate("() => performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd")
     context.close()
-    return float(drawn), float(scripts)
+    return float(painted if painted is not None else drawn), float(drawn), float(scripts)
 
 
 def redraw_ms(page, selector: str = MAP, times: int = 7) -> float | None:
@@ -172,9 +302,52 @@ def _row(
 REDRAW = "plotly.js drawing the same chart once, same page"
 
 
+def _element_rows(page, size: str, presses: bool = True) -> list[Row]:
+    """#19 on the page as it is: 10 fast presses, and the bytes of one head step."""
+    rows = []
+    if presses:
+        steps, agree = fast_presses(page)
+        rows.append(
+            Row(
+                id="19",
+                figure="10 presses 30 ms apart: heads the map stepped (page, boxes and address agree after)",
+                size=size,
+                ours=float(steps),
+                ours_unit="steps",
+                baseline=10.0,
+                baseline_unit="presses",
+                baseline_name="presses sent",
+                ratio=steps / 10,
+                target="= 10, agreeing",
+                passed=steps == 10 and agree,
+                note="agree" if agree else "the page did not agree with the map",
+            )
+        )
+    element, whole, held = step_bytes(page)
+    rows.append(
+        Row(
+            id="19",
+            figure="bytes of one head step: the map element's share (whole page in the note)",
+            size=size,
+            ours=float(element),
+            ours_unit="bytes",
+            baseline=float(held) or None,
+            baseline_unit="bytes",
+            baseline_name="the maps the browser holds (re-sending them)",
+            ratio=element / held if held else None,
+            target="≤ 2048 bytes",
+            passed=element <= 2048,
+            note=f"whole page {whole} bytes (target at 16 tokens: ≤ 56 KB, half of the plotly design's)",
+            samples={"element_bytes": [element], "page_bytes": [whole]},
+        )
+    )
+    return rows
+
+
 def felt_rows(tokenizer, settings: Settings) -> list[Row]:
     """#11 head change (16 and 512 tokens; 128 in --quick), #12 new sentence, #13 warm first map, #14 Inside a
-    head, all felt in Chromium on one ``streamlit run app.py``."""
+    head, #19 the map element (layer step, fast presses, bytes), all felt in Chromium on one
+    ``streamlit run app.py``."""
     from browser import streamlit_server  # tests/browser.py
     from playwright.sync_api import sync_playwright
 
@@ -188,18 +361,20 @@ def felt_rows(tokenizer, settings: Settings) -> list[Row]:
         page.goto(url)
         page.wait_for_selector(MAP_DRAWN, timeout=180_000)
         idle(page)
-        short = head_changes(page, changes)
+        short = map_steps(page, "ArrowRight", changes)
         rows.append(
             _row(
                 "11",
-                "head change felt: → key to the map's new data drawn",
+                "head change felt: → key to the map's new head painted",
                 "16 tokens",
                 short,
                 redraw_ms(page),
                 REDRAW,
-                100,
+                16,
+                note=f"p95 {_percentile(short, 0.95):.1f} ms (target ≤ 50 ms)",
             )
         )
+        rows.extend(_element_rows(page, "16 tokens"))
         words = ("cat", "dog", "owl", "fox", "hen", "ant", "bee")[: 2 if settings.quick else 7]
         typed = [new_sentence(page, f"The {word} sat on the mat near the door.") for word in words]
         rows.append(
@@ -208,28 +383,45 @@ def felt_rows(tokenizer, settings: Settings) -> list[Row]:
             )
         )
         new_sentence(page, text_of_tokens(tokenizer, long_tokens))
-        long = head_changes(page, changes)
+        page.wait_for_selector(MAP_PAINTED, timeout=180_000)
+        _settle(page)
+        long = map_steps(page, "ArrowRight", changes)
         rows.append(
             _row(
                 "11",
-                "head change felt: → key to the map's new data drawn",
+                "head change felt: → key to the map's new head painted",
                 f"{long_tokens} tokens",
                 long,
                 redraw_ms(page),
                 REDRAW,
-                200,
+                16,
+                note=f"p95 {_percentile(long, 0.95):.1f} ms (target ≤ 50 ms)",
             )
         )
-        visits, scripts = zip(*(first_map(browser, url) for _ in range(1 if settings.quick else 3)), strict=True)
+        layer_steps = map_steps(page, "ArrowDown", 2 if settings.quick else 5)
+        rows.append(
+            _row(
+                "19",
+                "layer step felt: ↓ key to the new layer's head painted (its heads fetched)",
+                f"{long_tokens} tokens",
+                layer_steps,
+                redraw_ms(page),
+                REDRAW,
+                300,
+            )
+        )
+        rows.extend(_element_rows(page, f"{long_tokens} tokens", presses=False))
+        visits, drawn, scripts = zip(*(first_map(browser, url) for _ in range(1 if settings.quick else 3)), strict=True)
         rows.append(
             _row(
                 "13",
-                "first map in a new browser on a warm server: page request to the map drawn",
+                "first map in a new browser on a warm server: page request to the map's cells painted",
                 "opening sentence",
                 list(visits),
                 statistics.median(scripts),
                 "the same page's own scripts loaded (DOMContentLoaded)",
                 1000,
+                note=f"drawn by plotly (labels, colour bar, hover) at {statistics.median(drawn):.0f} ms",
             )
         )
         page.goto(url + "/?page=inside")

@@ -11,6 +11,8 @@ import numpy as np
 from replay import control
 from streamlit.testing.v1 import AppTest
 
+from attention_viz.ui.attention_map import element as attention_map
+
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 COMPARE = "attention_viz/ui/pages/compare.py"
 ALL_HEADS = "attention_viz/ui/pages/all_heads.py"
@@ -25,9 +27,40 @@ def run_app(**state_before) -> AppTest:
     return at.run()
 
 
+def _drawn(at) -> list:
+    """The page's charts in order: Streamlit's plotly charts and the app's own elements (the attention map,
+    its plotly figures), which AppTest keeps as unknown elements."""
+    found = []
+
+    def walk(node) -> None:
+        kind = getattr(node, "type", None)
+        if kind == "plotly_chart" or (kind == "bidi_component" and node.proto.component_name):
+            found.append(node)
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)
+    return found
+
+
+def _as_figure(node) -> dict:
+    """A chart as plotly JSON with its ``config``: the map element as :func:`attention_map.as_figure` reads it."""
+    if node.type == "plotly_chart":
+        return {**json.loads(node.proto.spec), "config": json.loads(node.proto.config or "{}")}
+    data = json.loads(node.proto.json)
+    if node.proto.component_name == attention_map.COMPONENT:
+        return attention_map.as_figure(data)
+    return {**json.loads(data["figure"]), "config": data["config"]}
+
+
 def figures(at) -> list[dict]:
-    """Every plotly chart on the page, as plotly JSON."""
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    """Every chart on the page (plotly charts, the map element, its figures), as plotly JSON with ``config``."""
+    return [_as_figure(node) for node in _drawn(at)]
+
+
+def configs(at) -> list[dict]:
+    """Every chart's plotly config, in order."""
+    return [figure["config"] for figure in figures(at)]
 
 
 def decode(array) -> np.ndarray:
@@ -49,9 +82,11 @@ def no_errors(at) -> None:
 
 
 def chart(at, key: str) -> dict:
-    """The plotly chart drawn with ``key=key``, as plotly JSON."""
-    (found,) = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}")]
-    return json.loads(found.proto.spec)
+    """The chart drawn with ``key=key``, as plotly JSON (see :func:`figures`); ``"map"`` is Compare's map
+    element (its key is ``attention_map``)."""
+    key = attention_map.COMPARE_KEY if key == "map" else key
+    (found,) = [c for c in _drawn(at) if c.proto.id.endswith(f"-{key}")]
+    return _as_figure(found)
 
 
 def view(at, name: str):

@@ -40,7 +40,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-MAP = ".st-key-map .js-plotly-plot"  # Compare's map (a cold start sends an empty warm-up chart before it)
+MAP = "[data-testid='attention-map'] .js-plotly-plot"  # Compare's map element's plotly chart
 MAP_DRAWN = MAP + " .heatmaplayer"
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 

@@ -44,12 +44,12 @@ def shown_labels(at: AppTest) -> dict[str, tuple[WidgetState, tuple[str, ...]]]:
     }
 
 
-def replay(at: AppTest, shown: dict[str, tuple[WidgetState, tuple[str, ...]]]) -> AppTest:
+def replay(at: AppTest, shown: dict[str, tuple[WidgetState, tuple[str, ...]]], extra: tuple = ()) -> AppTest:
     """Run again, each widget whose labels changed since ``shown`` sending the label it showed then.
 
     That is what a browser does with a widget whose options were relabelled under it (a new language,
     another text in the focus box). Widgets the test has just set (``set_value``) send their new
-    value, as a click does.
+    value, as a click does; ``extra`` are more widget states to send (:func:`element_state`).
     """
     states = _widget_states(at)
     options = _options(at)
@@ -57,7 +57,24 @@ def replay(at: AppTest, shown: dict[str, tuple[WidgetState, tuple[str, ...]]]) -
     for state in states.widgets:
         if state.id in shown and state.id not in just_set and shown[state.id][1] != options.get(state.id):
             state.CopyFrom(shown[state.id][0])
+    states.widgets.extend(extra)  # values AppTest has no widget for (a browser element's state)
     return at._run(states)
+
+
+def element_state(at: AppTest, key: str, value: dict) -> WidgetState:
+    """The state a browser element (custom components v2) with ``key`` sends: ``value`` as its JSON value,
+    as its ``setStateValue`` calls leave it (AppTest keeps such an element as an unknown element)."""
+    import json
+
+    (element,) = [
+        node
+        for node in at._tree
+        if getattr(node, "type", None) == "bidi_component" and node.proto.id.endswith(f"-{key}")
+    ]
+    state = WidgetState()
+    state.id = element.proto.id
+    state.json_value = json.dumps(value)
+    return state
 
 
 def control(at: AppTest, kind: str, key: str):

@@ -2,11 +2,10 @@
 choices for its settings."""
 
 import io
-import json
 
 import numpy as np
 import pandas as pd
-from apptools import chart, decode, downloaded, no_errors, run_app, z
+from apptools import chart, configs, decode, downloaded, no_errors, run_app, z
 from numpy.testing import assert_allclose
 from replay import control
 
@@ -26,7 +25,7 @@ def _csv(at, media) -> pd.DataFrame:
 
 
 def _what(at) -> str:
-    config = json.loads(at.get("plotly_chart")[0].proto.config)
+    config = configs(at)[0]
     return config["toImageButtonOptions"]["filename"].split(f"head{HEAD}_", 1)[1]
 
 
@@ -108,6 +107,36 @@ def test_pair_block_a_to_b_is_the_cores_slice_and_the_difference_is_of_the_views
     assert z(chart(at, "map")).shape == (6, 4) and np.abs(z(chart(at, "map"))).max() < 1e-5
 
 
+def test_a_cross_block_fits_its_colour_range_by_default_and_says_so(bundled):
+    """A pair's A→B block holds parts of rows (small weights): its colour range is this head's own values,
+    pretrained and from scratch together, and the colour bar says it is fitted; A→A keeps 0 to 1."""
+    text, pair = "the cat sat.", "it slept."
+    at = run_app(text=text, pair=pair)
+    control(at, "selectbox", "block").set_value("AB").run()
+    no_errors(at)
+    result = extract(bundled, text, pair)
+    segments = np.asarray(result.encoding.segments)
+    block = result.weights[LAYER, HEAD][segments == 0][:, segments == 1]
+    shown = chart(at, "map")["data"][0]
+    assert_allclose([shown["zmin"], shown["zmax"]], [block.min(), block.max()], atol=1e-6)
+    assert shown["zmax"] < 1 and shown["colorbar"]["title"]["text"] == i18n.table("en")["compare.fit_colorbar"]
+    control(at, "selectbox", "block").set_value("AA").run()
+    shown = chart(at, "map")["data"][0]
+    assert (shown["zmin"], shown["zmax"]) == (0.0, 1.0) and "colorbar" not in shown
+
+
+def test_the_reading_caption_counts_what_the_window_note_counts(bundled):
+    """Words on a long input: the caption under the map and the window's note give the same count (words)."""
+    text = " ".join(["unbelievably"] * 30)  # each word several pieces: words and tokens differ
+    at = run_app(text=text, word_level=True)
+    no_errors(at)
+    words = len(analysis.word_groups(extract(bundled, text).encoding)[1])  # [CLS], 30 words, [SEP]
+    assert words == 32 and extract(bundled, text).encoding.num_tokens > words
+    captions = [c.value for c in at.caption]
+    assert any(f"{words} tokens:" in c for c in captions), captions  # the window's note
+    assert any(c.endswith(f"{words} tokens.") for c in captions), captions  # the reading caption
+
+
 def test_default_view_csv_is_the_heads_attention(bundled, media):
     at = run_app()
     no_errors(at)
@@ -115,8 +144,7 @@ def test_default_view_csv_is_the_heads_attention(bundled, media):
     result = extract(bundled, state.EXAMPLE_TEXT)
     assert_allclose(frame.to_numpy(), result.weights[LAYER, HEAD], rtol=1e-6, atol=1e-8)
     assert list(frame.index) == list(result.encoding.labels)
-    for drawn in at.get("plotly_chart"):
-        config = json.loads(drawn.proto.config)
+    for config in configs(at):  # the map, its bars and lines
         assert config["toImageButtonOptions"] == {
             "format": "png",
             "filename": export.file_stem("all-MiniLM-L6-v2", f"layer{LAYER}", f"head{HEAD}", "pretrained"),
@@ -136,7 +164,7 @@ def test_all_heads_chart_saves_a_named_png_at_twice_the_scale(bundled):
     at = run_app()
     at.switch_page("attention_viz/ui/pages/all_heads.py").run()
     no_errors(at)
-    config = json.loads(at.get("plotly_chart")[0].proto.config)
+    config = configs(at)[0]
     name = export.file_stem("all-MiniLM-L6-v2", f"layer{LAYER}", f"head{HEAD}", "all_heads")
     assert config["toImageButtonOptions"] == {"format": "png", "filename": name, "scale": 2}
 

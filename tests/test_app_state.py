@@ -162,9 +162,14 @@ def test_step_buttons_move_the_head_and_the_title_follows(bundled):
     assert at.query_params["layer"] == "2" and at.query_params["head"] == "11"
 
 
-def test_step_buttons_have_keyboard_shortcuts():
+def test_step_buttons_have_keyboard_shortcuts_where_no_map_element_answers_the_keys():
+    """Inside a head: the ‹ › buttons answer the arrow keys. Compare: the map element does (in the browser),
+    so its buttons take none, and a key steps once."""
     at = run_app()
-    shortcuts = {key: at.button(key=key).proto.shortcut for key in ("step_head_next", "step_layer_previous")}
+    keys = ("step_head_next", "step_layer_previous")
+    assert {key: at.button(key=key).proto.shortcut for key in keys} == dict.fromkeys(keys, "")
+    at.switch_page("attention_viz/ui/pages/inside.py").run()
+    shortcuts = {key: at.button(key=key).proto.shortcut for key in keys}
     assert shortcuts == {"step_head_next": "right", "step_layer_previous": "up"}
 
 

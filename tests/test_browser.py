@@ -31,10 +31,13 @@ INPUTS = {
 VIEWPORTS = {"1280x720": (1280, 720), "800x600": (800, 600)}
 
 # What the main map draws, read from plotly.js: the plot area (gd._fullLayout._size), each axis' drawn
-# length, the tick label boxes, the title and colour bar boxes, and the chart's own box.
+# length, the tick label boxes, the title and colour bar boxes, and the chart's own box (the map element's:
+# it writes the title above its plotly chart).
 MEASURE = """el => {
     const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
-    const full = el._fullLayout, title = el.querySelector('.gtitle'), bar = el.querySelector('.colorbar');
+    const element = el.closest('[data-testid="attention-map"]') || el;
+    const full = el._fullLayout, bar = el.querySelector('.colorbar');
+    const title = element.querySelector('.av-status') || el.querySelector('.gtitle');
     return {
         size: {w: full._size.w, h: full._size.h},
         x: full.xaxis._length, y: full.yaxis._length,
@@ -45,7 +48,7 @@ MEASURE = """el => {
         yticks: Array.from(el.querySelectorAll('.ytick text'), box),
         title: title ? box(title) : null, titleText: title ? title.textContent : null,
         bar: bar ? box(bar.querySelector('.cbfills')) : null,
-        chart: box(el), viewport: [window.innerWidth, window.innerHeight],
+        chart: box(element), viewport: [window.innerWidth, window.innerHeight],
     };
 }"""
 

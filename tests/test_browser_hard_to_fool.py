@@ -11,7 +11,7 @@ import re
 from urllib.parse import urlsplit
 
 import pytest
-from browser import ARTIFACTS, idle
+from browser import ARTIFACTS, MAP, idle
 from playwright.sync_api import expect
 
 from attention_viz.ui import links
@@ -137,7 +137,7 @@ HOVER_LINE = """() => {
     return {s, centres};
 }"""
 CELL = """([row, column]) => {
-    const el = document.querySelector('.st-key-map .js-plotly-plot'), full = el._fullLayout;
+    const el = document.querySelector('[data-testid="attention-map"] .js-plotly-plot'), full = el._fullLayout;
     const box = el.querySelector('.nsewdrag').getBoundingClientRect();
     return [box.left + full.xaxis.l2p(column), box.top + full.yaxis.l2p(row)];
 }"""
@@ -154,9 +154,9 @@ def test_the_hover_reads_query_key_weight_with_right_to_left_tokens(query, key, 
     url, _, _ = server
     page = chromium.new_page(viewport={"width": 1280, "height": 900})
     page.goto(f"{url}/?{links.query_string({'text': f'{query} {key}', 'word_level': '1'})}")
-    page.wait_for_selector(".st-key-map .js-plotly-plot .heatmaplayer", timeout=120_000)
+    page.wait_for_selector("[data-testid='attention-map'] .js-plotly-plot .heatmaplayer", timeout=120_000)
     _settled(page)
-    labels = page.evaluate("() => document.querySelector('.st-key-map .js-plotly-plot')._fullData[0].y")
+    labels = page.evaluate(f'() => document.querySelector("{MAP}")._fullData[0].y')
     row, column = (next(i for i, label in enumerate(labels) if word in label) for word in (query, key))
     x, y = page.evaluate(CELL, [row, column])
     page.mouse.move(x, y)

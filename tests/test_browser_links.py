@@ -66,18 +66,23 @@ def test_a_head_change_that_reruns_only_the_page_keeps_the_address_and_the_open_
     page.close()
 
 
-def test_every_page_asks_the_browser_for_plotly_js_at_once(server):
-    """The page's HTML names Streamlit's plotly.js chunk as a module to preload, and the chunk is served."""
+def test_the_page_loads_the_apps_one_plotly_js_at_once(server):
+    """The page's HTML starts downloading the app's copy of plotly.js (the plotly package's own file, served
+    by the app) with Streamlit's scripts, not Streamlit's plotly chunk as well."""
     import urllib.request
+
+    from attention_viz.ui.attention_map import serving
 
     url, _, _ = server
     with urllib.request.urlopen(f"{url}/all_heads", timeout=30) as response:
         html = response.read()
         assert int(response.headers["content-length"]) == len(html) and response.headers.get("etag") is None
     page = html.decode()
-    found = re.findall(r'<link rel="modulepreload" crossorigin href="\./(static/js/PlotlyChart\.[\w-]+\.js)">', page)
-    assert len(found) == 1 and page.index(found[0]) < page.index("</head>")
-    assert urllib.request.urlopen(f"{url}/{found[0]}", timeout=30).status == 200
+    found = re.findall(r'<link rel="preload" as="script" href="\./([\w./-]+)">', page)
+    assert found == [serving.PLOTLY_PATH] and page.index(found[0]) < page.index("</head>")
+    assert "PlotlyChart" not in page
+    with urllib.request.urlopen(f"{url}/{found[0]}", timeout=30) as script:
+        assert script.read() == serving.PLOTLY_JS.read_bytes()
     head = urllib.request.urlopen(urllib.request.Request(f"{url}/all_heads", method="HEAD"), timeout=30)
     assert int(head.headers["content-length"]) == len(html)  # what a GET of the page sends
 

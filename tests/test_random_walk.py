@@ -2,8 +2,9 @@
 
 A hypothesis state machine drives the app through AppTest: language switches, examples, text and pair
 edits (empty, Chinese, emoji, very long), a switch to a tiny BERT and back, a token in focus, every view
-toggle, layer and head steps, page switches and a shared link opened in a new session. Every run
-sends back the labels a browser would still show (tests/replay.py). After each step:
+toggle, layer and head steps (the buttons, the boxes and the map's arrow keys), page switches and a shared
+link opened in a new session. Every run sends back the labels a browser would still show (tests/replay.py).
+After each step:
 
 - no exception, and neither of the app's own "went wrong" messages;
 - the page's title names the chosen layer and head;
@@ -31,7 +32,7 @@ from browser import ARTIFACTS
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
-from replay import control, replay, shown_labels
+from replay import control, element_state, replay, shown_labels
 from streamlit.testing.v1 import AppTest
 
 from attention_viz import analysis
@@ -40,6 +41,7 @@ from attention_viz.analysis import presets
 from attention_viz.extraction import extract
 from attention_viz.models.loading import BUNDLED_MODEL
 from attention_viz.ui import i18n, links, state
+from attention_viz.ui.attention_map import element as attention_map
 from attention_viz.ui.cache import model as loaded_model
 
 PAGES = ("compare", "all_heads", "head_stats", "head_similarity", "rollout", "inside", "article")
@@ -150,6 +152,28 @@ class LectureWalk(RuleBasedStateMachine):
         self.at.button(key=key).click()
         self.layer, self.head = state.stepped(self.layer, self.head, unit, delta, self._shape())
         self._run()
+
+    @precondition(lambda self: self.page == "compare" and self.text_valid)
+    @rule(keys=st.lists(st.sampled_from(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown"]), min_size=1, max_size=12))
+    def press_map_keys(self, keys):
+        """Arrow keys on Compare's map: the element steps in the browser and reports the whole view once
+        (fast presses merged), as ``attention_viz.ui.attention_map.element`` documents."""
+        moves = {
+            "ArrowLeft": ("head", -1),
+            "ArrowRight": ("head", 1),
+            "ArrowUp": ("layer", -1),
+            "ArrowDown": ("layer", 1),
+        }
+        for key in keys:
+            self.layer, self.head = state.stepped(self.layer, self.head, *moves[key], self._shape())
+        s = self.at.session_state
+        view = {"layer": self.layer, "head": self.head, "focus": s["focus"]}
+        view |= {"query_start": s["query_start"], "key_start": s["key_start"], "seq": len(keys)}
+        shown = shown_labels(self.at)
+        replay(self.at, self.previous, (element_state(self.at, attention_map.COMPARE_KEY, {"view": view}),))
+        self.previous = shown
+        LectureWalk.steps += 1
+        self._check()
 
     @precondition(lambda self: self._has("selectbox", "head"))
     @rule(data=st.data())

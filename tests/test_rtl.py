@@ -3,11 +3,9 @@ PDI), its visible text unchanged; the exports keep the labels without isolates."
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
-from apptools import downloaded, no_errors, run_app
+from apptools import chart, downloaded, no_errors, run_app
 from replay import control
 
 from attention_viz import figures
@@ -70,6 +68,5 @@ def test_options_are_isolated_and_exports_are_not(bundled, media):
     assert "##ל" in csv and FSI not in csv and PDI not in csv  # the bundled vocabulary splits Hebrew in letters
     exported = export.attention_json(extract(bundled, text))  # the JSON button's content
     assert "##ל" in exported and FSI not in exported and PDI not in exported
-    bars = next(c for c in at.get("plotly_chart") if c.proto.id.endswith("-focus_bars"))
-    title = json.loads(bars.proto.spec)["layout"]["title"]["text"]
+    title = chart(at, "focus_bars")["layout"]["title"]["text"]
     assert FSI + extract(bundled, text).encoding.labels[1] + PDI in title  # the bars' title names the token

@@ -99,6 +99,13 @@ def chart_height_over_width(
     return _top(style) + _bottom(keys, style) - _left(labels, style) - _RIGHT
 
 
+def margins(labels: Sequence[str], key_labels: Sequence[str] | None = None, style: MapStyle = NORMAL) -> dict:
+    """The margins (px) around a map's square plot, as :func:`attention_heatmap` reserves them: ``{l, r, t, b}``
+    for the query labels, the right edge, the title with the colour bar, and the key labels."""
+    keys = labels if key_labels is None else key_labels
+    return {"l": _left(labels, style), "r": _RIGHT, "t": _top(style), "b": _bottom(keys, style)}
+
+
 def category_ticks(labels: Sequence[str]) -> dict:
     """A category axis's tick settings for ``labels`` (as :func:`unique_labels` names the rows): one tick
     per label, never thinned by plotly, written shortened (:func:`~attention_viz.figures.layout.shorten_label`)

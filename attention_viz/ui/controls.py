@@ -109,7 +109,7 @@ def sidebar() -> LoadedModel | None:
     return loaded
 
 
-def _step_button(place, unit: str, delta: int) -> None:
+def _step_button(place, unit: str, delta: int, shortcut: bool = True) -> None:
     direction = "next" if delta > 0 else "previous"
     place.button(
         "",
@@ -117,19 +117,19 @@ def _step_button(place, unit: str, delta: int) -> None:
         key=f"step_{unit}_{direction}",
         on_click=state.guarded(state.step),
         args=(unit, delta),
-        shortcut=SHORTCUTS[unit, delta],
+        shortcut=SHORTCUTS[unit, delta] if shortcut else None,
         help=t(f"controls.{unit}_{direction}"),
     )
 
 
-def _stepper(place, unit: str, count: int) -> int:
+def _stepper(place, unit: str, count: int, shortcuts: bool = True) -> int:
     """One unit's control: previous, the choice, next; the buttons answer their keyboard shortcuts too."""
     row = place.container(horizontal=True, vertical_alignment="bottom", gap="small", width="content")
-    _step_button(row, unit, -1)
+    _step_button(row, unit, -1, shortcuts)
     value = state.control(
         row.selectbox, t(f"sidebar.{unit}"), unit, range(count), help=t(f"controls.{unit}_help"), width=92
     )
-    _step_button(row, unit, 1)
+    _step_button(row, unit, 1, shortcuts)
     return value
 
 
@@ -140,19 +140,24 @@ def explain(place, *paragraphs: Markdown) -> None:
 
 
 def head_picker(
-    place=st, layer: bool = True, head: bool = True, explanation: tuple[Markdown, ...] = ()
+    place=st,
+    layer: bool = True,
+    head: bool = True,
+    explanation: tuple[Markdown, ...] = (),
+    shortcuts: bool = True,
 ) -> tuple[int, int]:
     """The layer and head stepper, in ``place``: a choice for each, with previous and next buttons.
 
     Keyboard (:data:`SHORTCUTS`): left and right step the head (after a layer's last head comes the
     next layer's first), up and down the layer. Works for a model of one layer or one head (one
     choice; the buttons wrap onto it). The page's ``explanation`` goes in a "?" popover at the end of
-    the row. Returns the chosen ``(layer, head)``.
+    the row. ``shortcuts=False`` leaves the keys to a map element that steps in the browser (the keys
+    would otherwise step twice). Returns the chosen ``(layer, head)``.
     """
     shape = state.model_shape(None)
     row = place.container(horizontal=True, gap="small", vertical_alignment="bottom", key="head_picker")
-    chosen_layer = _stepper(row, "layer", shape[0]) if layer else st.session_state["layer"]
-    chosen_head = _stepper(row, "head", shape[1]) if head else st.session_state["head"]
+    chosen_layer = _stepper(row, "layer", shape[0], shortcuts) if layer else st.session_state["layer"]
+    chosen_head = _stepper(row, "head", shape[1], shortcuts) if head else st.session_state["head"]
     if explanation:
         explain(row, *explanation)
     return chosen_layer, chosen_head

@@ -1,12 +1,16 @@
 """The page tells the browser to fetch plotly.js at once, with Streamlit's own scripts.
 
-Streamlit's front end asks for its plotly.js chunk (4.7 MB) only when the first chart arrives over the
-WebSocket, after its own scripts have loaded and the first run has started: on a warm server that
-request came about 0.85 s after the page's, and the map waited for it. An ASGI middleware adds a
-``<link rel="modulepreload">`` for that chunk to the page's HTML, so the browser downloads and compiles it
-while it loads the rest; the chunk runs when the first chart needs it, as before.
+The app's map and its charts (:mod:`attention_viz.ui.attention_map`) draw with the plotly package's own
+``plotly.min.js``, served by the app. Loaded only when the first map arrives over the WebSocket, after
+Streamlit's scripts have loaded and the first run has started, it would come about 0.85 s after the page
+on a warm server, and the map would wait for it (as it waited for Streamlit's own plotly chunk before).
+An ASGI middleware adds ``<link rel="preload" as="script">`` for it to the page's HTML, so the browser
+downloads it while it loads the rest; it runs once the map has painted its first cells from its data
+(``plotly_loader.js``), so that parsing it does not hold up the first map. Streamlit's own plotly chunk is
+not preloaded: pages drawn with the element do not need it, and a page that draws ``st.plotly_chart``
+loads it as usual.
 
-Source: the HTML standard's ``modulepreload`` link type; Starlette's pure ASGI middleware pattern.
+Source: the HTML standard's ``preload`` link type; Starlette's pure ASGI middleware pattern.
 """
 
 from __future__ import annotations
@@ -16,14 +20,18 @@ from pathlib import Path
 
 import streamlit
 
+from attention_viz.ui.attention_map.serving import PLOTLY_PATH
+
 STATIC_JS = Path(streamlit.__file__).parent / "static" / "static" / "js"
-CHUNKS = ("PlotlyChart",)  # Streamlit's lazily loaded chunks that every page's first run needs
+CHUNKS: tuple[str, ...] = ()  # Streamlit's lazily loaded chunks to preload (none: the app draws with its own)
 
 
 @functools.cache
 def links() -> bytes:
-    """The ``<link>`` tags for :data:`CHUNKS` in this Streamlit's build (their names carry a content hash)."""
-    tags = [
+    """The ``<link>`` tags: plotly.js (the app's copy) and :data:`CHUNKS` in this Streamlit's build (their
+    names carry a content hash)."""
+    tags = [f'<link rel="preload" as="script" href="./{PLOTLY_PATH}">']
+    tags += [
         f'<link rel="modulepreload" crossorigin href="./static/js/{path.name}">'
         for chunk in CHUNKS
         for path in sorted(STATIC_JS.glob(f"{chunk}.*.js"))

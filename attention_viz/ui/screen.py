@@ -23,6 +23,7 @@ _FRAME = f"""
 .stMainBlockContainer {{ padding: 3.5rem 1.5rem 2.5rem 1.5rem; container: main / inline-size; }}
 [data-testid="stSidebarUserContent"] {{ padding-top: 0.5rem; padding-bottom: 2rem; }}
 [data-testid="stSidebarNav"] {{ padding-top: 0; }}
+[data-testid="stMain"]:focus, [data-testid="stMain"]:focus-visible {{ outline: none; }}
 @container main (max-width: {NARROW}px) {{
   [data-testid="stHorizontalBlock"] {{ flex-wrap: wrap; }}
   [data-testid="stHorizontalBlock"] > [data-testid="stColumn"] {{
@@ -32,9 +33,18 @@ _FRAME = f"""
 """
 
 
+# Presentation: the page starts at the top of the window under a see-through header (its menu stays), so a
+# map can take the window's height.
+_PRESENTATION = """
+.stMainBlockContainer { padding-top: 0.25rem; }
+header[data-testid="stHeader"] { background: transparent; pointer-events: none; }
+header[data-testid="stHeader"] * { pointer-events: auto; }
+"""
+
+
 def frame(presentation: bool) -> None:
     """The page's spacing, and in Presentation larger text everywhere (charts size their own fonts)."""
-    css = _FRAME + (f"html {{ font-size: {16 * PRESENTATION_SCALE:.0f}px; }}" if presentation else "")
+    css = _FRAME + (f"html {{ font-size: {16 * PRESENTATION_SCALE:.0f}px; }}" + _PRESENTATION if presentation else "")
     st.html(f"<style>{css}</style>")
 
 

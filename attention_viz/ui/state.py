@@ -143,7 +143,8 @@ class Selection:
 
 
 def init() -> None:
-    """Fill in defaults once per session, after the settings the page's link carries (read once)."""
+    """Fill in defaults once per session, after the settings the page's link carries (read once); after the
+    browser's Back or Forward, the settings of the address it went to."""
     if _URL_READ not in st.session_state:
         st.session_state[_URL_READ] = True
         values, notes = links.from_query(st.query_params.to_dict(), link_rules())
@@ -152,8 +153,27 @@ def init() -> None:
         st.session_state[_URL_VALUES] = dict(values)
         for key, value in values.items():
             st.session_state[key] = value
+    else:
+        _follow_history()
     for key, value in DEFAULTS.items():
         st.session_state.setdefault(key, value)
+
+
+_URL_WRITTEN = "_url_written"
+
+
+def _follow_history() -> None:
+    """The browser's Back and Forward: an address other than the one :func:`write_url` last wrote is an
+    earlier view of this session, so its settings become the view again (the address and the view agree)."""
+    written = st.session_state.get(_URL_WRITTEN)
+    current = st.query_params.to_dict()
+    if written is None or not current or current == written:
+        return
+    values, _ = links.from_query(current, link_rules())
+    values.pop(PAGE_KEY, None)
+    for key, value in values.items():
+        st.session_state[key] = value
+    st.session_state[_URL_WRITTEN] = current
 
 
 def link_rules(pages: tuple[str, ...] = ()) -> links.Rules:
@@ -202,6 +222,7 @@ def write_url(page: str) -> None:
     params, _ = view_query(page)
     if st.query_params.to_dict() != params:
         st.query_params.from_dict(params)
+    st.session_state[_URL_WRITTEN] = params
 
 
 # --- The widget protocol ------------------------------------------------------------------------------

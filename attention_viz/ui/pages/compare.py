@@ -1,18 +1,22 @@
 """Compare: one head drawn large (pretrained, from scratch or their difference) beside its controls, a token's
 attention as bars and as bertviz's lines, and the numbers that say how far the two encoders agree."""
 
-import functools
-
+import numpy as np
 import streamlit as st
 
 from attention_viz import analysis, figures
+from attention_viz.extraction import export
 from attention_viz.models.encoder import Variant
-from attention_viz.ui import cache, controls, downloads, feedback, fragment, model_notes, presets_ui, screen, state
+from attention_viz.ui import cache, controls, downloads, feedback, fragment, model_notes, presets_ui, state
+from attention_viz.ui.attention_map import element as attention_map
 from attention_viz.ui.i18n import plain, t
 from attention_viz.ui.view_options import view_caption, view_options
 
 PARITY_BOUND = 1e-5
 VARIANTS = tuple(v.value for v in Variant)
+# A pair's A→B and B→A blocks: their rows are parts of distributions (small weights), so their colour range
+# is fitted to the head's values by default (the colour bar says so).
+CROSS_BLOCKS = ("AB", "BA")
 
 
 def _focus_on(query: int, total: int, size: int) -> None:
@@ -23,22 +27,21 @@ def _focus_on(query: int, total: int, size: int) -> None:
         st.session_state["query_start"] = figures.window_around(query, total, size)
 
 
-def _on_cell(first_query: int, keys: int, total: int, size: int) -> None:
-    """A click on a cell of the map: its marker's index is ``row * keys + column`` in the window."""
-    points = st.session_state["map"].selection.points
-    if points:
-        _focus_on(first_query + int(points[0]["point_index"]) // keys, total, size)
-
-
 def _show() -> None:
     selection = state.selection()
     loaded = cache.model(selection.model)
     info = loaded.info
     presentation = st.session_state["presentation"]
 
-    map_column, side = st.columns([3, 2], gap="medium")
+    if presentation:  # the map takes the whole width (and height); its controls go under it
+        map_column, side = st.container(), st.container()
+    else:
+        map_column, side = st.columns([3, 2], gap="medium")
     title = side.empty()
-    layer, head = controls.head_picker(side, explanation=(t("compare.intro"), t("compare.reading_help")))
+    # The map answers the arrow keys itself (in the browser): the step buttons take no shortcuts here.
+    layer, head = controls.head_picker(
+        side, explanation=(t("compare.intro"), t("compare.reading_help")), shortcuts=False
+    )
     title.header(t("compare.title", layer=layer, head=head))
     presets_ui.look_for(loaded, side)
 
@@ -108,39 +111,28 @@ def _show() -> None:
     )  # names the files: e.g. attention_all-MiniLM-L6-v2_layer3_head1_pretrained_words.csv
     config = downloads.chart_config(info.name, layer, head, what)
 
-    zrange = figures.shared_range(pretrained_map, scratch_map) if selection.fit_range else (0.0, 1.0)
+    fit = selection.fit_range or options.block in CROSS_BLOCKS
+    zrange = figures.shared_range(pretrained_map, scratch_map) if fit else (0.0, 1.0)
     window = {
         "key_labels": key_labels[columns],
         "style": style,
         "query_start": rows.start,
         "key_start": columns.start,
         "focus": focus - rows.start if rows.start <= focus < rows.stop else None,
-        "selectable": True,
         "query_title": t("figures.axis_query"),
         "key_title": t("figures.axis_key"),
     }
     shown = {"pretrained": pretrained_map, "scratch": scratch_map, "difference": scratch_map - pretrained_map}[view]
-    map_title = t(f"compare.map_title_{view}", variant=t(f"compare.variant_{variant.replace('-', '_')}"))
-    if view == "difference":
-        chart = figures.difference_heatmap(
-            shown[rows, columns], row_labels[rows], map_title, selection.fit_range, **window
-        )
+    map_title = plain(f"compare.map_title_{view}", variant=plain(f"compare.variant_{variant.replace('-', '_')}"))
+    if view == "difference":  # the figure of the HTML download; the element draws the map on screen
+        chart = figures.difference_heatmap(shown[rows, columns], row_labels[rows], map_title, fit, **window)
     else:
         chart = figures.attention_heatmap(shown[rows, columns], row_labels[rows], map_title, zrange, **window)
     with map_column:
         feedback.truncation(encoding)
-        box = screen.map_box(
-            map_column, "map_box", figures.chart_height_over_width(row_labels[rows], key_labels[columns], style)
-        )
-    box.plotly_chart(
-        chart,
-        key="map",
-        theme=None,
-        height="stretch",
-        on_select=state.guarded(functools.partial(_on_cell, rows.start, columns.stop - columns.start, queries, size)),
-        selection_mode="points",
-        config=config,
-    )
+    _map(map_column, loaded, pretrained, scratch, options, view, variant, int(seed), map_title, style, what)
+    # under the map: what the map reads, whatever the window; as many tokens as the window's note counts
+    map_column.caption(t("compare.reading", tokens=queries if queries == keys else total))
     if view_matrix is not None:
         view_caption(view_matrix, options, map_column)
     with map_column:
@@ -151,22 +143,13 @@ def _show() -> None:
             map_column.caption(t("compare.window_note", size=size, total=queries))
         else:
             map_column.caption(t("compare.window_note_block", size=size, queries=queries, keys=keys))
-        sliders, small = map_column.columns([3, 2])
+        sliders = map_column.columns([3, 2])[0]
         if queries > size:
             state.control(
                 sliders.slider, t("compare.query_start"), "query_start", min_value=0, max_value=queries - size
             )
         if keys > size:
             state.control(sliders.slider, t("compare.key_start"), "key_start", min_value=0, max_value=keys - size)
-        if queries == keys:  # the thumbnail pools square maps only
-            small.plotly_chart(
-                figures.overview(shown if view != "difference" else pretrained_map, rows, columns, style, zrange),
-                key="overview",
-                theme=None,
-                width="content",
-                config=config,
-            )
-    map_column.caption(t("compare.reading", tokens=total))
 
     # Below the screen: the numbers, the token in focus as bars and lines, the downloads.
     # The numbers are over the head's whole token-level attention, whatever the view: a block's rows are not
@@ -215,7 +198,9 @@ def _show() -> None:
             t("compare.view_pretrained"): pretrained_map[focus, columns],
             t("compare.view_scratch"): scratch_map[focus, columns],
         }
-        st.plotly_chart(
+        attention_map.figure(
+            st.container(),
+            "focus_bars",
             figures.focus_bars(
                 bars,
                 key_labels[columns],
@@ -225,13 +210,13 @@ def _show() -> None:
                 style,
                 columns.start,
             ),
-            key="focus_bars",
-            theme=None,
-            config=config,
+            config,
         )
     lines_of = scratch_map if view == "scratch" else pretrained_map
     lines_source = t("compare.view_scratch") if view == "scratch" else t("compare.view_pretrained")
-    st.plotly_chart(
+    attention_map.figure(
+        st.container(),
+        "lines",
         figures.line_view(
             lines_of[rows, columns],
             row_labels[rows],
@@ -242,13 +227,57 @@ def _show() -> None:
             columns.start,
             window["focus"],
         ),
-        key="lines",
-        theme=None,
-        config=config,
+        config,
     )
     if windowed:
         st.caption(t("compare.download_full", queries=queries, keys=keys))
     downloads.buttons(pretrained, shown, chart, layer, head, what, tuple(row_labels), tuple(key_labels))
+
+
+def _map(place, loaded, pretrained, scratch, options, view, variant, seed, title, style, what) -> None:
+    """The map element: the shown map of every head the browser holds (see :mod:`attention_viz.ui.attention_map`)."""
+    info = loaded.info
+    encoding = pretrained.encoding
+    plain_view = options == analysis.ViewOptions()
+    fit = st.session_state["fit_range"] or options.block in CROSS_BLOCKS
+
+    def maps_of(layers):
+        index = list(layers)
+        first, second = pretrained.weights[index], scratch.weights[index]  # (n, heads, query, key)
+        if not plain_view:
+            first = analysis.apply_view(first, encoding, options).matrix
+            second = analysis.apply_view(second, encoding, options).matrix
+        maps = {"pretrained": first, "scratch": second, "difference": second - first}[view]
+        if not fit:
+            return maps, None
+        if view == "difference":
+            bound = np.maximum(np.abs(maps).max(axis=(-2, -1)), 1e-12)
+            return maps, np.stack([-bound, bound], axis=-1)
+        low = np.minimum(first.min(axis=(-2, -1)), second.min(axis=(-2, -1)))
+        high = np.maximum(np.maximum(first.max(axis=(-2, -1)), second.max(axis=(-2, -1))), low + 1e-12)
+        return maps, np.stack([low, high], axis=-1)
+
+    if plain_view:
+        row_labels = key_labels = encoding.labels
+    else:
+        probe = analysis.apply_view(pretrained.weights[0, 0], encoding, options)
+        row_labels, key_labels = probe.query_labels, probe.key_labels
+    difference = view == "difference"
+    spec = attention_map.MapSpec(
+        layers=info.num_layers,
+        heads=info.num_heads,
+        style=style,
+        colorscale=figures.DIFFERENCE_COLORSCALE if difference else figures.ATTENTION_COLORSCALE,
+        zrange=(-1.0, 1.0) if difference else (0.0, 1.0),
+        zmid=0.0 if difference else None,
+        value_format="+.3g" if difference else ".4f",
+        texts=attention_map.texts(title, t("compare.fit_colorbar") if fit else ""),
+        png_prefix=export.file_stem(info.name),
+        png_what=what,
+        presentation=st.session_state["presentation"],
+    )
+    content = (info.name, encoding.labels, view, variant, seed, options, fit)
+    attention_map.draw(place, attention_map.COMPARE_KEY, spec, content, maps_of, tuple(row_labels), tuple(key_labels))
 
 
 @st.fragment

@@ -1,0 +1,512 @@
+// The attention map: one head of a layer drawn in the browser, stepped with the keys without a server round trip.
+//
+// Data (JSON, built by attention_viz/ui/attention_map/__init__.py; every number is computed in Python):
+//   bundle      path (from the app's root) of the held maps, fetched once per path (binary, below)
+//   plotly      path of plotly.min.js on this app
+//   rev         the server's view revision: a new rev means the server moved the view (a box, a button,
+//               a link, an example) and the map adopts `view`; the same rev means `view` echoes what this
+//               element reported, and the element keeps its own (newer) view
+//   view        {layer, head, focus, query_start, key_start}; focus -1 for none
+//   shape       [layers, heads] of the model
+//   window      the most queries/keys drawn at once (the rest by panning)
+//   margins     {l, r, t, b} px around the square plot; font, axis_font (px); max_side (px)
+//   presentation a projector's map: as tall as the window, the title beside the colour bar, and under
+//               1000 px wide the sidebar collapsed once
+//   colorscale  [[position, "rgb(r, g, b)"], ...]; zrange [low, high]; zmid (a diverging map) or null
+//   value_format plotly's format of a hover value (".4f"); texts: the words shown, in the user's language
+//   png         {prefix, what}: the camera button saves <prefix>_layer<L>_head<H>[_<what>].png
+//   keys        whether this map answers ←/→/↑/↓ (one map per page does)
+//
+// Bundle (binary, little-endian): the 4 bytes "AVM1", a uint32 header length n, n bytes of UTF-8 JSON,
+// zero bytes up to a multiple of 4, then float32 arrays at byte offsets (from the start of the arrays):
+//   header.layers   the held layers (indices); header.heads, queries, keys; header.only_head: the one
+//                   head held (the maps' second axis is then 1), or null for every head
+//   header.ranges   each held head's colour range [[[low, high], ...], ...] when fitted, else null
+//   header.maps     {offset, shape: [held, heads, queries, keys]}: the map shown for each held head
+//   header.overview {offset, shape: [held, heads, m, m], starts_q, starts_k} of the pooled map, or null
+//   header.y, x     the query and key categories (distinct labels, as plotly shows them)
+//   header.y_text, x_text  the tick text (labels shortened)
+//
+// State sent (setStateValue):
+//   "view": {layer, head, focus, query_start, key_start, seq}, integers; seq counts this element's reports.
+import { appUrl, mapPainted, plotly } from "./plotly_loader.js";
+
+const FOCUS_COLOR = "#ff7f0e";
+const REPORT_AFTER_MS = 60; // reports of fast presses are merged: the view sent is always the whole view
+const PLOTLY_AFTER_MS = 150; // plotly redraws (hover, ticks) once the keys stop
+const bundles = new Map(); // path -> Promise<bundle>, shared by the instances of a page
+let keyTarget = null; // the instance that answers the arrow keys
+
+function parseBundle(buffer) {
+  const bytes = new Uint8Array(buffer);
+  const magic = String.fromCharCode(bytes[0], bytes[1], bytes[2], bytes[3]);
+  if (magic !== "AVM1") throw new Error("not an attention-map bundle");
+  const length = new DataView(buffer).getUint32(4, true);
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + length)));
+  const base = Math.ceil((8 + length) / 4) * 4;
+  const array = (entry) => {
+    const count = entry.shape.reduce((a, b) => a * b, 1);
+    return new Float32Array(buffer, base + entry.offset, count);
+  };
+  header.mapValues = array(header.maps);
+  header.overviewValues = header.overview ? array(header.overview) : null;
+  return header;
+}
+
+function fetchBundle(path) {
+  if (!bundles.has(path)) {
+    const promise = fetch(appUrl(path), { credentials: "same-origin" }).then((response) => {
+      if (!response.ok) throw new Error("the map's data is gone: " + response.status);
+      return response.arrayBuffer();
+    }).then(parseBundle);
+    promise.catch(() => bundles.delete(path));
+    bundles.set(path, promise);
+    while (bundles.size > 4) bundles.delete(bundles.keys().next().value);
+  }
+  return bundles.get(path);
+}
+
+function parseColor(text) {
+  const m = text.match(/[\d.]+/g).map(Number);
+  return m.slice(0, 3);
+}
+
+function lookupTable(scale) {
+  // 256 colours along the scale, linear in RGB between its stops (plotly's heatmap does the same)
+  const stops = scale.map(([p, c]) => [p, parseColor(c)]);
+  const table = new Uint8ClampedArray(256 * 3);
+  for (let i = 0; i < 256; i++) {
+    const p = i / 255;
+    let j = 1;
+    while (j < stops.length - 1 && stops[j][0] < p) j++;
+    const [p0, c0] = stops[j - 1], [p1, c1] = stops[j];
+    const f = p1 > p0 ? Math.min(1, Math.max(0, (p - p0) / (p1 - p0))) : 0;
+    for (let k = 0; k < 3; k++) table[3 * i + k] = c0[k] + f * (c1[k] - c0[k]);
+  }
+  return table;
+}
+
+function isTyping(target) {
+  if (!target || !target.closest) return false;
+  return !!target.closest("input, textarea, select, [contenteditable=''], [contenteditable='true'], [role='combobox'], [role='listbox'], [role='slider']");
+}
+
+document.addEventListener("keydown", (event) => {
+  const map = keyTarget;
+  if (!map || !map.root.isConnected || event.ctrlKey || event.metaKey || event.altKey || isTyping(event.target)) return;
+  const moves = { ArrowLeft: ["head", -1], ArrowRight: ["head", 1], ArrowUp: ["layer", -1], ArrowDown: ["layer", 1] };
+  const move = moves[event.key];
+  if (!move) return;
+  event.preventDefault();
+  event.stopPropagation();
+  if (event.shiftKey) map.pan(move[0] === "head" ? 0 : move[1], move[0] === "head" ? move[1] : 0);
+  else map.step(move[0], move[1]);
+}, true);
+
+let collapsed = false; // the sidebar was collapsed for this Presentation (once: the lecturer may open it)
+
+function collapseSidebar(presentation) {
+  if (!presentation) { collapsed = false; return; }
+  if (collapsed || window.innerWidth >= 1000) return;
+  const sidebar = document.querySelector('[data-testid="stSidebar"]');
+  const button = document.querySelector('[data-testid="stSidebarCollapseButton"] button');
+  if (sidebar && button && sidebar.getAttribute("aria-expanded") !== "false") {
+    collapsed = true;
+    button.click();
+  }
+}
+
+class AttentionMap {
+  constructor(parent) {
+    this.root = document.createElement("div");
+    this.root.className = "av-map";
+    this.root.innerHTML =
+      '<div class="av-status" style="font-weight:600;line-height:1.3;padding-left:8px;min-height:1.3em"></div>' +
+      '<div class="av-plot" style="position:relative">' +
+      '<div class="av-plotly"></div>' +
+      '<canvas class="av-cells" style="position:absolute;pointer-events:none;image-rendering:pixelated"></canvas>' +
+      "</div>" +
+      '<div class="av-overview-row" style="display:none;gap:12px;align-items:center;margin-top:6px">' +
+      '<canvas class="av-overview" style="cursor:move;border:1px solid #ddd;touch-action:none"></canvas>' +
+      '<div class="av-window" style="font-size:13px;color:#555"></div></div>';
+    parent.appendChild(this.root);
+    this.plotDiv = this.root.querySelector(".av-plotly");
+    this.canvas = this.root.querySelector(".av-cells");
+    this.status = this.root.querySelector(".av-status");
+    this.overview = this.root.querySelector(".av-overview");
+    this.overviewRow = this.root.querySelector(".av-overview-row");
+    this.windowText = this.root.querySelector(".av-window");
+    this.rev = null;
+    this.seq = 0;
+    this.bundle = null;
+    this.bundlePath = null;
+    this.plotlyTimer = null;
+    this.reportTimer = null;
+    this.resize = new ResizeObserver(() => this.layoutAndPaint());
+    this.resize.observe(parent);
+    this.overview.addEventListener("pointerdown", (e) => this.dragOverview(e));
+    this.root.dataset.testid = "attention-map";
+  }
+
+  update(data, setStateValue) {
+    this.data = data;
+    this.send = setStateValue;
+    this.table = lookupTable(data.colorscale);
+    if (data.rev !== this.rev) {
+      this.rev = data.rev;
+      this.view = { ...data.view };
+    }
+    if (data.keys) keyTarget = this;
+    if (data.bundle !== this.bundlePath) {
+      this.bundlePath = data.bundle;
+      const path = data.bundle;
+      fetchBundle(path).then((bundle) => {
+        if (this.bundlePath !== path) return;
+        this.bundle = bundle;
+        this.clampView();
+        this.layoutAndPaint();
+      }).catch((error) => { this.status.textContent = String(error.message || error); });
+    }
+    this.layoutAndPaint();
+    plotly(data.plotly).then((Plotly) => { this.Plotly = Plotly; this.schedulePlotly(0); });
+  }
+
+  // --- the view -----------------------------------------------------------------------------------------
+  held(layer, head) {
+    const b = this.bundle;
+    if (!b || b.layers.indexOf(layer) < 0) return false;
+    return b.only_head === null || b.only_head === undefined || head === undefined || b.only_head === head;
+  }
+
+  clampView() {
+    const b = this.bundle, w = this.data.window;
+    const v = this.view;
+    v.query_start = Math.max(0, Math.min(v.query_start, b.queries - Math.min(w, b.queries)));
+    v.key_start = Math.max(0, Math.min(v.key_start, b.keys - Math.min(w, b.keys)));
+    if (v.focus >= b.queries) v.focus = -1;
+  }
+
+  step(unit, delta) {
+    const [layers, heads] = this.data.shape;
+    const v = this.view;
+    if (unit === "layer") v.layer = (((v.layer + delta) % layers) + layers) % layers;
+    else {
+      const flat = (((v.layer * heads + v.head + delta) % (layers * heads)) + layers * heads) % (layers * heads);
+      v.layer = Math.floor(flat / heads);
+      v.head = flat % heads;
+    }
+    this.changed(!this.held(v.layer, v.head));
+  }
+
+  pan(dq, dk) {
+    if (!this.bundle) return;
+    const quarter = Math.max(1, Math.floor(this.data.window / 4));
+    this.view.query_start += dq * quarter;
+    this.view.key_start += dk * quarter;
+    this.clampView();
+    this.changed(false);
+  }
+
+  focusOn(query) {
+    const v = this.view;
+    v.focus = v.focus === query ? -1 : query;
+    this.changed(true);
+  }
+
+  changed(now) {
+    this.seq += 1;
+    this.paint();
+    this.schedulePlotly(PLOTLY_AFTER_MS);
+    clearTimeout(this.reportTimer);
+    const report = () => {
+      const v = this.view;
+      this.send("view", {
+        layer: v.layer, head: v.head, focus: v.focus, query_start: v.query_start, key_start: v.key_start, seq: this.seq,
+      });
+    };
+    if (now) report();
+    else this.reportTimer = setTimeout(report, REPORT_AFTER_MS);
+  }
+
+  // --- drawing ------------------------------------------------------------------------------------------
+  windowOf() {
+    const b = this.bundle, v = this.view, w = this.data.window;
+    const q0 = v.query_start, k0 = v.key_start;
+    return { q0, k0, nq: Math.min(w, b.queries - q0), nk: Math.min(w, b.keys - k0) };
+  }
+
+  layoutAndPaint() {
+    const d = this.data;
+    if (!d) return;
+    const m = d.margins;
+    const width = this.root.parentElement ? this.root.parentElement.clientWidth : 600;
+    const top = this.root.getBoundingClientRect().top + window.scrollY;
+    const fill = d.presentation;
+    const status = fill ? 0 : this.status.offsetHeight;
+    const room = Math.max(200, window.innerHeight - Math.max(0, Math.min(top, fill ? 40 : 120)) - (fill ? 4 : 16) - status);
+    const n = this.bundle ? Math.max(this.windowOf().nq, this.windowOf().nk) : d.window;
+    let side = Math.min(width - m.l - m.r, room - m.t - m.b, d.max_side);
+    side = Math.max(80, Math.floor(side / n) * n); // whole-pixel cells
+    this.side = side;
+    const plot = this.root.querySelector(".av-plot");
+    plot.style.width = m.l + side + m.r + "px";
+    plot.style.height = m.t + side + m.b + "px";
+    if (fill) {
+      const bar = Math.min(240, side / 2);
+      Object.assign(this.status.style, { position: "absolute", left: "8px", top: "0px", zIndex: 2,
+        width: Math.max(120, m.l + side - bar - 24) + "px", maxHeight: m.t + "px", overflow: "hidden" });
+      if (this.status.parentElement !== plot) plot.prepend(this.status);
+    } else if (this.status.parentElement !== this.root) {
+      Object.assign(this.status.style, { position: "", left: "", top: "", width: "", maxHeight: "" });
+      this.root.prepend(this.status);
+    }
+    collapseSidebar(fill);
+    this.paint();
+    this.schedulePlotly(0);
+  }
+
+  headline() {
+    const v = this.view;
+    return this.data.texts.head.replace("{layer}", v.layer).replace("{head}", v.head) + " · " + this.data.texts.title;
+  }
+
+  range() {
+    const b = this.bundle, v = this.view;
+    if (!b.ranges) return this.data.zrange;
+    return b.ranges[b.layers.indexOf(v.layer)][b.maps.shape[1] === 1 ? 0 : v.head];
+  }
+
+  headOffset(layer, head, entry) {
+    const held = this.bundle.layers.indexOf(layer);
+    const [, heads, a, b] = entry.shape;
+    const index = heads === 1 ? 0 : head;
+    return ((held * heads + index) * a) * b;
+  }
+
+  paint() {
+    const b = this.bundle, d = this.data;
+    if (!d) return;
+    const v = this.view;
+    const waiting = !b || !this.held(v.layer, v.head);
+    this.status.style.fontSize = (d.presentation ? d.font + 2 : d.font + 4) + "px";
+    this.status.style.color = waiting ? "#8a6d00" : "";
+    this.status.textContent = waiting ? d.texts.loading.replace("{layer}", v.layer) : this.headline();
+    this.root.dataset.shape = d.shape.join("x");
+    this.root.dataset.layer = v.layer;
+    this.root.dataset.head = v.head;
+    this.root.dataset.focus = v.focus;
+    this.root.dataset.queryStart = v.query_start;
+    this.root.dataset.keyStart = v.key_start;
+    this.root.dataset.ready = waiting ? "0" : "1";
+    if (waiting) { this.canvas.style.opacity = "0.35"; return; }
+    this.canvas.style.opacity = "1";
+    const { q0, k0, nq, nk } = this.windowOf();
+    const m = d.margins;
+    const cell = this.side / Math.max(nq, nk);
+    const cssW = Math.round(cell * nk), cssH = Math.round(cell * nq);
+    const ratio = window.devicePixelRatio || 1;
+    const c = this.canvas;
+    c.style.left = m.l + "px";
+    c.style.top = m.t + "px";
+    c.style.width = cssW + "px";
+    c.style.height = cssH + "px";
+    if (c.width !== Math.round(cssW * ratio) || c.height !== Math.round(cssH * ratio)) {
+      c.width = Math.round(cssW * ratio);
+      c.height = Math.round(cssH * ratio);
+    }
+    const values = b.mapValues, base = this.headOffset(v.layer, v.head, b.maps), keys = b.keys;
+    const [lo, hi] = this.range(), scale = 255 / (hi - lo || 1), table = this.table;
+    const image = new ImageData(nk, nq);
+    const px = image.data;
+    for (let i = 0; i < nq; i++) {
+      const row = base + (q0 + i) * keys + k0;
+      for (let j = 0; j < nk; j++) {
+        let t = Math.round((values[row + j] - lo) * scale);
+        t = t < 0 ? 0 : t > 255 ? 255 : t;
+        const o = 4 * (i * nk + j);
+        px[o] = table[3 * t]; px[o + 1] = table[3 * t + 1]; px[o + 2] = table[3 * t + 2]; px[o + 3] = 255;
+      }
+    }
+    if (!this.small || this.small.width !== nk || this.small.height !== nq) {
+      this.small = document.createElement("canvas");
+      this.small.width = nk; this.small.height = nq;
+    }
+    this.small.getContext("2d").putImageData(image, 0, 0);
+    const ctx = c.getContext("2d");
+    ctx.imageSmoothingEnabled = false;
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.drawImage(this.small, 0, 0, c.width, c.height);
+    const f = v.focus - q0;
+    if (v.focus >= 0 && f >= 0 && f < nq) {
+      ctx.strokeStyle = FOCUS_COLOR;
+      ctx.lineWidth = 3 * ratio;
+      ctx.strokeRect(1.5 * ratio, f * cell * ratio + 1.5 * ratio, c.width - 3 * ratio, cell * ratio - 3 * ratio);
+    }
+    this.paintOverview();
+    mapPainted();
+  }
+
+  paintOverview() {
+    const b = this.bundle, d = this.data;
+    const windowed = b.queries > d.window || b.keys > d.window;
+    this.overviewRow.style.display = windowed && b.overview ? "flex" : "none";
+    if (!windowed) return;
+    const { q0, k0, nq, nk } = this.windowOf();
+    this.windowText.textContent = d.texts.window
+      .replace("{q0}", q0).replace("{q1}", q0 + nq - 1).replace("{k0}", k0).replace("{k1}", k0 + nk - 1);
+    if (!b.overview) return;
+    const [, , mq, mk] = b.overview.shape;
+    const side = d.overview_side;
+    const c = this.overview;
+    c.width = side; c.height = side;
+    c.style.width = side + "px"; c.style.height = side + "px";
+    const image = new ImageData(mk, mq), px = image.data;
+    const base = this.headOffset(this.view.layer, this.view.head, b.overview), values = b.overviewValues;
+    const [lo, hi] = this.range(), scale = 255 / (hi - lo || 1), table = this.table;
+    for (let i = 0; i < mq * mk; i++) {
+      let t = Math.round((values[base + i] - lo) * scale);
+      t = t < 0 ? 0 : t > 255 ? 255 : t;
+      px[4 * i] = table[3 * t]; px[4 * i + 1] = table[3 * t + 1]; px[4 * i + 2] = table[3 * t + 2]; px[4 * i + 3] = 255;
+    }
+    const small = document.createElement("canvas");
+    small.width = mk; small.height = mq;
+    small.getContext("2d").putImageData(image, 0, 0);
+    const ctx = c.getContext("2d");
+    ctx.imageSmoothingEnabled = false;
+    ctx.drawImage(small, 0, 0, side, side);
+    ctx.strokeStyle = FOCUS_COLOR;
+    ctx.lineWidth = 2;
+    ctx.strokeRect((k0 / b.keys) * side, (q0 / b.queries) * side, (nk / b.keys) * side, (nq / b.queries) * side);
+  }
+
+  dragOverview(event) {
+    if (!this.bundle) return;
+    event.preventDefault();
+    const c = this.overview, b = this.bundle, w = this.data.window;
+    const move = (e) => {
+      const r = c.getBoundingClientRect();
+      const q = Math.round(((e.clientY - r.top) / r.height) * b.queries - w / 2);
+      const k = Math.round(((e.clientX - r.left) / r.width) * b.keys - w / 2);
+      this.view.query_start = q;
+      this.view.key_start = k;
+      this.clampView();
+      this.paint();
+      this.schedulePlotly(PLOTLY_AFTER_MS);
+    };
+    const up = (e) => {
+      move(e);
+      window.removeEventListener("pointermove", move);
+      window.removeEventListener("pointerup", up);
+      this.changed(true);
+    };
+    move(event);
+    window.addEventListener("pointermove", move);
+    window.addEventListener("pointerup", up);
+  }
+
+  // --- plotly: axes, labels, colour bar, hover, PNG -----------------------------------------------------
+  schedulePlotly(after) {
+    clearTimeout(this.plotlyTimer);
+    this.plotlyTimer = setTimeout(() => this.drawPlotly(), after);
+  }
+
+  drawPlotly() {
+    const b = this.bundle, d = this.data, Plotly = this.Plotly;
+    if (!b || !d || !Plotly || !this.held(this.view.layer, this.view.head)) return;
+    const v = this.view;
+    const { q0, k0, nq, nk } = this.windowOf();
+    const base = this.headOffset(v.layer, v.head, b.maps);
+    const z = [], custom = [];
+    for (let i = 0; i < nq; i++) {
+      const start = base + (q0 + i) * b.keys + k0;
+      z.push(Array.from(b.mapValues.subarray(start, start + nk)));
+      const row = [];
+      for (let j = 0; j < nk; j++) row.push([q0 + i, k0 + j]);
+      custom.push(row);
+    }
+    const y = b.y.slice(q0, q0 + nq), x = b.x.slice(k0, k0 + nk);
+    const font = d.font, m = d.margins, side = this.side, cell = side / Math.max(nq, nk);
+    const ticks = (values, text) => ({ tickmode: "array", tickvals: values, ticktext: text });
+    const axis = (title) => ({
+      title: { text: title, font: { size: d.axis_font || font } }, type: "category", automargin: false,
+      tickfont: { size: font }, showgrid: false, fixedrange: true,
+    });
+    const trace = {
+      type: "heatmap", z, x, y, customdata: custom, colorscale: d.colorscale, zmin: this.range()[0], zmax: this.range()[1],
+      hovertemplate: "%{y} → %{x}: %{z:" + d.value_format + "}<br>" + d.texts.hover_index + "<extra></extra>",
+      colorbar: {
+        orientation: "h", thickness: 10, lenmode: "pixels", len: Math.min(240, side / 2), x: 1, xanchor: "right",
+        y: 1, yanchor: "bottom", ypad: 6, ticklabelposition: "outside top", tickfont: { size: font },
+        ...(d.texts.colorbar ? { title: { text: d.texts.colorbar, side: "right", font: { size: font } } } : {}),
+      },
+    };
+    if (d.zmid !== null) trace.zmid = d.zmid;
+    const shapes = [];
+    const f = v.focus - q0;
+    if (v.focus >= 0 && f >= 0 && f < nq) {
+      shapes.push({ type: "rect", x0: -0.5, x1: nk - 0.5, y0: f - 0.5, y1: f + 0.5, line: { color: FOCUS_COLOR, width: 3 } });
+    }
+    const layout = {
+      font: { family: d.font_family },
+      width: m.l + side + m.r, height: m.t + side + m.b,
+      margin: { l: m.l, r: m.r, t: m.t, b: m.b, autoexpand: false },
+      // the key axis's title at the chart's foot, under the room reserved for the longest key label
+      // (plotly would place it by the window's labels alone)
+      xaxis: { ...axis(""), ...ticks(x, b.x_text.slice(k0, k0 + nk)), tickangle: -90, range: [-0.5, nk - 0.5],
+               domain: [0, (cell * nk) / side] },
+      annotations: [{
+        text: d.texts.key_axis, showarrow: false, xref: "paper", x: (cell * nk) / side / 2, xanchor: "center",
+        yref: "paper", y: 1 - (cell * nq) / side, yanchor: "bottom", yshift: -m.b, font: { size: d.axis_font || font },
+      }],
+      yaxis: { ...axis(d.texts.query_axis), ...ticks(y, b.y_text.slice(q0, q0 + nq)), range: [nq - 0.5, -0.5],
+               domain: [1 - (cell * nq) / side, 1] },
+      hoverlabel: { font: { size: font + 2 } },
+      dragmode: false,
+      shapes,
+    };
+    const png = d.png;
+    const filename = `${png.prefix}_layer${v.layer}_head${v.head}` + (png.what ? "_" + png.what : "");
+    this.plotDiv.dataset.filename = filename;
+    const headline = this.headline();
+    const save = {
+      name: "toImage", title: d.texts.png || "Download plot as a PNG", icon: Plotly.Icons.camera,
+      click: (gd) => {
+        // the PNG has the title the screen shows above the plot (plotly's own title, room made for it)
+        const extra = font + 28;
+        const titled = {
+          ...gd.layout, height: gd.layout.height + extra, margin: { ...gd.layout.margin, t: m.t + extra },
+          title: { text: headline, x: 0, xref: "container", xanchor: "left", y: 1, yref: "container", yanchor: "top",
+                   pad: { l: 8, t: 8 }, font: { size: font + 4 } },
+        };
+        Plotly.downloadImage({ data: gd.data, layout: titled }, { format: "png", scale: 2, filename,
+          width: titled.width, height: titled.height });
+      },
+    };
+    const config = {
+      displaylogo: false, responsive: false, modeBarButtonsToRemove: ["toImage"], modeBarButtonsToAdd: [save],
+      toImageButtonOptions: { format: "png", scale: 2, filename },
+    };
+    Plotly.react(this.plotDiv, [trace], layout, config).then(() => {
+      if (!this.clickBound) {
+        this.clickBound = true;
+        this.plotDiv.on("plotly_click", (event) => {
+          const point = event.points && event.points[0];
+          if (!point || !point.pointIndex) return;
+          this.focusOn(this.view.query_start + point.pointIndex[0]);
+        });
+      }
+      this.root.dataset.plotly = String(this.seq);
+    });
+  }
+}
+
+export default function (component) {
+  const { data, parentElement, setStateValue } = component;
+  let map = parentElement.__attentionMap;
+  if (!map || !map.root.isConnected) {
+    map = new AttentionMap(parentElement);
+    parentElement.__attentionMap = map;
+  }
+  map.update(data, setStateValue);
+  return () => {};
+}

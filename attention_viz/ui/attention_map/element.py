@@ -1,0 +1,397 @@
+"""The attention map as a browser element: one head drawn large, stepped with the keys in the browser.
+
+Streamlit's plotly element gives a changed figure a new element id, so every head step was a server rerun,
+a remount and a full plotly draw (160-280 ms, fast presses dropped). This element (Streamlit's custom
+components v2, declared in ``pyproject.toml`` with this folder as its ``asset_dir``) keeps its DOM node
+across reruns and holds the maps it needs for the next steps: a key paints the new head into a canvas laid
+over plotly's plot at once, and plotly (axes, labels, colour bar, exact hover values, the PNG export)
+catches up when the keys stop. Python computes every number; the browser only draws them.
+
+What the browser holds (:data:`BUDGET`, 16 MiB of float32): every layer's heads when they fit (a
+16-token sentence: 74 KB), else the current layer's (512 tokens: 12.6 MB for 12 heads), else the current
+head only. The maps travel once per bundle as binary over HTTP (:mod:`.serving`, format in
+``attention_map.js``), not in the element's data, so a step within the held layers re-sends none of them.
+A step to a layer the browser lacks says "Loading layer …" and reports at once; the page's rerun then
+registers that layer's bundle and the element fetches it.
+
+What the element sends to the server on a step: one state value, under the element's key (``attention_map``
+on Compare, :data:`COMPARE_KEY`; a protocol-level client sets it as the widget value of that element):
+
+    "view": {"layer": int, "head": int, "focus": int (-1: none), "query_start": int, "key_start": int, "seq": int}
+
+A protocol-level client (a load generator) finds the element's widget id as the ``id`` of its
+``bidi_component`` delta (it ends in ``-attention_map``) and sends a rerun ``BackMsg`` whose widget states
+hold, besides the other widgets', ``WidgetState(id=<that id>, json_value='{"view": {...}}')``, with the
+page fragment's id (``fragment_id``) as the browser does. Nothing else changes on a step: the Layer and
+Head boxes keep their widget keys and the address its parameters (``layer``, ``head``, ``focus``,
+``query_start``, ``key_start``).
+
+Reports of fast presses are merged (at most one per 60 ms; a step that needs data, a click and a pan of the
+overview at once); each carries the whole view, so a merged report loses no step. :func:`_on_view` checks it
+like any widget value (integers in range, else ignored) and stores it under the view's permanent keys
+(``layer``, ``head``, ``focus``, ``query_start``, ``key_start`` of :data:`attention_viz.ui.state.DEFAULTS`),
+so the Layer and Head boxes (widget keys ``_layer``, ``_head``), the link and the rest of the page follow in
+the page's fragment rerun. The other way, a view the server changed (the boxes, the ‹ › buttons, a link, an
+example) goes out with a new ``rev``, which the element adopts; with the same ``rev`` the element keeps its
+own, newer view (:func:`_revision`).
+
+The same state goes out for the other moves the element makes itself: a click on a cell (focus), Shift +
+an arrow key and a drag on the overview (the window's ``query_start`` and ``key_start``).
+
+Under AppTest there is no browser: the element is recorded as an unknown element and draws nothing; the
+page around it runs as in a browser (the view comes from the session's settings), and :func:`as_figure`
+reads back what the element would draw (the tests' ``chart(at, "map")``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import streamlit as st
+
+from attention_viz.figures import heatmaps, plotting
+from attention_viz.figures.grid import pool_attention
+from attention_viz.figures.layout import FONT_FAMILY, MapStyle, isolate, shorten_label
+from attention_viz.ui import state
+from attention_viz.ui.attention_map.serving import PLOTLY_PATH, ROUTE, STORE, pack
+
+COMPONENT = "attention-viz.attention_map"  # "<project name>.<component name>" of pyproject.toml
+FIGURE_COMPONENT = "attention-viz.plotly_figure"
+COMPARE_KEY = "attention_map"  # the Compare map's element key
+BUDGET = 16 * 2**20  # bytes of float32 maps one bundle may hold (see the module docstring)
+OVERVIEW_BINS = 48  # the overview's pooled bins a side (attention_viz.figures.overview's)
+VIEW_KEYS = ("layer", "head", "focus", "query_start", "key_start")
+
+
+@functools.cache
+def _element(name: str, js: str):
+    """The mount function of a component (made on first use, in a script run: Streamlit finds the asset
+    folder in the manifest it read as the server, or AppTest's runtime, started). Plotly needs the page's
+    own styles: no shadow root."""
+    return st.components.v2.component(name, js=js, isolate_styles=False)
+
+
+def held_layers(layers: int, heads: int, queries: int, keys: int, layer: int, budget: int = BUDGET) -> tuple:
+    """The layers a bundle holds: all of them when ``layers × heads × queries × keys`` float32 fit ``budget``
+    bytes, else ``layer`` alone (its heads, or the one head shown when even they do not fit: see
+    :func:`holds_heads`)."""
+    if layers * heads * queries * keys * 4 <= budget:
+        return tuple(range(layers))
+    return (layer,)
+
+
+def holds_heads(heads: int, queries: int, keys: int, budget: int = BUDGET) -> bool:
+    """Whether one layer's heads fit ``budget`` bytes of float32."""
+    return heads * queries * keys * 4 <= budget
+
+
+def bundle(
+    maps: np.ndarray,
+    layers: Sequence[int],
+    row_labels: Sequence[str],
+    key_labels: Sequence[str],
+    overview: bool,
+    only_head: int | None = None,
+    ranges: np.ndarray | None = None,
+) -> bytes:
+    """Pack the maps of the held ``layers``: ``maps`` is ``(len(layers), heads, queries, keys)`` float32,
+    or ``(len(layers), 1, queries, keys)`` with ``only_head`` the one head held (header ``only_head``).
+
+    The header gives ``layers``, ``heads``, ``queries``, ``keys``; ``maps`` and ``overview`` (or null) as
+    ``{offset, shape}``; ``y``/``x``: the query and key categories as plotly shows them (distinct,
+    isolated: :func:`attention_viz.figures.unique_labels`); ``y_text``/``x_text``: their ticks (shortened).
+    The overview is the square map pooled to :data:`OVERVIEW_BINS` bins a side (rows still sum to 1).
+    ``ranges``, ``(len(layers), heads, 2)``, is each head's own colour range (``ranges`` in the header: a
+    fitted range); without it the element's one range applies to every head.
+    """
+    maps = np.asarray(maps, dtype=np.float32)
+    held, heads, queries, keys = maps.shape
+    if held != len(layers) or (queries, keys) != (len(row_labels), len(key_labels)):
+        raise ValueError(f"maps {maps.shape} do not match {len(layers)} layers and the labels")
+    header: dict = {
+        "layers": [int(layer) for layer in layers],
+        "heads": heads,
+        "only_head": only_head,
+        "queries": queries,
+        "keys": keys,
+        "maps": {"offset": 0, "shape": list(maps.shape)},
+        "overview": None,
+        "ranges": None if ranges is None else np.asarray(ranges, dtype=float).tolist(),
+        "y": heatmaps.unique_labels(row_labels),
+        "x": heatmaps.unique_labels(key_labels),
+        "y_text": [isolate(shorten_label(label)) for label in row_labels],
+        "x_text": [isolate(shorten_label(label)) for label in key_labels],
+    }
+    arrays = [maps]
+    if overview and queries == keys:
+        pooled, starts = pool_attention(maps, OVERVIEW_BINS)
+        header["overview"] = {"offset": maps.nbytes, "shape": list(pooled.shape), "starts": starts.tolist()}
+        arrays.append(pooled)
+    return pack(header, arrays)
+
+
+# --- The element --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MapSpec:
+    """What one map element draws, besides the maps.
+
+    Attributes:
+        layers, heads: the model's shape (keys step through it).
+        style: font and window (:func:`attention_viz.figures.map_style`).
+        colorscale: a plotly.py colour scale name; zrange its ``(low, high)``; zmid 0.0 for a diverging map.
+        value_format: the hover's number format (``".4f"``).
+        texts: the element's words: ``title``, ``query_axis``, ``key_axis``, ``loading``
+            (with ``{layer}``), ``head`` (``{layer}``, ``{head}``), ``window`` (``{q0}`` ... ``{k1}``),
+            ``hover_index``, ``colorbar``.
+        png_prefix, png_what: the PNG's name: ``<prefix>_layer<L>_head<H>[_<what>]``.
+        keys: whether the map answers the arrow keys.
+        presentation: a projector's map: as tall as the window (the page's header made transparent), the
+            title in the colour bar's margin, smaller axis titles, and at under 1000 px the sidebar
+            collapsed once (it opens again with its button).
+    """
+
+    layers: int
+    heads: int
+    style: MapStyle
+    colorscale: str
+    zrange: tuple[float, float]
+    zmid: float | None
+    value_format: str
+    texts: dict
+    png_prefix: str
+    png_what: str
+    keys: bool = True
+    presentation: bool = False
+
+
+def _view() -> dict:
+    s = st.session_state
+    return {name: int(s.get(name, state.DEFAULTS[name])) for name in VIEW_KEYS}
+
+
+def _revision(key: str) -> int:
+    """The view's revision for the element ``key``: raised when the server moved the view itself, that is
+    when the view is neither the one last sent nor the one the element last reported."""
+    s = st.session_state
+    view = _view()
+    rev = s.get(f"_{key}_rev", 0)
+    if view not in (s.get(f"_{key}_sent"), s.get(f"_{key}_reported")):
+        rev += 1
+    s[f"_{key}_rev"], s[f"_{key}_sent"] = rev, view
+    return rev
+
+
+def valid_view(value: object, layers: int, heads: int, queries: int, keys: int) -> dict | None:
+    """The element's reported view if it is one (integers in the model's and the map's range), else ``None``."""
+    if not isinstance(value, dict):
+        return None
+    view = {}
+    limits = {
+        "layer": (0, layers - 1),
+        "head": (0, heads - 1),
+        "focus": (-1, queries - 1),
+        "query_start": (0, max(0, queries - 1)),
+        "key_start": (0, max(0, keys - 1)),
+    }
+    for name, (low, high) in limits.items():
+        number = value.get(name)
+        if not isinstance(number, int) or isinstance(number, bool) or not low <= number <= high:
+            return None
+        view[name] = number
+    return view
+
+
+def _on_view(key: str, shape: tuple[int, int, int, int]) -> None:
+    """``on_view_change``: a checked view goes under the view's permanent keys; anything else is ignored."""
+    s = st.session_state
+    result = s.get(key)
+    value = result.get("view") if hasattr(result, "get") else None
+    view = valid_view(value, *shape)
+    if view is None:
+        return
+    s.update(view)
+    s[f"_{key}_reported"] = view
+
+
+def draw(
+    place,
+    key: str,
+    spec: MapSpec,
+    content_key: tuple,
+    maps_of: Callable[[Sequence[int]], np.ndarray],
+    row_labels: Sequence[str],
+    key_labels: Sequence[str],
+) -> None:
+    """Draw the map element ``key`` in ``place`` for the session's view (layer, head, focus, window).
+
+    Args:
+        place: a container.
+        key: the element's key (one per page: :data:`COMPARE_KEY` on Compare).
+        spec: what it draws besides the maps (:class:`MapSpec`).
+        content_key: what the maps depend on (model, text, variant, view toggles, ...): the bundle is
+            rebuilt only when it or the held layers change.
+        maps_of: the maps of some layers, ``(len(layers), heads, queries, keys)`` float32, and each head's
+            colour range ``(len(layers), heads, 2)`` when the range is fitted per head (else ``None``).
+        row_labels, key_labels: one label per query and per key.
+    """
+    s = st.session_state
+    view = _view()
+    queries, keys = len(row_labels), len(key_labels)
+    layers = held_layers(spec.layers, spec.heads, queries, keys, view["layer"])
+    memo_key = (content_key, layers)
+    memo = s.get(f"_{key}_bundle")
+    if memo is None or memo[0] != memo_key or memo[1] not in STORE:
+        maps, ranges = maps_of(layers)
+        maps = np.asarray(maps, dtype=np.float32)
+        only_head = None
+        if not holds_heads(spec.heads, queries, keys):  # only the head shown: a head step asks the server
+            only_head = view["head"]
+            maps = maps[:, only_head : only_head + 1]
+            ranges = None if ranges is None else np.asarray(ranges)[:, only_head : only_head + 1]
+            memo_key = (*memo_key, only_head)
+        windowed = max(queries, keys) > spec.style.window
+        payload = bundle(maps, layers, row_labels, key_labels, windowed, only_head, ranges)
+        memo = (memo_key, STORE.put(payload))
+        s[f"_{key}_bundle"] = memo
+    style = spec.style
+    margins = heatmaps.margins(row_labels, key_labels, style)
+    axis_font = style.font_size
+    if spec.presentation:  # the title goes beside the colour bar; the axis titles are smaller than the ticks
+        axis_font = style.font_size - 4
+        margins["t"] = style.font_size + 30
+        margins["l"] -= 2 * (style.font_size - axis_font)
+        margins["b"] -= 2 * (style.font_size - axis_font)
+    else:
+        margins["t"] = 2 * style.font_size + 24  # the colour bar and its ticks; the element writes the title above
+    data = {
+        "bundle": f"{ROUTE}/maps/{memo[1]}",
+        "plotly": PLOTLY_PATH,
+        "rev": _revision(key),
+        "view": view,
+        "shape": [spec.layers, spec.heads],
+        "window": style.window,
+        "margins": margins,
+        "font": style.font_size,
+        "axis_font": axis_font,
+        "presentation": spec.presentation,
+        "font_family": FONT_FAMILY,
+        "max_side": style.side,
+        "overview_side": style.overview_side,
+        "colorscale": plotting.colorscale(spec.colorscale),
+        "zrange": [float(spec.zrange[0]), float(spec.zrange[1])],
+        "zmid": spec.zmid,
+        "value_format": spec.value_format,
+        "texts": spec.texts,
+        "png": {"prefix": spec.png_prefix, "what": spec.png_what},
+        "keys": spec.keys,
+    }
+    with place:
+        _element(COMPONENT, "attention_map.js")(
+            key=key,
+            data=data,
+            on_view_change=state.guarded(lambda: _on_view(key, (spec.layers, spec.heads, queries, keys))),
+        )
+
+
+def texts(title: str, colorbar: str = "") -> dict:
+    """The element's words in the user's language (:class:`MapSpec`), for a map titled ``title``."""
+    from attention_viz.ui.i18n import plain
+
+    return {
+        "title": title,
+        "query_axis": plain("figures.axis_query"),
+        "key_axis": plain("figures.axis_key"),
+        "loading": plain("attention_map.loading", layer="{layer}"),
+        "head": plain("attention_map.head", layer="{layer}", head="{head}"),
+        "window": plain("attention_map.window", q0="{q0}", q1="{q1}", k0="{k0}", k1="{k1}"),
+        "hover_index": plain("attention_map.hover_index"),
+        "colorbar": colorbar,
+    }
+
+
+def figure(place, key: str, fig, config: dict | None = None) -> None:
+    """Draw a plotly figure with the page's one plotly.js, updated in place on a rerun (``Plotly.react``).
+
+    For the charts beside an attention map (bars, lines), so that the page does not load Streamlit's
+    plotly.js as well. Sends nothing back.
+    """
+    with place:
+        _element(FIGURE_COMPONENT, "figure.js")(
+            key=key, data={"figure": fig.to_json(), "config": config or {}, "plotly": PLOTLY_PATH}
+        )
+
+
+def as_figure(data: dict) -> dict:
+    """What the map element with ``data`` draws at its view, as plotly JSON (``data``, ``layout``, ``config``).
+
+    The element draws in the browser; this reads the same bundle and view back the way
+    ``attention_map.js`` does (the window's heatmap with its categories, colour range, hover indices, the
+    focus outline, the PNG's name), for AppTest, which has no browser, and for protocol-level clients.
+
+    Raises:
+        KeyError: the bundle is no longer in :data:`~attention_viz.ui.attention_map.serving.STORE`.
+    """
+    from attention_viz.ui.attention_map.serving import unpack
+
+    payload = STORE.get(data["bundle"].rsplit("/", 1)[-1])
+    if payload is None:
+        raise KeyError(data["bundle"])
+    header, values = unpack(payload)
+    shape = header["maps"]["shape"]
+    maps = values[: int(np.prod(shape))].reshape(shape)
+    view, size = data["view"], data["window"]
+    queries, keys = header["queries"], header["keys"]
+    q0 = max(0, min(view["query_start"], queries - min(size, queries)))
+    k0 = max(0, min(view["key_start"], keys - min(size, keys)))
+    nq, nk = min(size, queries - q0), min(size, keys - k0)
+    held = header["layers"].index(view["layer"])
+    head = 0 if shape[1] == 1 else view["head"]
+    low, high = header["ranges"][held][head] if header["ranges"] else data["zrange"]
+    indices = np.stack(np.meshgrid(np.arange(nq) + q0, np.arange(nk) + k0, indexing="ij"), axis=-1)
+    font = data["font"]
+    trace = {
+        "type": "heatmap",
+        "z": maps[held, head, q0 : q0 + nq, k0 : k0 + nk].tolist(),
+        "x": header["x"][k0 : k0 + nk],
+        "y": header["y"][q0 : q0 + nq],
+        "customdata": indices.tolist(),
+        "colorscale": data["colorscale"],
+        "zmin": low,
+        "zmax": high,
+    }
+    if data["zmid"] is not None:
+        trace["zmid"] = data["zmid"]
+    if data["texts"]["colorbar"]:
+        trace["colorbar"] = {"title": {"text": data["texts"]["colorbar"]}}
+    shapes = []
+    focus = view["focus"] - q0
+    if view["focus"] >= 0 and 0 <= focus < nq:
+        shapes.append({"type": "rect", "x0": -0.5, "x1": nk - 0.5, "y0": focus - 0.5, "y1": focus + 0.5})
+    axis = {"tickfont": {"size": font}, "type": "category"}
+    layout = {
+        "title": {"text": data["texts"]["title"]},
+        "xaxis": {**axis, "ticktext": header["x_text"][k0 : k0 + nk]},
+        "yaxis": {**axis, "ticktext": header["y_text"][q0 : q0 + nq]},
+        "shapes": shapes,
+    }
+    png = data["png"]
+    name = f"{png['prefix']}_layer{view['layer']}_head{view['head']}" + (f"_{png['what']}" if png["what"] else "")
+    overview = None
+    if header["overview"] is not None:
+        entry = header["overview"]
+        pooled = values[entry["offset"] // 4 : entry["offset"] // 4 + int(np.prod(entry["shape"]))]
+        overview = {
+            "z": pooled.reshape(entry["shape"])[held, head].tolist(),
+            "window": {"y0": q0 - 0.5, "y1": q0 + nq - 0.5, "x0": k0 - 0.5, "x1": k0 + nk - 0.5},
+        }
+    return {
+        "data": [trace],
+        "layout": layout,
+        "config": {"toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}},
+        "overview": overview,
+    }

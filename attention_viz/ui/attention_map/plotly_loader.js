@@ -1,0 +1,43 @@
+// plotly.js for the app's own elements: one copy per page, from the app's server (never another host).
+// `path` is relative to the app's root; this module is served at <root>/_stcore/bidi-components/<name>/.
+// Each component imports it under its own URL, so what they share lives on `window`, not in this module.
+//
+// The page's HTML preloads the file (preload_links.py: downloaded at once, not run); it runs once the map
+// has painted its first cells from its data (or after 1.5 s on a page without a map), so that parsing
+// 4.8 MB of JavaScript does not hold up the first map.
+
+export function appUrl(path) {
+  return new URL("../../../" + path, import.meta.url).toString();
+}
+
+function shared() {
+  if (!window.__avPlotly) {
+    let painted;
+    const ready = new Promise((resolve) => { painted = resolve; });
+    setTimeout(painted, 1500);
+    window.__avPlotly = { ready, painted, loading: null };
+  }
+  return window.__avPlotly;
+}
+
+// The map calls this after it painted its first cells: plotly.js may run now.
+export function mapPainted() {
+  shared().painted();
+}
+
+export function plotly(path) {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  const state = shared();
+  if (!state.loading) {
+    state.loading = state.ready.then(() => new Promise((resolve, reject) => {
+      if (window.Plotly) { resolve(window.Plotly); return; }
+      const script = document.createElement("script");
+      script.src = appUrl(path);
+      script.dataset.avPlotly = "";
+      script.onload = () => resolve(window.Plotly);
+      script.onerror = () => { state.loading = null; reject(new Error("plotly.js did not load")); };
+      document.head.appendChild(script);
+    }));
+  }
+  return state.loading;
+}

@@ -1,0 +1,135 @@
+"""The app's own routes for its browser elements: plotly.js and the maps' bundles.
+
+Light on purpose: ``app.py`` imports it as the server starts (before torch and the model are loaded in the
+background), to give ``st.App`` its routes.
+
+- ``/attention-viz/plotly-<version>.min.js``: the plotly package's own ``plotly.min.js`` (the one copy a
+  page loads; nothing comes from another host), cached by the browser for good.
+- ``/attention-viz/maps/<id>``: a bundle of maps (:func:`pack`), kept in :data:`STORE` for the page that
+  registered it (ids are random).
+
+Source: Starlette's ``Route`` and responses, which ``st.App(routes=...)`` mounts beside Streamlit's own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import secrets
+import struct
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+
+ROUTE = "attention-viz"  # the first segment of the app's own paths
+STORE_BUDGET = 512 * 2**20  # bytes of bundles the server keeps for the browsers to fetch (oldest go first)
+PLOTLY_JS = Path(importlib.util.find_spec("plotly").origin).parent / "package_data" / "plotly.min.js"
+PLOTLY_PATH = f"{ROUTE}/plotly-{importlib.metadata.version('plotly')}.min.js"
+MAGIC = b"AVM1"
+
+
+class _Store:
+    """Bundles by id, the oldest dropped past :data:`STORE_BUDGET` bytes (thread-safe: sessions and the
+    server's request handlers share it). Ids are random: a bundle is fetched only by the page it was made for."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._items: OrderedDict[str, bytes] = OrderedDict()
+        self._by_content: dict[str, str] = {}
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def put(self, payload: bytes) -> str:
+        digest = hashlib.blake2b(payload, digest_size=16).hexdigest()
+        with self._lock:
+            known = self._by_content.get(digest)
+            if known is not None and known in self._items:
+                self._items.move_to_end(known)
+                return known
+            bundle_id = secrets.token_urlsafe(16)
+            self._items[bundle_id] = payload
+            self._by_content[digest] = bundle_id
+            self._size += len(payload)
+            while self._size > self.budget and len(self._items) > 1:
+                old, dropped = self._items.popitem(last=False)
+                self._size -= len(dropped)
+                self._by_content = {d: i for d, i in self._by_content.items() if i != old}
+            return bundle_id
+
+    def get(self, bundle_id: str) -> bytes | None:
+        with self._lock:
+            payload = self._items.get(bundle_id)
+            if payload is not None:
+                self._items.move_to_end(bundle_id)
+            return payload
+
+    def __contains__(self, bundle_id: str) -> bool:
+        with self._lock:
+            return bundle_id in self._items
+
+
+STORE = _Store(STORE_BUDGET)
+
+
+def pack(header: dict, arrays: Sequence) -> bytes:
+    """A bundle: ``"AVM1"``, the header's length (uint32 LE), the header as UTF-8 JSON, zero padding to a
+    multiple of 4, then ``arrays`` as little-endian float32, one after another.
+
+    Each array's byte offset (from the first array) is given in the header by the caller; see
+    :func:`bundle` for the header's fields. Raises ``ValueError`` for a non-finite value.
+    """
+    import numpy as np
+
+    head = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    parts = [MAGIC, struct.pack("<I", len(head)), head, b"\0" * (-(8 + len(head)) % 4)]
+    for array in arrays:
+        values = np.ascontiguousarray(array, dtype="<f4")
+        if not np.isfinite(values).all():
+            raise ValueError("a map to draw has a value that is not finite")
+        parts.append(values.tobytes())
+    return b"".join(parts)
+
+
+def unpack(payload: bytes) -> tuple[dict, object]:
+    """The header and the float32 values of a bundle made by :func:`pack` (for tests and benchmarks)."""
+    import numpy as np
+
+    if payload[:4] != MAGIC:
+        raise ValueError("not an attention-map bundle")
+    (length,) = struct.unpack("<I", payload[4:8])
+    header = json.loads(payload[8 : 8 + length].decode("utf-8"))
+    base = 8 + length + (-(8 + length) % 4)
+    return header, np.frombuffer(payload[base:], dtype="<f4")
+
+
+def _serve_plotly(request):
+    from starlette.responses import FileResponse
+
+    return FileResponse(
+        PLOTLY_JS, media_type="text/javascript", headers={"Cache-Control": "public, max-age=31536000, immutable"}
+    )
+
+
+def _serve_bundle(request):
+    from starlette.responses import Response
+
+    payload = STORE.get(request.path_params["bundle_id"])
+    if payload is None:
+        return Response(b"gone", status_code=404, media_type="text/plain")
+    # Already compact; "identity" keeps the server's gzip from spending CPU on megabytes of floats.
+    headers = {"Cache-Control": "private, max-age=3600", "Content-Encoding": "identity"}
+    return Response(payload, media_type="application/octet-stream", headers=headers)
+
+
+def routes() -> list:
+    """The app's routes for ``st.App(routes=...)``: plotly.js (the plotly package's own file, its version in
+    the path, cached for good) and the bundles (by id, :data:`STORE`)."""
+    from starlette.routing import Route
+
+    return [
+        Route(f"/{PLOTLY_PATH}", _serve_plotly, methods=["GET"]),
+        Route(f"/{ROUTE}/maps/{{bundle_id}}", _serve_bundle, methods=["GET"]),
+    ]

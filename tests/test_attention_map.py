@@ -1,0 +1,96 @@
+"""The map element's Python side: its bundles (binary layout, budget, store), the view it accepts from the
+browser, and the figure it reads back for AppTest."""
+
+import json
+import struct
+
+import numpy as np
+import pytest
+from apptools import chart, no_errors, run_app
+from replay import element_state, replay
+
+from attention_viz.extraction import extract
+from attention_viz.ui import state
+from attention_viz.ui.attention_map import element, serving
+
+
+def test_a_bundle_is_its_header_and_little_endian_float32_maps():
+    maps = np.arange(2 * 3 * 4 * 4, dtype=np.float32).reshape(2, 3, 4, 4) / 100
+    payload = element.bundle(maps, (1, 2), ["a", "b", "a", "<s>"], ["a", "b", "a", "<s>"], overview=False)
+    assert payload[:4] == b"AVM1"
+    (length,) = struct.unpack("<I", payload[4:8])
+    header = json.loads(payload[8 : 8 + length])
+    start = 8 + length + (-(8 + length) % 4)
+    assert start % 4 == 0 and len(payload) == start + maps.nbytes
+    assert np.array_equal(np.frombuffer(payload[start:], dtype="<f4").reshape(maps.shape), maps)
+    assert header["layers"] == [1, 2] and header["maps"] == {"offset": 0, "shape": [2, 3, 4, 4]}
+    assert len(set(header["y"])) == 4  # repeated labels stay distinct rows
+    assert header["y_text"][3] == "\u2068&lt;s&gt;\u2069"  # written for plotly, isolated
+    again, values = serving.unpack(payload)
+    assert again == header and np.array_equal(values.reshape(maps.shape), maps)
+
+
+def test_the_overview_is_pooled_rows_that_still_sum_to_one():
+    rng = np.random.default_rng(0)
+    weights = rng.random((1, 2, 100, 100)).astype(np.float32)
+    weights /= weights.sum(-1, keepdims=True)
+    labels = [f"t{i}" for i in range(100)]
+    header, values = serving.unpack(element.bundle(weights, (0,), labels, labels, overview=True))
+    entry = header["overview"]
+    pooled = values[entry["offset"] // 4 :].reshape(entry["shape"])
+    assert entry["shape"] == [1, 2, element.OVERVIEW_BINS, element.OVERVIEW_BINS]
+    np.testing.assert_allclose(pooled.sum(-1), 1, atol=1e-5)
+
+
+def test_the_budget_holds_every_layer_of_a_sentence_and_one_layer_of_512_tokens():
+    assert element.held_layers(6, 12, 16, 16, 3) == tuple(range(6))  # 74 KB
+    assert element.held_layers(6, 12, 512, 512, 3) == (3,)  # 75 MB for all: the layer's 12.6 MB
+    assert element.holds_heads(12, 512, 512) and not element.holds_heads(16, 1024, 1024)
+    with pytest.raises(ValueError, match="not finite"):
+        serving.pack({}, [np.array([np.nan], dtype=np.float32)])
+
+
+def test_the_store_gives_a_bundle_back_by_id_and_drops_the_oldest_past_its_budget():
+    store = serving._Store(budget=10)
+    first = store.put(b"123456")
+    assert store.put(b"123456") == first and store.get(first) == b"123456"  # the same content: the same id
+    second = store.put(b"abcdef")
+    assert first not in store and store.get(second) == b"abcdef" and store.get("guess") is None
+
+
+def test_only_a_view_of_integers_in_range_is_taken():
+    good = {"layer": 5, "head": 11, "focus": -1, "query_start": 0, "key_start": 3, "seq": 9}
+    assert element.valid_view(good, 6, 12, 16, 16) == {k: v for k, v in good.items() if k != "seq"}
+    for bad in ({**good, "layer": 6}, {**good, "head": "1"}, {**good, "focus": True}, {**good, "key_start": -1}):
+        assert element.valid_view(bad, 6, 12, 16, 16) is None
+    assert element.valid_view(["not", "a", "view"], 6, 12, 16, 16) is None
+
+
+def test_the_maps_report_moves_the_page_and_a_bad_one_is_ignored(bundled):
+    """What the browser sends on a step (the element's state "view") becomes the page's layer and head: the
+    title, the Layer and Head boxes and the map follow; a report out of range changes nothing."""
+    at = run_app()
+    no_errors(at)
+    report = {"layer": 5, "head": 0, "focus": 2, "query_start": 0, "key_start": 0, "seq": 3}
+    replay(at, {}, (element_state(at, element.COMPARE_KEY, {"view": report}),))
+    no_errors(at)
+    assert at.header[0].value == "Layer 5, head 0"
+    assert (at.session_state["layer"], at.session_state["head"], at.session_state["focus"]) == (5, 0, 2)
+    shown = chart(at, "map")
+    weights = extract(bundled, state.EXAMPLE_TEXT).weights
+    np.testing.assert_allclose(shown["data"][0]["z"], weights[5, 0], atol=0)
+    assert shown["layout"]["shapes"][0]["y0"] == 1.5  # the focus outline
+    replay(at, {}, (element_state(at, element.COMPARE_KEY, {"view": {**report, "layer": 99}}),))
+    no_errors(at)
+    assert at.header[0].value == "Layer 5, head 0"
+
+
+def test_a_server_side_change_gets_a_new_revision_and_an_echo_does_not(bundled):
+    at = run_app()
+    data = lambda: json.loads(next(n for n in at._tree if getattr(n, "type", None) == "bidi_component").proto.json)  # noqa: E731
+    first = data()["rev"]
+    at.button(key="step_head_next").click().run()  # the server moved the view: the element adopts it
+    assert data()["rev"] == first + 1 and data()["view"]["head"] == state.EXAMPLE_HEAD + 1
+    report = {**data()["view"], "head": state.EXAMPLE_HEAD + 2, "seq": 1}
+    replay(at, {}, (element_state(at, element.COMPARE_KEY, {"view": report}),))
+    assert data()["rev"] == first + 1  # the element's own report: it keeps its (newer) view

@@ -1,0 +1,298 @@
+"""Compare's attention map element in a real browser (Debian's Chromium): the keys, the ‹ › buttons and the
+Layer/Head boxes move one view; fast presses are all counted; the page, the boxes and the address follow the
+map; a click focuses a query; long inputs pan in the browser; Back restores the view the address names.
+
+The element's state is read from its root's data attributes (``data-layer``, ``data-head``, ``data-focus``,
+``data-query-start``, ``data-key-start``), which it writes when it paints.
+"""
+
+import urllib.request
+from urllib.parse import parse_qs, urlsplit
+
+import numpy as np
+import pytest
+from browser import IDLE, MAP, idle, wait_until
+from playwright.sync_api import expect
+
+from attention_viz.extraction import extract
+from attention_viz.ui import state
+from attention_viz.ui.attention_map import serving
+
+ELEMENT = '[data-testid="attention-map"]'
+LONG = " ".join(f"word{i % 7} and" for i in range(30))  # about 62 tokens: a window of 24 with an overview
+
+
+def _open(chromium, url: str, query: str = "", width: int = 1280, height: int = 720):
+    page = chromium.new_page(viewport={"width": width, "height": height})
+    page.goto(f"{url}/{query}")
+    page.wait_for_selector(f"{ELEMENT}[data-ready='1']", timeout=120_000)
+    page.wait_for_selector(f"{MAP} .heatmaplayer", timeout=120_000)
+    idle(page)
+    page.mouse.click(5, page.viewport_size["height"] - 5)  # the page, not a widget, has the keys
+    return page
+
+
+def _view(page) -> dict:
+    data = page.eval_on_selector(ELEMENT, "e => ({...e.dataset})")
+    return {name: int(data[name]) for name in ("layer", "head", "focus", "queryStart", "keyStart")}
+
+
+def _settle(page) -> None:
+    """Until the page's reruns for the map's reports are over and the page agrees with the map."""
+    page.wait_for_timeout(300)  # a report leaves at most 60 ms after a key
+    page.wait_for_selector(IDLE, timeout=90_000)
+    idle(page)
+
+
+def _address(page) -> dict:
+    return {key: values[0] for key, values in parse_qs(urlsplit(page.url).query, keep_blank_values=True).items()}
+
+
+def _agrees(page, layer: int, head: int) -> None:
+    """The map, the page's title, the Layer and Head boxes and the address all show ``layer`` and ``head``."""
+    view = _view(page)
+    assert (view["layer"], view["head"]) == (layer, head)
+    expect(page.get_by_role("heading", name=f"Layer {layer}, head {head}", exact=True)).to_be_visible(timeout=60_000)
+    expect(page.get_by_role("combobox", name="Layer", exact=True)).to_have_value(str(layer), timeout=30_000)
+    expect(page.get_by_role("combobox", name="Head", exact=True)).to_have_value(str(head), timeout=30_000)
+    wait_until(lambda: (_address(page)["layer"], _address(page)["head"]) == (str(layer), str(head)), 30, "address")
+
+
+def _drawn_z(page) -> np.ndarray:
+    """The heatmap plotly draws once the keys stop (the canvas shows the same head at once)."""
+    return np.array(page.evaluate(f'() => document.querySelector("{MAP}")._fullData[0].z'), dtype=np.float64)
+
+
+def test_the_element_is_declared_and_served_from_a_fresh_server_start(server):
+    """The server that `streamlit run app.py` starts (the editable install of requirements.txt) finds the
+    element's manifest in pyproject.toml and serves its module, the app's plotly.js and no unknown bundle."""
+    url, _, _ = server
+    base = f"{url}/_stcore/bidi-components/attention-viz.attention_map"
+    with urllib.request.urlopen(f"{base}/attention_map.js", timeout=30) as response:
+        assert response.status == 200 and b"export default function" in response.read()
+    with urllib.request.urlopen(f"{base}/plotly_loader.js", timeout=30) as response:
+        assert b"mapPainted" in response.read()
+    with urllib.request.urlopen(f"{url}/{serving.PLOTLY_PATH}", timeout=60) as response:
+        assert response.read() == serving.PLOTLY_JS.read_bytes()
+    with pytest.raises(urllib.error.HTTPError) as gone:
+        urllib.request.urlopen(f"{url}/{serving.ROUTE}/maps/not-a-bundle", timeout=30)
+    assert gone.value.code == 404
+
+
+def test_keys_buttons_and_boxes_in_any_order_move_one_view(server, chromium, bundled):
+    url, _, _ = server
+    page = _open(chromium, url)
+    layer, head = state.EXAMPLE_LAYER, state.EXAMPLE_HEAD
+    weights = extract(bundled, state.EXAMPLE_TEXT).weights
+    page.keyboard.press("ArrowRight")  # a key: the map steps in the browser
+    _settle(page)
+    _agrees(page, layer, head + 1)
+    np.testing.assert_allclose(_drawn_z(page), weights[layer, head + 1], atol=1e-7)
+    page.locator(".st-key-step_layer_next button").first.click()  # a button: the server moves the view
+    _settle(page)
+    _agrees(page, layer + 1, head + 1)
+    page.mouse.click(5, 715)
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowLeft")
+    _settle(page)
+    _agrees(page, layer, head)
+    box = page.get_by_role("combobox", name="Head", exact=True)  # a box
+    box.click()
+    page.get_by_role("option", name="7", exact=True).click()
+    _settle(page)
+    _agrees(page, layer, 7)
+    page.mouse.click(5, 715)
+    page.keyboard.press("ArrowRight")  # the key steps from the box's head, once
+    _settle(page)
+    _agrees(page, layer, 8)
+    page.wait_for_function(f'() => document.querySelector("{MAP}")._fullData[0].z.length > 0')
+    np.testing.assert_allclose(_drawn_z(page), weights[layer, 8], atol=1e-7)
+    page.close()
+
+
+def test_ten_fast_presses_are_ten_steps_and_the_page_agrees(server, chromium):
+    url, _, _ = server
+    page = _open(chromium, url)
+    layer, head = state.EXAMPLE_LAYER, state.EXAMPLE_HEAD
+    for _ in range(10):
+        page.keyboard.press("ArrowRight")
+        page.wait_for_timeout(30)
+    expected = state.stepped(layer, head, "head", 10, state.BUNDLED_SHAPE)  # wraps into the next layer
+    assert (_view(page)["layer"], _view(page)["head"]) == expected  # the map has them all before the server
+    _settle(page)
+    _agrees(page, *expected)
+    page.close()
+
+
+def test_a_click_on_a_cell_focuses_its_query(server, chromium, bundled):
+    url, _, _ = server
+    page = _open(chromium, url)
+    labels = extract(bundled, state.EXAMPLE_TEXT).encoding.labels
+    it = labels.index("it")
+    box = page.eval_on_selector(
+        ".av-cells", "c => { const r = c.getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; }"
+    )
+    x, y, width, height = box
+    page.mouse.click(x + width * 0.3, y + height * (it + 0.5) / len(labels))
+    _settle(page)
+    assert _view(page)["focus"] == it
+    expect(page.get_by_role("combobox", name="Query token (or click its row in the map)")).to_have_value(
+        f"{it}: \u2068it\u2069", timeout=30_000
+    )
+    assert _address(page)["focus"] == str(it)
+    shapes = page.evaluate(f'() => document.querySelector("{MAP}")._fullLayout.shapes.map(s => [s.y0, s.y1])')
+    assert shapes == [[it - 0.5, it + 0.5]]  # the outline plotly draws (the PNG's), as the canvas shows it
+    page.close()
+
+
+def test_a_long_input_pans_in_the_browser_and_the_sliders_follow(server, chromium, bundled):
+    url, _, _ = server
+    page = _open(chromium, url, "?" + urllib.parse.urlencode({"text": LONG}))
+    total = extract(bundled, LONG).encoding.num_tokens
+    assert total > 24 and page.locator(".av-overview").is_visible()
+    page.keyboard.press("Shift+ArrowRight")  # keys a quarter window to the right
+    page.keyboard.press("Shift+ArrowDown")  # queries a quarter window down
+    _settle(page)
+    view = _view(page)
+    assert (view["keyStart"], view["queryStart"]) == (6, 6)
+    assert (_address(page)["key_start"], _address(page)["query_start"]) == ("6", "6")
+    weights = extract(bundled, LONG).weights[state.EXAMPLE_LAYER, state.EXAMPLE_HEAD]
+    np.testing.assert_allclose(_drawn_z(page), weights[6:30, 6:30], atol=1e-7)
+    page.locator(".av-overview").scroll_into_view_if_needed()
+    overview = page.eval_on_selector(
+        ".av-overview", "c => { const r = c.getBoundingClientRect(); return [r.x, r.y, r.width]; }"
+    )
+    x, y, side = overview
+    page.mouse.click(x + side - 2, y + side - 2)  # the overview's corner: the last window
+    _settle(page)
+    view = _view(page)
+    assert (view["keyStart"], view["queryStart"]) == (total - 24, total - 24)
+    expect(page.get_by_role("slider").first).to_have_value(str(total - 24), timeout=30_000)  # the sliders follow
+    page.keyboard.press("ArrowRight")  # a head step keeps the window
+    _settle(page)
+    assert _view(page)["keyStart"] == total - 24
+    page.close()
+
+
+def test_the_language_switch_keeps_the_view_and_translates_the_map(server, chromium):
+    url, _, _ = server
+    page = _open(chromium, url)
+    page.keyboard.press("ArrowRight")
+    _settle(page)
+    page.locator("[data-testid='stSidebar'] label").filter(has_text="中文").first.click()
+    page.wait_for_function(f"() => document.querySelector('{ELEMENT} .av-status').textContent.includes('第')")
+    _settle(page)
+    assert (_view(page)["layer"], _view(page)["head"]) == (state.EXAMPLE_LAYER, state.EXAMPLE_HEAD + 1)
+    page.mouse.click(5, 715)
+    page.keyboard.press("ArrowRight")
+    _settle(page)
+    assert page.locator(f"{ELEMENT} .av-status").text_content().startswith(f"第 {state.EXAMPLE_LAYER} 层")
+    assert _address(page)["head"] == str(state.EXAMPLE_HEAD + 2) and _address(page)["lang"] == "zh"
+    page.close()
+
+
+def test_a_new_sentence_while_a_step_is_in_flight(server, chromium, bundled):
+    url, _, _ = server
+    tokens = extract(bundled, "The cat sat on the mat.").encoding.num_tokens
+    page = _open(chromium, url)
+    page.keyboard.press("ArrowRight")
+    text = page.locator("[data-testid='stSidebar'] textarea").first
+    text.fill("The cat sat on the mat.")
+    text.press("Control+Enter")
+    page.wait_for_function(f"() => document.querySelector('{ELEMENT}').dataset.ready === '1'")
+    page.wait_for_function(f'() => document.querySelector("{MAP}")._fullData[0].y.length === {tokens}', timeout=60_000)
+    _settle(page)
+    _agrees(page, state.EXAMPLE_LAYER, state.EXAMPLE_HEAD + 1)
+    weights = extract(bundled, "The cat sat on the mat.").weights
+    np.testing.assert_allclose(_drawn_z(page), weights[state.EXAMPLE_LAYER, state.EXAMPLE_HEAD + 1], atol=1e-7)
+    page.close()
+
+
+def test_a_model_switch_steps_through_the_new_models_heads(server, chromium, tiny_model_dir):
+    """A tiny model of 2 layers of 4 heads: the map steps through its 8 heads and wraps, its layer 1, head 1
+    kept from the bundled model's view."""
+    url, _, _ = server
+    page = _open(chromium, url, "?" + urllib.parse.urlencode({"layer": 1, "head": 1}))
+    model = page.get_by_role("combobox", name="Model", exact=True)
+    model.fill(tiny_model_dir)
+    model.press("Enter")
+    page.wait_for_function(f"() => document.querySelector('{ELEMENT}').dataset.shape === '2x4'", timeout=120_000)
+    _settle(page)
+    _agrees(page, 1, 1)
+    page.mouse.click(5, 715)
+    for _ in range(3):  # heads 2, 3, then the very first head (the model has no layer 2)
+        page.keyboard.press("ArrowRight")
+    _settle(page)
+    _agrees(page, 0, 0)
+    page.keyboard.press("ArrowUp")  # layers wrap too
+    _settle(page)
+    _agrees(page, 1, 0)
+    page.close()
+
+
+def test_back_restores_the_view_the_address_names(server, chromium):
+    url, _, _ = server
+    page = _open(chromium, url)
+    page.keyboard.press("ArrowRight")
+    _settle(page)
+    page.keyboard.press("ArrowRight")
+    _settle(page)
+    _agrees(page, state.EXAMPLE_LAYER, state.EXAMPLE_HEAD + 2)
+    page.go_back()
+    page.wait_for_timeout(300)
+    _settle(page)
+    address = _address(page)
+    view = _view(page)
+    assert (str(view["layer"]), str(view["head"])) == (address["layer"], address["head"])
+    _agrees(page, int(address["layer"]), int(address["head"]))
+    page.close()
+
+
+def test_no_focus_frame_around_the_main_area_after_a_click(server, chromium):
+    url, _, _ = server
+    page = _open(chromium, url)
+    page.mouse.click(page.viewport_size["width"] - 40, page.viewport_size["height"] - 40)  # the main area
+    style = page.evaluate(
+        "() => [document.activeElement.dataset.testid, getComputedStyle(document.activeElement).outlineStyle]"
+    )
+    assert style == ["stMain", "none"]
+    page.close()
+
+
+def _cell(chromium, url: str, width: int, height: int, presentation: bool, tokens: int) -> float:
+    page = _open(chromium, url, f"?presentation={int(presentation)}", width, height)
+    page.wait_for_timeout(300)  # the element sizes itself to the window (a sidebar collapsing moves it)
+    idle(page)
+    cell = page.eval_on_selector(".av-cells", "c => c.getBoundingClientRect().width") / tokens
+    bottom = page.eval_on_selector(f"{MAP}", "e => e.getBoundingClientRect().bottom")
+    page.close()
+    assert bottom <= height + 1, "the whole map is on the screen"
+    return cell
+
+
+@pytest.mark.parametrize("viewport", [(1280, 720), (800, 600)])
+def test_presentation_enlarges_the_maps_cells(server, chromium, bundled, viewport):
+    """The opening sentence's cells are at least 1.2 times as large in Presentation as on a screen, and the
+    map still fits the window (its controls go under it; at 800 px the sidebar is collapsed once)."""
+    url, _, _ = server
+    tokens = extract(bundled, state.EXAMPLE_TEXT).encoding.num_tokens
+    normal = _cell(chromium, url, *viewport, False, tokens)
+    projected = _cell(chromium, url, *viewport, True, tokens)
+    assert projected >= 1.2 * normal, (normal, projected)
+
+
+def test_compare_loads_one_copy_of_plotly_js(server, chromium):
+    """The map, its bars and its lines draw with the app's plotly.js; Streamlit's own plotly chunk (another
+    4.8 MB) is not fetched, and the app's is fetched once."""
+    url, _, _ = server
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    fetched = []
+    page.on("request", lambda request: fetched.append(request.url))
+    page.goto(f"{url}/?focus=3")  # a token in focus: the bars are drawn too
+    page.wait_for_selector(f"{MAP} .heatmaplayer", timeout=120_000)
+    idle(page)
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 3", timeout=60_000)
+    assert sum(serving.PLOTLY_PATH in address for address in fetched) == 1, fetched
+    assert not [address for address in fetched if "PlotlyChart" in address]
+    assert page.evaluate("() => document.querySelectorAll('script[data-av-plotly]').length") == 1
+    page.close()
