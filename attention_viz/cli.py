@@ -132,6 +132,7 @@ def _add_stats_parser(commands) -> None:
     stats.add_argument("--batch-size", type=int, default=16, help="texts per forward pass (default 16)")
     stats.add_argument("--importance", action="store_true", help="also head importance by ablation (slower)")
     stats.add_argument("--format", choices=("csv", "json"), default="csv")
+    _add_ray_options(stats)
 
 
 def _read_corpus_file(path: str) -> list[tuple[str, str | None]]:
@@ -158,6 +159,7 @@ def _run_stats(args: argparse.Namespace, limits: settings.Limits) -> str:
 
     if args.batch_size < 1:
         raise _UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
+    _check_ray_options(args)
     texts = _read_corpus_file(args.file)
     loaded = load_model(args.model)
     if loaded.encoder.config.type_vocab_size < 2 and any(pair for _, pair in texts):
@@ -170,9 +172,12 @@ def _run_stats(args: argparse.Namespace, limits: settings.Limits) -> str:
         bars[0].update(int(done) - bars[0].n)
 
     try:
-        result = corpus_statistics(
-            loaded, texts, args.batch_size, progress=advance, importance=args.importance, limits=limits
-        )
+        if args.ray is None:
+            result = corpus_statistics(
+                loaded, texts, args.batch_size, progress=advance, importance=args.importance, limits=limits
+            )
+        else:
+            result = _run_on_ray(args, texts, limits, advance)
     finally:
         for bar in bars:
             bar.close()
@@ -187,3 +192,64 @@ def _run_stats(args: argparse.Namespace, limits: settings.Limits) -> str:
         "heads": json.loads(frame.to_json(orient="records", double_precision=10)),  # NaN becomes null
     }
     return json.dumps(payload, ensure_ascii=False) + "\n"
+
+
+# --- stats --ray: the same on a Ray cluster ---------------------------------------------------------
+
+
+def _add_ray_options(stats) -> None:
+    ray = stats.add_argument_group("on a Ray cluster (pip install -e '.[ray]')")
+    ray.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="run the batches on Ray actors; ADDRESS as ray.init takes it (ray://host:10001, auto); "
+        "without it RAY_ADDRESS, a cluster started on this machine, or a new local one",
+    )
+    ray.add_argument("--ray-workers", type=int, help="actors to start (default: the cluster's CPUs)")
+    ray.add_argument("--max-texts", type=int, help="texts the corpus may have (with --ray; default the setting)")
+    ray.add_argument("--max-tokens", type=int, help="tokens the corpus may have (with --ray; default the setting)")
+
+
+def _check_ray_options(args: argparse.Namespace) -> None:
+    given = [f"--{n.replace('_', '-')}" for n in ("ray_workers", "max_texts", "max_tokens") if getattr(args, n)]
+    if args.ray is None and given:
+        raise _UsageError(f"{', '.join(given)} apply to a Ray run: add --ray")
+    for name in ("ray_workers", "max_texts", "max_tokens"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise _UsageError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+
+
+def _run_on_ray(args: argparse.Namespace, texts, limits: settings.Limits, advance):
+    import dataclasses
+
+    from attention_viz.analysis.distributed import DistributedError, corpus_statistics_on_ray
+    from attention_viz.extraction import InputError
+
+    limits = dataclasses.replace(
+        limits,
+        max_corpus_texts=args.max_texts or limits.max_corpus_texts,
+        max_corpus_tokens=args.max_tokens or limits.max_corpus_tokens,
+    )
+    try:
+        return corpus_statistics_on_ray(
+            texts,
+            args.model,
+            args.ray or None,
+            args.batch_size,
+            workers=args.ray_workers,
+            progress=advance,
+            importance=args.importance,
+            limits=limits,
+        )
+    except DistributedError as exc:
+        raise _UsageError(str(exc)) from None
+    except InputError as exc:
+        if exc.code != "corpus_too_large":
+            raise
+        what, count, limit = (exc.fields[k] for k in ("what", "count", "limit"))
+        raise _UsageError(
+            f"the corpus has {count:,} {what}; the limit is {limit:,}: raise it with --max-{what}"
+        ) from None
