@@ -215,7 +215,7 @@ def _add_ray_options(stats) -> None:
 def _check_ray_options(args: argparse.Namespace) -> None:
     given = [f"--{n.replace('_', '-')}" for n in ("ray_workers", "max_texts", "max_tokens") if getattr(args, n)]
     if args.ray is None and given:
-        raise _UsageError(f"{', '.join(given)} apply to a Ray run: add --ray")
+        raise _UsageError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for a Ray run: add --ray")
     for name in ("ray_workers", "max_texts", "max_tokens"):
         value = getattr(args, name)
         if value is not None and value < 1:
