@@ -245,5 +245,5 @@ def _get(ray, ref, span: tuple[int, int], retries: int) -> CorpusSums:
     except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError, ray.exceptions.ObjectLostError) as exc:
         raise DistributedError(
             f"texts {span[0] + 1}-{span[1]}: the Ray worker running them was lost {retries + 1} time(s) "
-            f"({type(exc).__name__}); the run stopped without a result, run it again or raise --ray-retries"
+            f"({type(exc).__name__}); the run stopped without a result: run it again"
         ) from None
