@@ -45,7 +45,7 @@ def ray_rows(loaded: LoadedModel, settings: Settings) -> list[Row]:
                 progress=lambda done, total: marks.append((time.perf_counter(), done)),
             )
             (t0, d0), (t1, d1) = marks[1], marks[-1]  # from the first part's end: the actors are up
-            if d1 > d0:
+            if len(marks) > cpus + 2 and t1 > t0:  # enough parts after the first for a rate
                 steady.append((d1 - d0) / (t1 - t0))
 
         def alone():
