@@ -1,4 +1,4 @@
-"""#16 corpus statistics and head importance on a local Ray cluster, against the single-process run.
+"""#18 corpus statistics and head importance on a local Ray cluster, against the single-process run.
 
 The cluster is started here (``ray.init(num_cpus=...)`` on this machine, one CPU per worker, one torch thread
 each); the single-process run uses torch's default threads, and the two are interleaved. Ours is timed
@@ -27,7 +27,7 @@ def ray_rows(loaded: LoadedModel, settings: Settings) -> list[Row]:
     try:
         import ray
     except ImportError:
-        return [Row("16", "corpus statistics on Ray", "", None, "texts/s", note="skipped: ray is not installed")]
+        return [Row("18", "corpus statistics on Ray", "", None, "texts/s", note="skipped: ray is not installed")]
     texts = corpus.parse_corpus(corpus.bundled_corpus())[: 32 if settings.quick else 264]
     cpus = os.cpu_count() or 1
     ray.init(num_cpus=cpus, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
@@ -59,7 +59,7 @@ def ray_rows(loaded: LoadedModel, settings: Settings) -> list[Row]:
     difference = float(np.nanmax(np.abs(results["ray"].statistics[numbers] - results["alone"].statistics[numbers])))
     load = os.getloadavg()
     row = Row(
-        id="16",
+        id="18",
         figure=f"corpus statistics with head importance on a local Ray cluster ({cpus} workers, 1 thread each)",
         size=f"{len(texts)} texts (bundled corpus), batch {BATCH_SIZE}",
         ours=len(texts) / median(ours),
