@@ -25,8 +25,8 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         default="1,2,3,4,5,6,7,8,9,11,12,13,14",
         help="comma-separated figure numbers (default 1-9 and 11-14; on request: 10, the other families at "
-        "base size; 15, a class of 40 sessions for 5 minutes on 1 server and on 2 replicas; 18, corpus "
-        "statistics on a local Ray cluster; 17, a class of 40 and 200 at the server, 1 server and 2 replicas)",
+        "base size; 15, a class of 40 sessions for 5 minutes on 1 server and on 2 replicas; 17, a class of 40 "
+        "and 200 at the server, 1 server and 2 replicas; 18, corpus statistics on a local Ray cluster)",
     )
     parser.add_argument("--output", type=Path, help="results file (default benchmarks/results/<date>-<mode>.json)")
     args = parser.parse_args(argv)
