@@ -31,6 +31,7 @@ import contextlib
 import json
 import os
 import random
+import struct
 import sys
 import time
 import urllib.request
@@ -46,7 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the package, 
 
 from load import _cpu_s, _rss_mb, _servers, sentence_for
 
-MAP_KEY = "map"  # the key of the Compare page's attention map (its element id ends with "-map")
+MAP_KEY = "map"  # the key of the Compare page's attention map as a plotly chart (its id ends with "-map")
+ELEMENT_KEY = "attention_map"  # the key of the map as a browser element (components v2), where the app has it
 BOX_LAYER, BOX_HEAD, TEXT = "_layer", "_head", "text"  # widget keys of the Layer and Head boxes and the text
 TIMEOUT_S = 60.0  # the most one change may take before it counts as an error
 CONNECT_TIMEOUT_S = 120.0
@@ -60,6 +62,7 @@ class Page:
 
     ids: dict[str, str] = field(default_factory=dict)  # widget key -> element id
     options: dict[str, list[str]] = field(default_factory=dict)  # box key -> its options' shown labels
+    reports: int = 0  # views the map element has reported (its ``seq``)
 
     def learn(self, element) -> None:
         kind = element.WhichOneof("type")
@@ -93,7 +96,25 @@ class BoxStep:
         ]
 
 
-STEPS: dict[str, type] = {"boxes": BoxStep}
+class ElementStep:
+    """The map as a browser element (Streamlit components v2, key :data:`ELEMENT_KEY`): a step in the
+    browser reports the whole view as the element's state, ``{"view": {layer, head, focus, query_start,
+    key_start, seq}}`` (``seq`` counts the element's reports), which the browser sends as the element's
+    ``json_value``; the page then follows (the boxes, the link) in a rerun."""
+
+    name = "element"
+
+    def states(self, page: Page, layer: int, head: int) -> list:
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        page.reports += 1
+        view = {"layer": layer, "head": head, "focus": -1, "query_start": 0, "key_start": 0, "seq": page.reports}
+        state = WidgetState(id=page.ids[ELEMENT_KEY])
+        state.json_value = json.dumps({"view": view})
+        return [state]
+
+
+STEPS: dict[str, type] = {"boxes": BoxStep, "element": ElementStep}
 
 
 def _string_state(widget_id: str, value: str):
@@ -116,6 +137,19 @@ def _array(value) -> np.ndarray:
 def _label(text: str) -> str:
     """A tick label without the bidi isolates around it and the zero-width suffix that keeps it unique."""
     return text.rstrip("\u200b\u200c").removeprefix("\u2068").removesuffix("\u2069")
+
+
+def decode_bundle(payload: bytes) -> tuple[dict, np.ndarray]:
+    """The header and ``(held layers, heads, query, key)`` maps of a map element's bundle: ``"AVM1"``, the
+    header's length (uint32 LE), the header (UTF-8 JSON), zero padding to a multiple of 4, float32 LE."""
+    if payload[:4] != b"AVM1":
+        raise ValueError("not an attention-map bundle")
+    (length,) = struct.unpack("<I", payload[4:8])
+    header = json.loads(payload[8 : 8 + length].decode("utf-8"))
+    base = 8 + length + (-(8 + length) % 4) + header["maps"]["offset"]  # offsets count from the first array
+    shape = header["maps"]["shape"]
+    count = int(np.prod(shape))
+    return header, np.frombuffer(payload, dtype="<f4", count=count, offset=base).reshape(shape).astype(np.float64)
 
 
 def decode_map(spec: str) -> tuple[list[str], np.ndarray] | None:
@@ -203,6 +237,8 @@ class Student:
         self.maps: asyncio.Queue = asyncio.Queue()
         self.finished: asyncio.Queue = asyncio.Queue()
         self.states: dict = {}  # widget id -> WidgetState: the values this student has set
+        self.cookies: dict[str, str] = {}
+        self.bundles: dict[str, bytes] = {}  # the map element's bundle, by its path
 
     @property
     def layers(self) -> int:
@@ -222,7 +258,7 @@ class Student:
 
     async def connect(self) -> None:
         """Open the page as a browser does: ``/``, the health check, then the WebSocket and a first run."""
-        cookies = await asyncio.to_thread(self._cookies)
+        cookies = self.cookies = await asyncio.to_thread(self._cookies)
         parsed = urlparse(self.url)
         from websockets.asyncio.client import connect
 
@@ -276,7 +312,11 @@ class Student:
                     self.page.learn(element)
                     what = element.WhichOneof("type")
                     if what == "plotly_chart" and element.plotly_chart.id.endswith(f"-{MAP_KEY}"):
-                        self.maps.put_nowait((time.monotonic(), element.plotly_chart.spec))
+                        self.maps.put_nowait((time.monotonic(), ("chart", element.plotly_chart.spec)))
+                    elif what == "bidi_component" and element.bidi_component.id.endswith(f"-{ELEMENT_KEY}"):
+                        component = element.bidi_component
+                        data = component.json or component.mixed.json
+                        self.maps.put_nowait((time.monotonic(), ("element", data)))
                     elif what == "exception":
                         self.maps.put_nowait((time.monotonic(), None))
 
@@ -295,12 +335,13 @@ class Student:
         await self._rerun(list(states.values()))
         deadline = started + TIMEOUT_S
         while True:
-            received, spec = await asyncio.wait_for(self.maps.get(), max(0.1, deadline - time.monotonic()))
-            if spec is None:
+            received, sent = await asyncio.wait_for(self.maps.get(), max(0.1, deadline - time.monotonic()))
+            if sent is None:
                 raise RuntimeError("the page showed an exception")
-            shown = decode_map(spec)
+            shown = decode_map(sent[1]) if sent[0] == "chart" else await self._element_map(sent[1], layer, head)
             if shown is None:
-                continue  # an empty map while the page loads
+                continue  # an empty map while the page loads, or the element's view before the step
+            received = max(received, time.monotonic()) if sent[0] == "element" else received
             report.checks += 1
             shown_labels, shown_weights = shown
             if shown_labels != labels:
@@ -325,6 +366,28 @@ class Student:
         self.layer, self.head = layer, head
         self.states = {k: v for k, v in states.items() if not v.HasField("trigger_value")}  # a trigger fires once
         await asyncio.wait_for(self.finished.get(), max(0.1, deadline - time.monotonic()))  # the run's end
+
+    async def _element_map(self, data: str, layer: int, head: int) -> tuple[list[str], np.ndarray] | None:
+        """The map element's head ``(layer, head)`` once its data shows that view: from its bundle, fetched
+        over HTTP as the browser does (once per bundle); None while the view is another."""
+        data = json.loads(data)
+        view = data.get("view", {})
+        if (view.get("layer"), view.get("head")) != (layer, head):
+            return None
+        path = data["bundle"]
+        if path not in self.bundles:
+            self.bundles = {path: await asyncio.to_thread(self._get, "/" + path.lstrip("/"))}  # the newest only
+        header, maps = decode_bundle(self.bundles[path])
+        if layer not in header["layers"] or header.get("only_head") not in (None, head):
+            raise RuntimeError(f"the bundle for layer {layer}, head {head} does not hold it")
+        held = maps[header["layers"].index(layer), 0 if header.get("only_head") is not None else head]
+        return [_label(label) for label in header["y"]], held
+
+    def _get(self, path: str) -> bytes:
+        request = urllib.request.Request(self.url + path)
+        request.add_header("Cookie", "; ".join(f"{k}={v}" for k, v in self.cookies.items()))
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            return response.read()
 
     async def close(self) -> None:
         if self.socket is not None:
