@@ -4,11 +4,13 @@ protocol, against the suite's shared server and against 2 replicas behind nginx.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
+import struct
 
 import numpy as np
 import plotly.io
-from class_load import STEPS, Report, Student, decode_map, run
+from class_load import STEPS, Page, Report, Student, decode_bundle, decode_map, run
 
 from attention_viz.extraction import extract
 from attention_viz.figures import attention_heatmap
@@ -67,3 +69,22 @@ def test_students_choose_heads_within_range():
     rng = random.Random(0)
     seen = {_next_change(rng, 6, 12, 0, 0) for _ in range(200)}
     assert all(0 <= layer < 6 and 0 <= head < 12 for layer, head in seen) and len(seen) > 4
+
+
+def test_the_element_step_reports_the_whole_view_as_the_browser_does():
+    page = Page(ids={"attention_map": "$$ID-abc-attention_map"})
+    step = STEPS["element"]()
+    first, second = step.states(page, 2, 5)[0], step.states(page, 3, 0)[0]
+    assert first.id == "$$ID-abc-attention_map" and first.WhichOneof("value") == "json_value"
+    view = json.loads(second.json_value)["view"]
+    assert view == {"layer": 3, "head": 0, "focus": -1, "query_start": 0, "key_start": 0, "seq": 2}
+
+
+def test_decode_bundle_reads_the_map_elements_format():
+    """ "AVM1", the header's length (uint32 LE), the JSON header, padding to 4 bytes, float32 LE arrays."""
+    maps = np.arange(2 * 3 * 2 * 2, dtype="<f4").reshape(2, 3, 2, 2) / 10
+    header = json.dumps({"layers": [4, 5], "heads": 3, "maps": {"offset": 0, "shape": [2, 3, 2, 2]}}).encode()
+    payload = b"AVM1" + struct.pack("<I", len(header)) + header + b"\0" * (-(8 + len(header)) % 4) + maps.tobytes()
+    found, decoded = decode_bundle(payload + np.ones(4, "<f4").tobytes())  # an overview may follow the maps
+    assert found["layers"] == [4, 5]
+    np.testing.assert_array_equal(decoded, maps.astype(np.float64))
