@@ -47,6 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the package, 
 
 from load import _cpu_s, _rss_mb, _servers, sentence_for
 
+from attention_viz.figures.layout import label_text
+
 MAP_KEY = "map"  # the key of the Compare page's attention map as a plotly chart (its id ends with "-map")
 ELEMENT_KEY = "attention_map"  # the key of the map as a browser element (components v2), where the app has it
 BOX_LAYER, BOX_HEAD, TEXT = "_layer", "_head", "text"  # widget keys of the Layer and Head boxes and the text
@@ -134,11 +136,6 @@ def _array(value) -> np.ndarray:
     return np.asarray(value, dtype=np.float64)
 
 
-def _label(text: str) -> str:
-    """A tick label without the bidi isolates around it and the zero-width suffix that keeps it unique."""
-    return text.rstrip("\u200b\u200c").removeprefix("\u2068").removesuffix("\u2069")
-
-
 def decode_bundle(payload: bytes) -> tuple[dict, np.ndarray]:
     """The header and ``(held layers, heads, query, key)`` maps of a map element's bundle: ``"AVM1"``, the
     header's length (uint32 LE), the header (UTF-8 JSON), zero padding to a multiple of 4, float32 LE."""
@@ -157,7 +154,7 @@ def decode_map(spec: str) -> tuple[list[str], np.ndarray] | None:
     figure = json.loads(spec)
     for trace in figure.get("data", []):
         if trace.get("type") == "heatmap" and "z" in trace and "y" in trace:
-            return [_label(str(y)) for y in trace["y"]], _array(trace["z"])
+            return [label_text(str(y)) for y in trace["y"]], _array(trace["z"])
     return None
 
 
@@ -381,7 +378,7 @@ class Student:
         if layer not in header["layers"] or header.get("only_head") not in (None, head):
             raise RuntimeError(f"the bundle for layer {layer}, head {head} does not hold it")
         held = maps[header["layers"].index(layer), 0 if header.get("only_head") is not None else head]
-        return [_label(label) for label in header["y"]], held
+        return [label_text(label) for label in header["y"]], held
 
     def _get(self, path: str) -> bytes:
         request = urllib.request.Request(self.url + path)
