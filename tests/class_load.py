@@ -245,13 +245,13 @@ class Student:
     def heads(self) -> int:
         return len(self.page.options[BOX_HEAD])
 
-    def expected(self, sentence: str) -> tuple[list[str], np.ndarray]:
+    async def expected(self, sentence: str) -> tuple[list[str], np.ndarray]:
+        """The core's labels and ``(layers, heads, query, key)`` weights for ``sentence``, computed in a thread
+        (torch leaves the GIL) while the server answers, so the other students' timings go on."""
         if sentence not in self._expected:
-            from attention_viz.extraction import extract
-
-            result = extract(self.bundled, sentence)
-            self._expected[sentence] = (list(result.encoding.labels), result.weights)
-        return self._expected[sentence]
+            loop = asyncio.get_running_loop()
+            self._expected[sentence] = loop.run_in_executor(None, _core_answer, self.bundled, sentence)
+        return await self._expected[sentence]
 
     async def connect(self) -> None:
         """Open the page as a browser does: ``/``, the health check, then the WebSocket and a first run."""
@@ -323,7 +323,7 @@ class Student:
         if sentence is not None:
             changed.append(_string_state(self.page.ids[TEXT], sentence))
         states = dict(self.states, **{state.id: state for state in changed})  # the browser sends every value
-        labels, weights = self.expected(sentence or self.sentence)
+        answer = asyncio.ensure_future(self.expected(sentence or self.sentence))
         while not self.maps.empty():
             self.maps.get_nowait()
         while not self.finished.empty():
@@ -331,6 +331,7 @@ class Student:
         started = time.monotonic()
         await self._rerun(list(states.values()))
         deadline = started + TIMEOUT_S
+        labels, weights = await answer
         while True:
             received, sent = await asyncio.wait_for(self.maps.get(), max(0.1, deadline - time.monotonic()))
             if sent is None:
@@ -394,6 +395,13 @@ class Student:
             self.reader.cancel()
 
 
+def _core_answer(bundled, sentence: str) -> tuple[list[str], np.ndarray]:
+    from attention_viz.extraction import extract
+
+    result = extract(bundled, sentence)
+    return list(result.encoding.labels), result.weights
+
+
 def _next_change(rng: random.Random, layers: int, heads: int, layer: int, head: int) -> tuple[int, int]:
     """Another layer (one time in three) or another head, one or two steps away, within range."""
     if rng.random() < 1 / 3 and layers > 1:
@@ -447,9 +455,6 @@ async def _watch_memory(pids: list[int], report: Report, started: float, stop: a
 async def _drive(url: str, pids: list[int], report: Report, bundled, step: Step, seed: int) -> None:
     expected: dict = {}
     students = [Student(n, url, step, bundled, expected) for n in range(report.sessions)]
-    for student in students:  # the core's answers first, so the generator does not compete with the server later
-        for version in range(4):
-            student.expected(sentence_for(student.number, version))
     arrivals = asyncio.Semaphore(ARRIVING_AT_ONCE)
     rngs = [random.Random(seed * 100_003 + n) for n in range(report.sessions)]
     arrived = await asyncio.gather(*(_arrive(s, report, arrivals, r) for s, r in zip(students, rngs, strict=True)))
@@ -502,7 +507,7 @@ def run(
         bundled = load_model()
     report = Report(sessions, seconds, interval, new_sentence_share, replicas, step)
     report.load_average = [round(os.getloadavg()[0], 2)]
-    with _servers(replicas, server) as (url, pids, deployment):
+    with _servers(replicas, server) as (url, pids, deployment), _one_thread():
         if urlparse(url).hostname != "127.0.0.1":
             raise ValueError(f"the class talks to 127.0.0.1 only, not {url}")
         asyncio.run(_drive(url, pids, report, bundled, STEPS[step](), seed))
@@ -510,6 +515,20 @@ def run(
             report.sessions_per_replica = deployment.served_websockets()
     report.load_average.append(round(os.getloadavg()[0], 2))
     return report
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """One torch thread per forward while the class runs: the generator's own forwards (the expected maps)
+    leave the cores to the server."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def main(argv: list[str] | None = None) -> int:
