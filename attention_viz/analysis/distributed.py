@@ -151,50 +151,21 @@ def corpus_statistics_on_ray(
                 f"cannot reach the Ray cluster at {address or 'the default address'}: {exc}"
             ) from None
     try:
-        return _run(
-            ray,
-            texts,
-            model,
-            batch_size,
-            workers,
-            texts_per_part,
-            max_length,
-            progress,
-            cancel,
-            importance,
-            divergence,
-            retries,
-            threads or torch.get_num_threads(),
-            cpus_per_worker,
-        )
+        if workers is None:
+            workers = max(1, int(ray.cluster_resources().get("CPU", 1) // cpus_per_worker))
+        size = texts_per_part or default_texts_per_part(len(texts), batch_size, workers)
+        spans = parts(len(texts), batch_size, size)
+        actor = ray.remote(num_cpus=cpus_per_worker, max_restarts=retries, max_task_retries=retries)(_Worker)
+        actors = [actor.remote(model, threads or torch.get_num_threads()) for _ in range(min(workers, len(spans)))]
+        task = (batch_size, max_length, importance, divergence)
+        return _run(ray, texts, spans, actors, task, progress, cancel or (lambda: False), retries)
     finally:
         if opened:
             ray.shutdown()
 
 
-def _run(
-    ray,
-    texts,
-    model,
-    batch_size,
-    workers,
-    texts_per_part,
-    max_length,
-    progress,
-    cancel,
-    importance,
-    divergence,
-    retries,
-    threads,
-    cpus_per_worker,
-) -> CorpusResult:
-    if workers is None:
-        workers = max(1, int(ray.cluster_resources().get("CPU", 1) // cpus_per_worker))
-    spans = parts(len(texts), batch_size, texts_per_part or default_texts_per_part(len(texts), batch_size, workers))
-    workers = min(workers, len(spans))
-    actor = ray.remote(num_cpus=cpus_per_worker, max_restarts=retries, max_task_retries=retries)(_Worker)
-    actors = [actor.remote(model, threads) for _ in range(workers)]
-    stop = cancel or (lambda: False)
+def _run(ray, texts: Texts, spans, actors, task: tuple, progress, stop, retries: int) -> CorpusResult:
+    """Every part on the actors (two in flight each), merged in corpus order; the actors are killed at the end."""
     results: dict[int, CorpusSums] = {}
     pending: dict = {}  # object ref -> (part index, actor)
     queue = list(range(len(spans)))[::-1]
@@ -202,8 +173,7 @@ def _run(
     def submit(worker) -> None:
         index = queue.pop()
         start, end = spans[index]
-        ref = worker.sums.remote(list(texts[start:end]), batch_size, max_length, importance, divergence)
-        pending[ref] = (index, worker)
+        pending[worker.sums.remote(list(texts[start:end]), *task)] = (index, worker)
 
     if progress is not None:
         progress(0, len(texts))
