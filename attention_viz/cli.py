@@ -145,6 +145,7 @@ def _add_stats_parser(commands) -> None:
     stats.add_argument("--score-sequences", type=int, default=10, help="random sequences for --scores (default 10)")
     stats.add_argument("--score-length", type=int, default=50, help="random tokens per copy for --scores (default 50)")
     stats.add_argument("--score-seed", type=int, default=0, help="seed of the random sequences (default 0)")
+    _add_ray_options(stats)
 
 
 def _score_names() -> tuple[str, ...]:
@@ -209,6 +210,7 @@ def _run_stats(args: argparse.Namespace, limits: settings.Limits) -> str:
 
     if args.batch_size < 1:
         raise _UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
+    _check_ray_options(args)
     chosen = _chosen_scores(args.scores)
     if args.file is None and not chosen:
         raise _UsageError("give a text file, or --scores for named head scores on random tokens")
@@ -225,10 +227,12 @@ def _run_stats(args: argparse.Namespace, limits: settings.Limits) -> str:
 
     result, scores, score_bars = None, None, []
     try:
-        if texts:
+        if texts and args.ray is None:
             result = corpus_statistics(
                 loaded, texts, args.batch_size, progress=advance, importance=args.importance, limits=limits
             )
+        elif texts:
+            result = _run_on_ray(args, texts, limits, advance)
         if chosen:
             columns, scores = _score_columns(loaded, args, chosen, score_bars)
     finally:
@@ -252,3 +256,64 @@ def _run_stats(args: argparse.Namespace, limits: settings.Limits) -> str:
         }
     payload["heads"] = json.loads(frame.to_json(orient="records", double_precision=10))  # NaN becomes null
     return json.dumps(payload, ensure_ascii=False) + "\n"
+
+
+# --- stats --ray: the same on a Ray cluster ---------------------------------------------------------
+
+
+def _add_ray_options(stats) -> None:
+    ray = stats.add_argument_group("on a Ray cluster (pip install -e '.[ray]')")
+    ray.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="run the batches on Ray actors; ADDRESS as ray.init takes it (ray://host:10001, auto); "
+        "without it RAY_ADDRESS, a cluster started on this machine, or a new local one",
+    )
+    ray.add_argument("--ray-workers", type=int, help="actors to start (default: the cluster's CPUs)")
+    ray.add_argument("--max-texts", type=int, help="texts the corpus may have (with --ray; default the setting)")
+    ray.add_argument("--max-tokens", type=int, help="tokens the corpus may have (with --ray; default the setting)")
+
+
+def _check_ray_options(args: argparse.Namespace) -> None:
+    given = [f"--{n.replace('_', '-')}" for n in ("ray_workers", "max_texts", "max_tokens") if getattr(args, n)]
+    if args.ray is None and given:
+        raise _UsageError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for a Ray run: add --ray")
+    for name in ("ray_workers", "max_texts", "max_tokens"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise _UsageError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+
+
+def _run_on_ray(args: argparse.Namespace, texts, limits: settings.Limits, advance):
+    import dataclasses
+
+    from attention_viz.analysis.distributed import DistributedError, corpus_statistics_on_ray
+    from attention_viz.extraction import InputError
+
+    limits = dataclasses.replace(
+        limits,
+        max_corpus_texts=args.max_texts or limits.max_corpus_texts,
+        max_corpus_tokens=args.max_tokens or limits.max_corpus_tokens,
+    )
+    try:
+        return corpus_statistics_on_ray(
+            texts,
+            args.model,
+            args.ray or None,
+            args.batch_size,
+            workers=args.ray_workers,
+            progress=advance,
+            importance=args.importance,
+            limits=limits,
+        )
+    except DistributedError as exc:
+        raise _UsageError(str(exc)) from None
+    except InputError as exc:
+        if exc.code != "corpus_too_large":
+            raise
+        what, count, limit = (exc.fields[k] for k in ("what", "count", "limit"))
+        raise _UsageError(
+            f"the corpus has {count:,} {what}; the limit is {limit:,}: raise it with --max-{what}"
+        ) from None

@@ -25,8 +25,9 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         default="1,2,3,4,5,6,7,8,9,11,12,13,14,19",
         help="comma-separated figure numbers (default 1-9, 11-14 and 19; on request: 10, the other families at "
-        "base size, 15, a class of 40 sessions for 5 minutes on 1 server and on 2 replicas, and 16, the two "
-        "extraction paths and the encoder's in-place variant)",
+        "base size; 15, a class of 40 sessions for 5 minutes on 1 server and on 2 replicas; 16, the two "
+        "extraction paths and the encoder's in-place variant; 17, a class of 40 and 200 at the server, 1 server "
+        "and 2 replicas; 18, corpus statistics on a local Ray cluster)",
     )
     parser.add_argument("--output", type=Path, help="results file (default benchmarks/results/<date>-<mode>.json)")
     args = parser.parse_args(argv)
@@ -101,6 +102,14 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks import classroom
 
         section("15", "a class of 40 sessions", lambda: classroom.class_rows(settings))
+    if "17" in wanted:
+        from benchmarks import server_class
+
+        section("17", "a class at the server", lambda: server_class.server_class_rows(settings))
+    if "18" in wanted:
+        from benchmarks import distributed
+
+        section("18", "corpus statistics on a local Ray cluster", lambda: distributed.ray_rows(loaded, settings))
     if "10" in wanted:
         from benchmarks import families
 

@@ -19,6 +19,8 @@ Without ``--interval`` rounds follow each other at once (a stress test). The sho
 and 2 replicas) run in the test suite (tests/test_load.py), the first against the suite's shared server. The
 CPU seconds of the servers and of the load generator (this process and its Chromium) are measured from /proc
 and reported, so a run says what one session costs the server. Figures go to stdout and ``test-artifacts/load.json``.
+This browser form checks what a person sees; a class's capacity is measured at the server, without browsers,
+by tests/class_load.py.
 """
 
 from __future__ import annotations

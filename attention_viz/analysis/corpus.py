@@ -170,6 +170,115 @@ def batch_attention(
         yield inputs, items
 
 
+@dataclass
+class CorpusSums:
+    """Per-head sums over some texts of a corpus, before they are divided into means.
+
+    Sums of two parts of a corpus add up (:meth:`merge`) to the sums of the whole, so parts can run in
+    different processes or on different machines; :func:`finish_statistics` turns them into the result.
+
+    Attributes:
+        statistics: ``(layers, heads, k)`` :func:`attention_viz.analysis.stats.statistic_sums` added over
+            texts; None while no text had a token.
+        divergence: ``(n, n)`` :func:`attention_viz.analysis.similarity.head_divergence_sums` added over
+            texts, ``queries`` their query tokens; None unless asked for.
+        importance: ``(layers, heads)`` :func:`attention_viz.analysis.importance.importance_sums` added
+            over batches; None unless asked for.
+        used, skipped, tokens, truncated: as in :class:`CorpusResult` (``num_*``).
+    """
+
+    statistics: np.ndarray | None = None
+    divergence: np.ndarray | None = None
+    queries: int = 0
+    importance: np.ndarray | None = None
+    used: int = 0
+    skipped: int = 0
+    tokens: int = 0
+    truncated: int = 0
+
+    def merge(self, other: CorpusSums) -> CorpusSums:
+        """The sums of both parts (float64 additions: the order changes them by round-off only)."""
+
+        def add(a, b):
+            return b if a is None else a if b is None else a + b
+
+        return CorpusSums(
+            add(self.statistics, other.statistics),
+            add(self.divergence, other.divergence),
+            self.queries + other.queries,
+            add(self.importance, other.importance),
+            self.used + other.used,
+            self.skipped + other.skipped,
+            self.tokens + other.tokens,
+            self.truncated + other.truncated,
+        )
+
+
+def corpus_sums(
+    loaded: LoadedModel,
+    texts: Texts,
+    batch_size: int = 16,
+    max_length: int | None = None,
+    progress: Progress | None = None,
+    cancel: Callable[[], bool] | None = None,
+    importance: bool = False,
+    divergence: bool = False,
+) -> CorpusSums:
+    """The sums of :class:`CorpusSums` over ``texts``, in batches of ``batch_size``; no limit is checked here.
+
+    Args: as :func:`corpus_statistics`; ``max_length`` tokens per text (default the model's maximum), and
+    ``progress`` counts in the texts of this call (``(done, len(texts))``).
+
+    Raises:
+        AttentionError: the model returns no or invalid attention.
+        CancelledError: when ``cancel()`` returned True.
+    """
+    max_length = max_length or loaded.info.max_positions
+    stop = cancel or (lambda: False)
+    sums, done = CorpusSums(), 0
+    for inputs, items in batch_attention(loaded, texts, batch_size, max_length):
+        if stop():
+            raise CancelledError(f"cancelled after {done} of {len(texts)} texts")
+        real = [bool((~(kinds.cls | kinds.sep)).any()) for _, kinds in items]
+        for (weights, kinds), has_words in zip(items, real, strict=True):
+            if not has_words:  # only [CLS] [SEP]: the line normalised to nothing
+                sums.skipped += 1
+                continue
+            n = weights.shape[-1]
+            sums.used, sums.tokens, sums.truncated = sums.used + 1, sums.tokens + n, sums.truncated + (n >= max_length)
+            text_sums = stats.statistic_sums(weights, kinds, causal=loaded.info.causal)
+            sums.statistics = text_sums if sums.statistics is None else sums.statistics + text_sums
+            if divergence:
+                d, q = similarity.head_divergence_sums(weights)
+                sums.divergence = d if sums.divergence is None else sums.divergence + d
+                sums.queries += q
+        if importance and any(real):
+            keep = torch.tensor(real)
+            batch = [inputs[k][keep] for k in ("input_ids", "token_type_ids", "attention_mask")]
+            on_layer = _layer_steps(progress, stop, done, len(items), len(texts), loaded.info.num_layers)
+            part = importance_module.importance_sums(loaded.encoder, *batch, on_layer=on_layer)
+            sums.importance = part if sums.importance is None else sums.importance + part
+        done += len(items)
+        if progress is not None:
+            progress(done, len(texts))
+    return sums
+
+
+def finish_statistics(sums: CorpusSums) -> CorpusResult:
+    """The means of :class:`CorpusSums` over a whole corpus.
+
+    Raises:
+        InputError: ``corpus_empty`` when no text had a token.
+    """
+    if sums.statistics is None:  # check_corpus found a token; the model's batches must have it too
+        raise InputError(f"{EMPTY} (no line has a character the tokenizer keeps)", "corpus_empty")
+    frame = stats.statistics_frame(sums.statistics)
+    if sums.importance is not None:
+        frame["importance"] = (sums.importance / sums.used).reshape(-1)  # (L * h,), layer-major
+    mean_divergence = None if sums.divergence is None else sums.divergence / sums.queries
+    return CorpusResult(frame, mean_divergence, sums.used, sums.skipped, sums.tokens, sums.truncated)
+
+
 def corpus_statistics(
     loaded: LoadedModel,
     texts: Texts,
@@ -210,43 +319,10 @@ def corpus_statistics(
     limits = settings.load().limits if limits is None else limits
     max_length = limits.tokens_for(loaded.info.max_positions)
     check_corpus(loaded.tokenizer, texts, limits, max_length)
-    stop = cancel or (lambda: False)
     if progress is not None:
         progress(0, len(texts))
-    sums, divergence_sums, importance_total = None, None, None
-    done = used = skipped = tokens = truncated = queries = 0
-    for inputs, items in batch_attention(loaded, texts, batch_size, max_length):
-        if stop():
-            raise CancelledError(f"cancelled after {done} of {len(texts)} texts")
-        real = [bool((~(kinds.cls | kinds.sep)).any()) for _, kinds in items]
-        for (weights, kinds), has_words in zip(items, real, strict=True):
-            if not has_words:  # only [CLS] [SEP]: the line normalised to nothing
-                skipped += 1
-                continue
-            n = weights.shape[-1]
-            used, tokens, truncated = used + 1, tokens + n, truncated + (n >= max_length)
-            text_sums = stats.statistic_sums(weights, kinds, causal=loaded.info.causal)
-            sums = text_sums if sums is None else sums + text_sums
-            if divergence:
-                d, q = similarity.head_divergence_sums(weights)
-                divergence_sums = d if divergence_sums is None else divergence_sums + d
-                queries += q
-        if importance and any(real):
-            keep = torch.tensor(real)
-            batch = [inputs[k][keep] for k in ("input_ids", "token_type_ids", "attention_mask")]
-            on_layer = _layer_steps(progress, stop, done, len(items), len(texts), loaded.info.num_layers)
-            part = importance_module.importance_sums(loaded.encoder, *batch, on_layer=on_layer)
-            importance_total = part if importance_total is None else importance_total + part
-        done += len(items)
-        if progress is not None:
-            progress(done, len(texts))
-    if sums is None:  # check_corpus found a token; the model's batches must have it too
-        raise InputError(f"{EMPTY} (no line has a character the tokenizer keeps)", "corpus_empty")
-    frame = stats.statistics_frame(sums)
-    if importance_total is not None:
-        frame["importance"] = (importance_total / used).reshape(-1)  # (L * h,), layer-major
-    mean_divergence = None if divergence_sums is None else divergence_sums / queries
-    return CorpusResult(frame, mean_divergence, used, skipped, tokens, truncated)
+    sums = corpus_sums(loaded, texts, batch_size, max_length, progress, cancel, importance, divergence)
+    return finish_statistics(sums)
 
 
 def _layer_steps(progress: Progress | None, stop: Callable[[], bool], done: int, size: int, total: int, layers: int):

@@ -1,0 +1,554 @@
+"""A class measured at the server: N simulated students that speak Streamlit's own protocol, no browser.
+
+Each student does what the browser does for a person: it asks ``/`` (behind nginx this is where the replica
+cookie is set) and ``/_stcore/health`` (the XSRF cookie), opens the WebSocket at ``/_stcore/stream`` with
+the page's ``Origin``, the ``streamlit`` subprotocol and the XSRF token, and sends ``BackMsg`` protobufs
+(``rerun_script`` with the widget states) and reads the ``ForwardMsg`` replies. It sets a sentence of its
+own, then every ``interval`` seconds changes the layer or the head (and now and then types a new sentence),
+and times each change from the message sent to the map's data received (the ``plotly_chart`` element keyed
+``map``). Every map received is decoded and compared with :func:`attention_viz.extraction.extract` for the
+student's own sentence and head: a map with another sentence's tokens is cross-talk, one with its tokens
+and other values is wrong. How a change is told to the server is a :class:`Step` (today's Layer and Head
+boxes, :class:`BoxStep`; others can be added to :data:`STEPS`).
+
+Bounded: every student stops after ``seconds`` (each wait has a timeout), only 127.0.0.1 is spoken to. The
+server's CPU seconds and resident memory come from /proc; the load average is recorded with the figures.
+
+A class of 200 on one server for 5 minutes, a change every 5 s, a new sentence in one change of 12::
+
+    .venv/bin/python tests/class_load.py --sessions 200 --seconds 300
+
+and on 2 replicas behind nginx (deploy/replicas.py): ``--replicas 2``. The short form runs in the test
+suite (tests/test_class_load.py). The browser form, for a real-browser check, is tests/load.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import random
+import struct
+import sys
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Protocol
+from urllib.parse import urlparse
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # browser.py and load.py beside this file
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the package, when run as a script
+
+from load import _cpu_s, _rss_mb, _servers, sentence_for
+
+from attention_viz.figures.layout import label_text
+
+MAP_KEY = "map"  # the key of the Compare page's attention map as a plotly chart (its id ends with "-map")
+ELEMENT_KEY = "attention_map"  # the key of the map as a browser element (components v2), where the app has it
+BOX_LAYER, BOX_HEAD, TEXT = "_layer", "_head", "text"  # widget keys of the Layer and Head boxes and the text
+TIMEOUT_S = 60.0  # the most one change may take before it counts as an error
+CONNECT_TIMEOUT_S = 120.0
+ARRIVING_AT_ONCE = 8  # students opening the page at the same moment
+RSS_TOLERANCE = 0.10
+
+
+@dataclass
+class Page:
+    """What a student knows of its page, from the elements the server sent: widget ids and box options."""
+
+    ids: dict[str, str] = field(default_factory=dict)  # widget key -> element id
+    options: dict[str, list[str]] = field(default_factory=dict)  # box key -> its options' shown labels
+    reports: int = 0  # views the map element has reported (its ``seq``)
+
+    def learn(self, element) -> None:
+        kind = element.WhichOneof("type")
+        widget = getattr(element, kind)
+        element_id = getattr(widget, "id", "")
+        if not element_id.startswith("$$ID-"):
+            return
+        key = element_id.split("-", 2)[2].split("~")[0]
+        self.ids[key] = element_id
+        if kind == "selectbox":
+            self.options[key] = list(widget.options)
+
+
+class Step(Protocol):
+    """How a change of layer or head is told to the server: the widget states the browser would send."""
+
+    name: str
+
+    def states(self, page: Page, layer: int, head: int) -> list: ...
+
+
+class BoxStep:
+    """Today's Layer and Head boxes beside the map: each a select box whose value is its option's label."""
+
+    name = "boxes"
+
+    def states(self, page: Page, layer: int, head: int) -> list:
+        return [
+            _string_state(page.ids[BOX_LAYER], page.options[BOX_LAYER][layer]),
+            _string_state(page.ids[BOX_HEAD], page.options[BOX_HEAD][head]),
+        ]
+
+
+class ElementStep:
+    """The map as a browser element (Streamlit components v2, key :data:`ELEMENT_KEY`): a step in the
+    browser reports the whole view as the element's state, ``{"view": {layer, head, focus, query_start,
+    key_start, seq}}`` (``seq`` counts the element's reports), which the browser sends as the element's
+    ``json_value``; the page then follows (the boxes, the link) in a rerun."""
+
+    name = "element"
+
+    def states(self, page: Page, layer: int, head: int) -> list:
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        page.reports += 1
+        view = {"layer": layer, "head": head, "focus": -1, "query_start": 0, "key_start": 0, "seq": page.reports}
+        state = WidgetState(id=page.ids[ELEMENT_KEY])
+        state.json_value = json.dumps({"view": view})
+        return [state]
+
+
+STEPS: dict[str, type] = {"boxes": BoxStep, "element": ElementStep}
+
+
+def _string_state(widget_id: str, value: str):
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    state = WidgetState(id=widget_id)
+    state.string_value = value
+    return state
+
+
+def _array(value) -> np.ndarray:
+    """A plotly array as the figure JSON holds it: a list, or ``{"dtype", "bdata", "shape"}`` (plotly 6)."""
+    if isinstance(value, dict) and "bdata" in value:
+        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = [int(s) for s in str(value.get("shape", len(flat))).split(",")]
+        return flat.reshape(shape).astype(np.float64)
+    return np.asarray(value, dtype=np.float64)
+
+
+def decode_bundle(payload: bytes) -> tuple[dict, np.ndarray]:
+    """The header and ``(held layers, heads, query, key)`` maps of a map element's bundle: ``"AVM1"``, the
+    header's length (uint32 LE), the header (UTF-8 JSON), zero padding to a multiple of 4, float32 LE."""
+    if payload[:4] != b"AVM1":
+        raise ValueError("not an attention-map bundle")
+    (length,) = struct.unpack("<I", payload[4:8])
+    header = json.loads(payload[8 : 8 + length].decode("utf-8"))
+    base = 8 + length + (-(8 + length) % 4) + header["maps"]["offset"]  # offsets count from the first array
+    shape = header["maps"]["shape"]
+    count = int(np.prod(shape))
+    return header, np.frombuffer(payload, dtype="<f4", count=count, offset=base).reshape(shape).astype(np.float64)
+
+
+def decode_map(spec: str) -> tuple[list[str], np.ndarray] | None:
+    """``(query labels, weights (query, key))`` of the map's heatmap trace, or None if it has none."""
+    figure = json.loads(spec)
+    for trace in figure.get("data", []):
+        if trace.get("type") == "heatmap" and "z" in trace and "y" in trace:
+            return [label_text(str(y)) for y in trace["y"]], _array(trace["z"])
+    return None
+
+
+@dataclass
+class Report:
+    sessions: int
+    seconds: float
+    interval_s: float
+    new_sentence_share: float
+    replicas: int = 0
+    step: str = "boxes"
+    connected: int = 0
+    changes: int = 0
+    new_sentences: int = 0
+    checks: int = 0
+    errors: list[str] = field(default_factory=list)
+    cross_talk: int = 0
+    wrong_values: int = 0
+    change_s: list[float] = field(default_factory=list)
+    new_sentence_s: list[float] = field(default_factory=list)
+    rss_mb: list[tuple[float, float]] = field(default_factory=list)  # (seconds since start, MB of all servers)
+    server_cpu_s: float = 0.0
+    generator_cpu_s: float = 0.0
+    load_average: list[float] = field(default_factory=list)  # at the start, and at the end (1-minute)
+    sessions_per_replica: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def rss_growth(self) -> float | None:
+        """RSS at the end against RSS once every student had its first map (relative)."""
+        if len(self.rss_mb) < 2:
+            return None
+        return (self.rss_mb[-1][1] - self.rss_mb[0][1]) / self.rss_mb[0][1]
+
+    @property
+    def passed(self) -> bool:
+        return (
+            not self.errors
+            and self.cross_talk == 0
+            and self.wrong_values == 0
+            and self.connected == self.sessions
+            and self.checks > 0
+        )
+
+    def summary(self) -> dict:
+        session_minutes = self.sessions * self.seconds / 60
+        everything = self.change_s + self.new_sentence_s
+        return {
+            **{k: v for k, v in asdict(self).items() if k not in {"change_s", "new_sentence_s", "rss_mb", "errors"}},
+            "errors": len(self.errors),
+            "first_errors": self.errors[:10],
+            "change_p50_s": _percentile(self.change_s, 50),
+            "change_p95_s": _percentile(self.change_s, 95),
+            "change_max_s": _percentile(self.change_s, 100),
+            "new_sentence_p50_s": _percentile(self.new_sentence_s, 50),
+            "new_sentence_p95_s": _percentile(self.new_sentence_s, 95),
+            "all_p95_s": _percentile(everything, 95),
+            "rss_mb": [(round(t), round(mb, 1)) for t, mb in self.rss_mb],
+            "rss_growth": None if self.rss_growth is None else round(self.rss_growth, 4),
+            "server_cpu_s_per_session_minute": round(self.server_cpu_s / max(session_minutes, 1e-9), 3),
+            "passed": self.passed,
+        }
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    return round(float(np.percentile(values, q)), 3) if values else None
+
+
+class Student:
+    """One simulated browser session: its WebSocket, its page's widgets, its sentence and head."""
+
+    def __init__(self, number: int, url: str, step: Step, bundled, expected: dict):
+        self.number, self.url, self.step, self.bundled = number, url, step, bundled
+        self.page, self.version, self.layer, self.head = Page(), 0, 0, 0
+        self._expected = expected  # sentence -> (labels, weights), shared by all students (the core's result)
+        self.sentence = sentence_for(number)
+        self.socket = None
+        self.maps: asyncio.Queue = asyncio.Queue()
+        self.finished: asyncio.Queue = asyncio.Queue()
+        self.states: dict = {}  # widget id -> WidgetState: the values this student has set
+        self.cookies: dict[str, str] = {}
+        self.bundles: dict[str, bytes] = {}  # the map element's bundle, by its path
+
+    @property
+    def layers(self) -> int:
+        return len(self.page.options[BOX_LAYER])
+
+    @property
+    def heads(self) -> int:
+        return len(self.page.options[BOX_HEAD])
+
+    async def expected(self, sentence: str) -> tuple[list[str], np.ndarray]:
+        """The core's labels and ``(layers, heads, query, key)`` weights for ``sentence``, computed in a thread
+        (torch leaves the GIL) while the server answers, so the other students' timings go on."""
+        if sentence not in self._expected:
+            loop = asyncio.get_running_loop()
+            self._expected[sentence] = loop.run_in_executor(None, _core_answer, self.bundled, sentence)
+        return await self._expected[sentence]
+
+    async def connect(self) -> None:
+        """Open the page as a browser does: ``/``, the health check, then the WebSocket and a first run."""
+        cookies = self.cookies = await asyncio.to_thread(self._cookies)
+        parsed = urlparse(self.url)
+        from websockets.asyncio.client import connect
+
+        self.socket = await connect(
+            f"ws://{parsed.netloc}/_stcore/stream",
+            origin=self.url,
+            subprotocols=["streamlit", cookies.get("_streamlit_xsrf", "")],
+            additional_headers={"Cookie": "; ".join(f"{k}={v}" for k, v in cookies.items())},
+            max_size=None,
+            open_timeout=CONNECT_TIMEOUT_S,
+        )
+        self.reader = asyncio.create_task(self._read())
+        await self._rerun([])
+        await asyncio.wait_for(self.finished.get(), CONNECT_TIMEOUT_S)
+
+    def _cookies(self) -> dict[str, str]:
+        """The cookies a browser holds after loading the page: nginx's replica, Streamlit's XSRF token."""
+        jar: dict[str, str] = {}
+        for path in ("/", "/_stcore/health"):
+            request = urllib.request.Request(self.url + path)
+            if jar:
+                request.add_header("Cookie", "; ".join(f"{k}={v}" for k, v in jar.items()))
+            with urllib.request.urlopen(request, timeout=CONNECT_TIMEOUT_S) as response:
+                response.read()
+                for header in response.headers.get_all("Set-Cookie") or []:
+                    name, _, rest = header.partition("=")
+                    jar[name.strip()] = rest.split(";", 1)[0]
+        return jar
+
+    async def _rerun(self, states: list) -> None:
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        message = BackMsg()
+        message.rerun_script.query_string = ""
+        message.rerun_script.page_script_hash = ""
+        message.rerun_script.widget_states.widgets.extend(states)
+        await self.socket.send(message.SerializeToString())
+
+    async def _read(self) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        with contextlib.suppress(Exception):  # a closed socket ends the reader; the waits time out
+            async for data in self.socket:
+                message = ForwardMsg()
+                message.ParseFromString(data)
+                kind = message.WhichOneof("type")
+                if kind == "script_finished":
+                    self.finished.put_nowait(time.monotonic())
+                elif kind == "delta" and message.delta.WhichOneof("type") == "new_element":
+                    element = message.delta.new_element
+                    self.page.learn(element)
+                    what = element.WhichOneof("type")
+                    if what == "plotly_chart" and element.plotly_chart.id.endswith(f"-{MAP_KEY}"):
+                        self.maps.put_nowait((time.monotonic(), ("chart", element.plotly_chart.spec)))
+                    elif what == "bidi_component" and element.bidi_component.id.endswith(f"-{ELEMENT_KEY}"):
+                        component = element.bidi_component
+                        data = component.json or component.mixed.json
+                        self.maps.put_nowait((time.monotonic(), ("element", data)))
+                    elif what == "exception":
+                        self.maps.put_nowait((time.monotonic(), None))
+
+    async def change(self, report: Report, layer: int, head: int, sentence: str | None = None) -> None:
+        """Send one change, wait for the map of this student's sentence at ``(layer, head)``, time it."""
+        changed = self.step.states(self.page, layer, head)
+        if sentence is not None:
+            changed.append(_string_state(self.page.ids[TEXT], sentence))
+        states = dict(self.states, **{state.id: state for state in changed})  # the browser sends every value
+        answer = asyncio.ensure_future(self.expected(sentence or self.sentence))
+        while not self.maps.empty():
+            self.maps.get_nowait()
+        while not self.finished.empty():
+            self.finished.get_nowait()
+        started = time.monotonic()
+        await self._rerun(list(states.values()))
+        deadline = started + TIMEOUT_S
+        labels, weights = await answer
+        while True:
+            received, sent = await asyncio.wait_for(self.maps.get(), max(0.1, deadline - time.monotonic()))
+            if sent is None:
+                raise RuntimeError("the page showed an exception")
+            shown = decode_map(sent[1]) if sent[0] == "chart" else await self._element_map(sent[1], layer, head)
+            if shown is None:
+                continue  # an empty map while the page loads, or the element's view before the step
+            received = max(received, time.monotonic()) if sent[0] == "element" else received
+            report.checks += 1
+            shown_labels, shown_weights = shown
+            if shown_labels != labels:
+                other = "Session" in shown_labels and shown_labels[shown_labels.index("Session") + 1] != str(
+                    self.number
+                )
+                report.cross_talk += other  # another student's sentence ("Session N.v: ...")
+                raise RuntimeError(f"a map of {'another student' if other else 'a wrong'} sentence: {shown_labels[:9]}")
+            expected = weights[layer, head]
+            if shown_weights.shape != expected.shape or not np.allclose(shown_weights, expected, atol=1e-6):
+                report.wrong_values += 1
+                raise RuntimeError(f"the map of layer {layer}, head {head} shows other values")
+            break
+        elapsed = received - started
+        if sentence is not None:
+            self.sentence = sentence
+            report.new_sentence_s.append(elapsed)
+            report.new_sentences += 1
+        else:
+            report.change_s.append(elapsed)
+            report.changes += 1
+        self.layer, self.head = layer, head
+        self.states = {k: v for k, v in states.items() if not v.HasField("trigger_value")}  # a trigger fires once
+        await asyncio.wait_for(self.finished.get(), max(0.1, deadline - time.monotonic()))  # the run's end
+
+    async def _element_map(self, data: str, layer: int, head: int) -> tuple[list[str], np.ndarray] | None:
+        """The map element's head ``(layer, head)`` once its data shows that view: from its bundle, fetched
+        over HTTP as the browser does (once per bundle); None while the view is another."""
+        data = json.loads(data)
+        view = data.get("view", {})
+        if (view.get("layer"), view.get("head")) != (layer, head):
+            return None
+        path = data["bundle"]
+        if path not in self.bundles:
+            self.bundles = {path: await asyncio.to_thread(self._get, "/" + path.lstrip("/"))}  # the newest only
+        header, maps = decode_bundle(self.bundles[path])
+        if layer not in header["layers"] or header.get("only_head") not in (None, head):
+            raise RuntimeError(f"the bundle for layer {layer}, head {head} does not hold it")
+        held = maps[header["layers"].index(layer), 0 if header.get("only_head") is not None else head]
+        return [label_text(label) for label in header["y"]], held
+
+    def _get(self, path: str) -> bytes:
+        request = urllib.request.Request(self.url + path)
+        request.add_header("Cookie", "; ".join(f"{k}={v}" for k, v in self.cookies.items()))
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            return response.read()
+
+    async def close(self) -> None:
+        if self.socket is not None:
+            with contextlib.suppress(Exception):
+                await self.socket.close()
+        with contextlib.suppress(Exception):
+            self.reader.cancel()
+
+
+def _core_answer(bundled, sentence: str) -> tuple[list[str], np.ndarray]:
+    from attention_viz.extraction import extract
+
+    result = extract(bundled, sentence)
+    return list(result.encoding.labels), result.weights
+
+
+def _next_change(rng: random.Random, layers: int, heads: int, layer: int, head: int) -> tuple[int, int]:
+    """Another layer (one time in three) or another head, one or two steps away, within range."""
+    if rng.random() < 1 / 3 and layers > 1:
+        return (layer + rng.choice([-1, 1])) % layers, head
+    return layer, (head + rng.choice([-2, -1, 1, 2])) % heads
+
+
+async def _arrive(student: Student, report: Report, arrivals: asyncio.Semaphore, rng: random.Random) -> bool:
+    """Open the page and set the student's sentence at a layer and head of its own; False if it failed."""
+    try:
+        async with arrivals:
+            await student.connect()
+            report.connected += 1
+            layer, head = rng.randrange(student.layers), rng.randrange(student.heads)
+            await student.change(report, layer, head, sentence=student.sentence)
+        return True
+    except Exception as exc:  # a failed student is a finding, not a crash of the whole run
+        report.errors.append(f"session {student.number} arriving: {type(exc).__name__}: {str(exc)[:200]}")
+        await student.close()
+        return False
+
+
+async def _attend(student: Student, report: Report, ends: float, rng: random.Random) -> None:
+    """Every ``interval`` seconds a change (now and then a new sentence) until the class ends."""
+    try:
+        await asyncio.sleep(rng.uniform(0, report.interval_s))  # students do not click in step
+        while time.monotonic() + report.interval_s < ends:
+            tick = time.monotonic()
+            if rng.random() < report.new_sentence_share:
+                student.version += 1
+                await student.change(report, student.layer, student.head, sentence_for(student.number, student.version))
+            else:
+                await student.change(
+                    report, *_next_change(rng, student.layers, student.heads, student.layer, student.head)
+                )
+            await asyncio.sleep(max(0.0, report.interval_s - (time.monotonic() - tick)))
+    except Exception as exc:
+        report.errors.append(f"session {student.number}: {type(exc).__name__}: {str(exc)[:200]}")
+    finally:
+        await student.close()
+
+
+async def _watch_memory(pids: list[int], report: Report, started: float, stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        with contextlib.suppress(OSError, RuntimeError):
+            report.rss_mb.append((time.monotonic() - started, sum(_rss_mb(pid) for pid in pids)))
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), 10)
+
+
+async def _drive(url: str, pids: list[int], report: Report, bundled, step: Step, seed: int) -> None:
+    expected: dict = {}
+    students = [Student(n, url, step, bundled, expected) for n in range(report.sessions)]
+    arrivals = asyncio.Semaphore(ARRIVING_AT_ONCE)
+    rngs = [random.Random(seed * 100_003 + n) for n in range(report.sessions)]
+    arrived = await asyncio.gather(*(_arrive(s, report, arrivals, r) for s, r in zip(students, rngs, strict=True)))
+    server_cpu, generator_cpu = sum(_cpu_s(pid) for pid in pids), _cpu_s(os.getpid())
+    started = time.monotonic()  # the class starts once every student has its first map
+    ends = started + report.seconds
+    stop = asyncio.Event()
+    memory = asyncio.create_task(_watch_memory(pids, report, started, stop))
+    present = [(s, r) for s, r, ok in zip(students, rngs, arrived, strict=True) if ok]
+    await asyncio.gather(*(_attend(s, report, ends, r) for s, r in present))
+    stop.set()
+    await memory
+    with contextlib.suppress(OSError, RuntimeError):
+        report.rss_mb.append((time.monotonic() - started, sum(_rss_mb(pid) for pid in pids)))
+    report.seconds = round(time.monotonic() - started, 1)
+    report.server_cpu_s = round(sum(_cpu_s(pid) for pid in pids) - server_cpu, 1)
+    report.generator_cpu_s = round(_cpu_s(os.getpid()) - generator_cpu, 1)
+
+
+def run(
+    sessions: int = 3,
+    seconds: float = 20,
+    interval: float = 5,
+    new_sentence_share: float = 1 / 12,
+    replicas: int = 0,
+    server=None,
+    bundled=None,
+    step: str = "boxes",
+    seed: int = 0,
+) -> Report:
+    """Run a class against one server (``server``, or a new ``streamlit run``) or ``replicas`` behind nginx.
+
+    Args:
+        sessions: students at once.
+        seconds: how long the class goes on; each student stops before its next change would end past it.
+        interval: seconds from one change of a student to its next.
+        new_sentence_share: the share of changes that type a new sentence instead of a layer or head.
+        replicas: 0 for one server; else this many behind nginx (deploy/replicas.py).
+        server: a running server (as :func:`browser.streamlit_server` yields), used when ``replicas`` is 0.
+        bundled: the loaded bundled model, for the expected maps (loaded here if not given).
+        step: how a change is sent (a key of :data:`STEPS`).
+        seed: the students' choices of layer, head and pace.
+
+    Returns:
+        :class:`Report`, with the load average before and after.
+    """
+    if bundled is None:
+        from attention_viz.models.loading import load_model
+
+        bundled = load_model()
+    report = Report(sessions, seconds, interval, new_sentence_share, replicas, step)
+    report.load_average = [round(os.getloadavg()[0], 2)]
+    with _servers(replicas, server) as (url, pids, deployment), _one_thread():
+        if urlparse(url).hostname != "127.0.0.1":
+            raise ValueError(f"the class talks to 127.0.0.1 only, not {url}")
+        asyncio.run(_drive(url, pids, report, bundled, STEPS[step](), seed))
+        if deployment is not None:
+            report.sessions_per_replica = deployment.served_websockets()
+    report.load_average.append(round(os.getloadavg()[0], 2))
+    return report
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """One torch thread per forward while the class runs: the generator's own forwards (the expected maps)
+    leave the cores to the server."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=40)
+    parser.add_argument("--seconds", type=float, default=300)
+    parser.add_argument("--interval", type=float, default=5, help="seconds between one student's changes")
+    parser.add_argument("--new-sentence-share", type=float, default=1 / 12, help="share of changes that type")
+    parser.add_argument("--replicas", type=int, default=0, help="run this many replicas behind nginx")
+    parser.add_argument("--step", choices=sorted(STEPS), default="boxes", help="how a change is sent")
+    parser.add_argument("--output", type=Path, help="also write the summary here (JSON)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    report = run(args.sessions, args.seconds, args.interval, args.new_sentence_share, args.replicas, step=args.step)
+    summary = json.dumps(report.summary(), indent=2)
+    print(summary)
+    if args.output:
+        args.output.write_text(summary + "\n")
+    return 0 if report.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""The short form of the class at the server (tests/class_load.py): simulated students that speak Streamlit's
+protocol, against the suite's shared server and against 2 replicas behind nginx."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import struct
+
+import numpy as np
+import plotly.io
+from class_load import STEPS, Page, Report, Student, decode_bundle, decode_map, run
+
+from attention_viz.extraction import extract
+from attention_viz.figures import attention_heatmap
+
+
+def test_decode_map_reads_back_the_apps_heatmap(bundled):
+    result = extract(bundled, "The cat sat on the mat, the cat sat.")  # repeated labels get invisible suffixes
+    figure = attention_heatmap(result.weights[2, 3], list(result.encoding.labels))
+    labels, weights = decode_map(plotly.io.to_json(figure, validate=False))  # as Streamlit sends it
+    assert labels == list(result.encoding.labels)
+    np.testing.assert_allclose(weights, result.weights[2, 3], atol=1e-6)
+
+
+def test_three_students_each_get_their_own_head_of_their_own_sentence(server, bundled):
+    report = run(sessions=3, seconds=12, interval=2, new_sentence_share=0.25, server=server, bundled=bundled)
+    summary = report.summary()
+    assert report.passed, summary
+    assert report.connected == 3 and report.cross_talk == 0 and report.wrong_values == 0, summary
+    assert report.changes + report.new_sentences >= 3 * 4, summary  # the arrival and at least three changes each
+    assert report.checks == report.changes + report.new_sentences, summary  # every map compared (arrival: a sentence)
+    assert all(0 < s < 60 for s in report.change_s), summary
+    assert report.server_cpu_s > 0 and report.load_average, summary
+
+
+def test_a_map_of_another_students_sentence_counts_as_cross_talk(server, bundled):
+    """The check can fail: a student that the server knows as student 0 expects student 1's sentence."""
+
+    async def confused() -> Report:
+        report = Report(1, 0, 0, 0)
+        student = Student(0, server[0], STEPS["boxes"](), bundled, {})
+        await student.connect()
+        await student.change(report, 1, 2, sentence=student.sentence)
+        student.number, student.sentence = 1, "Session 1.0: someone else's sentence."
+        try:
+            await student.change(report, 1, 3)
+        except RuntimeError as exc:
+            report.errors.append(str(exc))
+        finally:
+            await student.close()
+        return report
+
+    report = asyncio.run(confused())
+    assert report.cross_talk == 1 and "another student" in report.errors[0], report.summary()
+
+
+def test_two_replicas_behind_nginx_spread_the_class(bundled):
+    report = run(sessions=4, seconds=8, interval=2, replicas=2, bundled=bundled)
+    summary = report.summary()
+    assert report.passed and report.cross_talk == 0, summary
+    assert len(report.sessions_per_replica) == 2 and sum(report.sessions_per_replica.values()) >= 4, summary
+
+
+def test_students_choose_heads_within_range():
+    from class_load import _next_change
+
+    rng = random.Random(0)
+    seen = {_next_change(rng, 6, 12, 0, 0) for _ in range(200)}
+    assert all(0 <= layer < 6 and 0 <= head < 12 for layer, head in seen) and len(seen) > 4
+
+
+def test_the_element_step_reports_the_whole_view_as_the_browser_does():
+    page = Page(ids={"attention_map": "$$ID-abc-attention_map"})
+    step = STEPS["element"]()
+    first, second = step.states(page, 2, 5)[0], step.states(page, 3, 0)[0]
+    assert first.id == "$$ID-abc-attention_map" and first.WhichOneof("value") == "json_value"
+    view = json.loads(second.json_value)["view"]
+    assert view == {"layer": 3, "head": 0, "focus": -1, "query_start": 0, "key_start": 0, "seq": 2}
+
+
+def test_decode_bundle_reads_the_map_elements_format():
+    """ "AVM1", the header's length (uint32 LE), the JSON header, padding to 4 bytes, float32 LE arrays."""
+    maps = np.arange(2 * 3 * 2 * 2, dtype="<f4").reshape(2, 3, 2, 2) / 10
+    header = json.dumps({"layers": [4, 5], "heads": 3, "maps": {"offset": 0, "shape": [2, 3, 2, 2]}}).encode()
+    payload = b"AVM1" + struct.pack("<I", len(header)) + header + b"\0" * (-(8 + len(header)) % 4) + maps.tobytes()
+    found, decoded = decode_bundle(payload + np.ones(4, "<f4").tobytes())  # an overview may follow the maps
+    assert found["layers"] == [4, 5]
+    np.testing.assert_array_equal(decoded, maps.astype(np.float64))
