@@ -134,12 +134,15 @@ def _add_stats_parser(commands) -> None:
     stats.add_argument("--format", choices=("csv", "json"), default="csv")
 
 
-def _read_corpus_file(path: str) -> list[tuple[str, str | None]]:
+def _read_corpus_file(path: str) -> tuple[list[tuple[str, str | None]], int]:
+    """``(texts, blank lines)`` of a UTF-8 file (a byte-order mark is dropped; lines end at LF or CRLF only)."""
     from attention_viz.analysis import parse_corpus
+    from attention_viz.analysis.corpus import blank_lines
 
     try:
-        with open(path, encoding="utf-8") as handle:
-            return parse_corpus(handle.read())
+        with open(path, encoding="utf-8-sig", newline="") as handle:  # newline="": a lone CR is not a line break
+            text = handle.read()
+        return parse_corpus(text), blank_lines(text)
     except FileNotFoundError:
         raise _UsageError(f"no such file: {path}") from None
     except IsADirectoryError:
@@ -158,7 +161,7 @@ def _run_stats(args: argparse.Namespace, limits: settings.Limits) -> str:
 
     if args.batch_size < 1:
         raise _UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
-    texts = _read_corpus_file(args.file)
+    texts, blank = _read_corpus_file(args.file)
     loaded = load_model(args.model)
     if loaded.encoder.config.type_vocab_size < 2 and any(pair for _, pair in texts):
         print(ONE_SEGMENT, file=sys.stderr)
@@ -182,7 +185,7 @@ def _run_stats(args: argparse.Namespace, limits: settings.Limits) -> str:
     payload = {
         "model": loaded.info.name,
         "num_texts": result.num_texts,
-        "num_skipped": result.num_skipped,
+        "num_skipped": result.num_skipped + blank,  # blank lines too
         "num_tokens": result.num_tokens,
         "heads": json.loads(frame.to_json(orient="records", double_precision=10)),  # NaN becomes null
     }

@@ -17,7 +17,7 @@ import hashlib
 import logging
 import threading
 from collections import OrderedDict
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import numpy as np
 import pandas as pd
@@ -329,6 +329,7 @@ def corpus_statistics(
     result = analysis.corpus_statistics(
         loaded, texts, batch_size, progress, importance=importance, divergence=True, limits=limits
     )
+    result = replace(result, num_skipped=result.num_skipped + analysis.corpus.blank_lines(corpus))  # blank lines too
     with lock:
         store[key] = result
         while len(store) > CORPUS_RESULTS_KEPT:

@@ -17,6 +17,16 @@ from attention_viz.ui.safe_text import Markdown
 SCOPES = state.SCOPES
 
 
+def decode_upload(data: bytes) -> str:
+    """An uploaded corpus file as text: UTF-8, a leading byte-order mark dropped (it is not part of the first
+    text: RoBERTa's, XLM-R's and GPT-2's tokenizers would count it as tokens).
+
+    Raises:
+        UnicodeDecodeError: the file is not UTF-8.
+    """
+    return data.decode("utf-8-sig")
+
+
 def corpus_scope(key: str) -> tuple[str, str | None]:
     """Draw the scope choice (and the uploader); return ``(scope, corpus text or None)``.
 
@@ -34,7 +44,7 @@ def corpus_scope(key: str) -> tuple[str, str | None]:
         st.info(t("views.upload_waiting"))
         st.stop()
     try:
-        return scope, upload.getvalue().decode("utf-8")
+        return scope, decode_upload(upload.getvalue())
     except UnicodeDecodeError:
         st.error(t("views.upload_not_utf8", name=upload.name))
         st.stop()
