@@ -79,6 +79,8 @@ def _model_info(loaded: LoadedModel) -> None:
             dtype=info.checkpoint_dtype,
         )
     )
+    if cache.was_reloaded(loaded):
+        st.caption(t("sidebar.model_reloaded", name=feedback.literal(info.name)), help=t("sidebar.model_reloaded_help"))
 
 
 def sidebar() -> LoadedModel | None:
