@@ -89,7 +89,9 @@ if __name__ == "__main__":  # Streamlit runs this file as every session's script
     main()
 else:  # `streamlit run app.py` imports it as a module first: the server's entry point
     from starlette.middleware import Middleware
+    from starlette.routing import Route
 
     from attention_viz.ui.preload_links import PreloadLinks
 
-    app = st.App(__file__, lifespan=warmup.lifespan, middleware=[Middleware(PreloadLinks)])
+    ready = Route(warmup.READY_PATH, warmup.readiness, methods=["GET", "HEAD"])  # 200 once the model is loaded
+    app = st.App(__file__, lifespan=warmup.lifespan, middleware=[Middleware(PreloadLinks)], routes=[ready])
