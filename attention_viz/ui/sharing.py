@@ -1,8 +1,10 @@
 """The view as a link: the "link to this view" box and the notes about a link that was opened.
 
-The link is shown with ``st.code``, whose copy button (top right of the box) puts it on the clipboard:
-Streamlit has no clipboard API of its own, and browsers allow the clipboard only on ``localhost`` or
-``https``; elsewhere the text is still selectable. The box is drawn only while its expander is open:
+The box sits at the top of the sidebar, under the page list, so it is in view without scrolling on a
+projector's 1280 × 720 screen. The link is shown on one line with ``st.code`` (it scrolls sideways
+instead of wrapping over 25 lines), whose copy button (at the right end of that line) puts it on the
+clipboard: Streamlit has no clipboard API of its own, and browsers allow the clipboard only on ``localhost``
+or ``https``; elsewhere the text is still selectable. The box is drawn only while its expander is open:
 ``st.code`` makes the browser load a 1.5 MB syntax highlighter, about 0.9 s of a first visit's time to
 the first heatmap on a 2-core machine (the cold-start benchmark).
 """
@@ -21,6 +23,12 @@ from attention_viz.ui.safe_text import Markdown
 FALLBACK_ORIGIN = "http://localhost:8501"  # when the browser's address is unknown (tests)
 SHARE_BOX = "share_box"  # the expander's key: its state says whether it is open
 SHARE_OPEN = "share_open"  # kept across pages and languages, where the expander is a new widget
+# st.code shows its copy button only while the pointer is over the box: in the link box it is always shown
+_COPY_SHOWN = (
+    f".st-key-{SHARE_BOX} [data-testid='stCode'] div:has(> div > [data-testid='stElementToolbarButton']),"
+    f".st-key-{SHARE_BOX} [data-testid='stCode'] div:has(> div > [data-testid='stElementToolbarButton']) *"
+    " { opacity: 1 !important; visibility: visible !important; }"
+)
 
 
 def app_root() -> str:
@@ -56,12 +64,13 @@ def opened_link(slot: DeltaGenerator) -> None:
             st.warning(t("links.opened_cut", limit=links.MAX_TEXT))
 
 
-def link_box(page: str) -> DeltaGenerator:
-    """Offer the link to this view in the sidebar; return the place, at the top of the page, for the note
-    about an opened link (:func:`opened_link`, called once the page ran)."""
+def link_box(page: str, place: DeltaGenerator | None = None) -> DeltaGenerator:
+    """Offer the link to this view in ``place`` (a slot at the top of the sidebar, made before the other
+    sidebar controls; default: the end of the sidebar); return the place, at the top of the page, for the
+    note about an opened link (:func:`opened_link`, called once the page ran)."""
     slot = st.empty()
     url, cut_notes = view_link(page)
-    box = st.sidebar.expander(
+    box = (place or st.sidebar).expander(
         t("links.share"),
         expanded=st.session_state.get(SHARE_OPEN, False),
         icon=":material/link:",
@@ -69,7 +78,8 @@ def link_box(page: str) -> DeltaGenerator:
         on_change=_remember_open,
     )
     if box.open:
-        box.code(url, language=None, wrap_lines=True)
+        box.html(f"<style>{_COPY_SHOWN}</style>")
+        box.code(url, language=None, wrap_lines=False)  # one line; its copy button at the right end
         box.caption(t("links.copy_hint"))
         if cut_notes:
             box.warning(t("links.text_cut", limit=links.MAX_TEXT))
