@@ -70,3 +70,30 @@ def test_a_label_with_a_bell_character_is_drawn_visibly_and_the_chart_still_save
     path = saved.path()
     assert saved.suggested_filename.endswith(".png") and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page.close()
+
+
+OVERLAPS = """chart => {
+    const boxes = [...chart.querySelectorAll('.textpoint text')].map(e => e.getBoundingClientRect())
+        .filter(b => b.width > 0);
+    const close = [];
+    boxes.forEach((a, i) => boxes.slice(i + 1).forEach(b => {
+        const apart = Math.max(b.left - a.right, a.left - b.right);
+        const overlapY = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        if (overlapY > 0 && apart < 3) close.push([a.left, a.right, b.left, b.right, a.top]);
+    }));
+    return [boxes.length, close];
+}"""
+
+
+def test_head_statistics_tags_do_not_run_together_at_800_by_600(server, chromium):
+    """Two neighbouring "broad" tags read "broadbroad": no gap between them at 800 × 600."""
+    url, _, _ = server
+    for language in ("en", "zh"):
+        page = chromium.new_page(viewport={"width": 800, "height": 600})
+        page.goto(f"{url}/?page=head_stats&lang={language}")
+        page.wait_for_selector(".js-plotly-plot .textpoint text", timeout=90_000)
+        idle(page)
+        settled(page, ".js-plotly-plot")
+        count, close = page.locator(".js-plotly-plot").last.evaluate(OVERLAPS)
+        assert count > 20 and not close, (language, close)
+        page.close()

@@ -79,7 +79,9 @@ def head_overview(
         "y": layer_of,
         "mode": "markers+text",
         "text": short,
-        "textposition": "bottom center",
+        # Neighbouring heads' tags on alternate sides of their marks: 12 heads across 450 px leave 37 px each,
+        # and two "broad" side by side ran together ("broadbroad") at 800 x 600.
+        "textposition": ["bottom center" if head % 2 == 0 else "top center" for head in head_of],
         "textfont": {"size": 10, "color": "#444"},
         "customdata": [[int(lay), int(hd), tag] for lay, hd, tag in zip(layer_of, head_of, tags, strict=True)],
         "hovertemplate": (
