@@ -70,10 +70,10 @@ def main() -> None:
     link_note = None  # the place, at the top of the page, for the note about an opened link
     try:
         with recovery.on_error(page):  # an unexpected error: one message, the sidebar and navigation stay
-            share_place = st.sidebar.container()  # the link box first in the sidebar: in view without scrolling
-            loaded = controls.sidebar()
+            places = {}  # the link to this view beside the Language choice: in view without scrolling
+            loaded = controls.sidebar(places)
             state.write_url(page)
-            link_note = sharing.link_box(page, share_place)
+            link_note = sharing.link_box(page, places.get("share"))
             if loaded is None:
                 st.title(t("app.title"))
                 st.info(t("app.model_failed"))

@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 OPACITY_CHAIN = """button => {
     const seen = [];
-    for (let e = button; e && e.tagName !== 'DETAILS'; e = e.parentElement) {
+    for (let e = button; e && !e.classList.contains('st-key-share_link'); e = e.parentElement) {
         const style = getComputedStyle(e);
         seen.push(style.visibility === 'visible' && Number(style.opacity) > 0.5);
     }
@@ -26,17 +26,19 @@ def test_the_link_to_this_view_is_one_compact_control_in_view_whose_button_copie
     page.goto(f"{url}/?layer=2&head=5")
     page.wait_for_selector(".js-plotly-plot .main-svg", timeout=90_000)
     idle(page)
-    summary = page.locator("[data-testid='stSidebar'] summary").filter(has_text="Link to this view")
-    box = summary.bounding_box()
+    opener = page.locator(".st-key-share_box button").first
+    box = opener.bounding_box()
     assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 720, box  # no scrolling needed
-    summary.click()
-    code = page.locator("[data-testid='stSidebar'] [data-testid='stCode']").first
+    examples = page.get_by_role("combobox", name="Examples", exact=True).bounding_box()
+    assert examples["y"] + examples["height"] <= 720, examples  # and it takes no row: the Examples box stays in view
+    opener.click()
+    code = page.locator(".st-key-share_link [data-testid='stCode']").first
     expect(code).to_contain_text("head=5", timeout=60_000)
     shape = code.bounding_box()
     assert shape["height"] < 70 and shape["y"] + shape["height"] <= 720, shape  # one line, in view
     button = code.locator("button[aria-label='Copy to clipboard']")
     place = button.bounding_box()
-    assert place is not None and place["x"] + place["width"] <= 300 and place["y"] + place["height"] <= 720, place
+    assert place is not None and place["x"] + place["width"] <= 1280 and place["y"] + place["height"] <= 720, place
     assert button.evaluate(OPACITY_CHAIN)  # shown without hovering the box
     page.mouse.move(900, 600)  # the pointer elsewhere: a lecturer's first click goes straight to the button
     button.click()
