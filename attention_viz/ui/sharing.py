@@ -1,6 +1,6 @@
 """The view as a link: the "link to this view" box and the notes about a link that was opened.
 
-A small "Link" button beside the Language choice opens it, in view without scrolling on a projector's
+A small link button (its icon alone) beside the Language choice opens it, in view without scrolling on a projector's
 1280 × 720 screen and taking no row of the sidebar. The link is shown on one line with ``st.code`` (it scrolls sideways
 instead of wrapping over 25 lines), whose copy button (at the right end of that line) puts it on the
 clipboard: Streamlit has no clipboard API of its own, and browsers allow the clipboard only on ``localhost``
