@@ -73,9 +73,10 @@ def main() -> None:
     link_note = None  # the place, at the top of the page, for the note about an opened link
     try:
         with recovery.on_error(page):  # an unexpected error: one message, the sidebar and navigation stay
-            loaded = controls.sidebar()
+            places = {}  # the link to this view beside the Language choice: in view without scrolling
+            loaded = controls.sidebar(places)
             state.write_url(page)
-            link_note = sharing.link_box(page)
+            link_note = sharing.link_box(page, places.get("share"))
             if loaded is None:
                 st.title(t("app.title"))
                 st.info(t("app.model_failed"))
@@ -92,8 +93,11 @@ if __name__ == "__main__":  # Streamlit runs this file as every session's script
     main()
 else:  # `streamlit run app.py` imports it as a module first: the server's entry point
     from starlette.middleware import Middleware
+    from starlette.routing import Route
 
     from attention_viz.ui.attention_map import serving
     from attention_viz.ui.preload_links import PreloadLinks
 
-    app = st.App(__file__, lifespan=warmup.lifespan, middleware=[Middleware(PreloadLinks)], routes=serving.routes())
+    ready = Route(warmup.READY_PATH, warmup.readiness, methods=["GET", "HEAD"])  # 200 once the model is loaded
+    routes = [ready, *serving.routes()]  # readiness; the map element's plotly.js and data bundles
+    app = st.App(__file__, lifespan=warmup.lifespan, middleware=[Middleware(PreloadLinks)], routes=routes)

@@ -186,12 +186,15 @@ def _score_columns(loaded, args: argparse.Namespace, chosen: list[str], bars: li
     return frame[["layer", "head", *kept]].rename(columns={c: f"score_{c}" for c in kept}), scores
 
 
-def _read_corpus_file(path: str) -> list[tuple[str, str | None]]:
+def _read_corpus_file(path: str) -> tuple[list[tuple[str, str | None]], int]:
+    """``(texts, blank lines)`` of a UTF-8 file (a byte-order mark is dropped; lines end at LF or CRLF only)."""
     from attention_viz.analysis import parse_corpus
+    from attention_viz.analysis.corpus import blank_lines
 
     try:
-        with open(path, encoding="utf-8") as handle:
-            return parse_corpus(handle.read())
+        with open(path, encoding="utf-8-sig", newline="") as handle:  # newline="": a lone CR is not a line break
+            text = handle.read()
+        return parse_corpus(text), blank_lines(text)
     except FileNotFoundError:
         raise _UsageError(f"no such file: {path}") from None
     except IsADirectoryError:
@@ -214,7 +217,7 @@ def _run_stats(args: argparse.Namespace, limits: settings.Limits) -> str:
     chosen = _chosen_scores(args.scores)
     if args.file is None and not chosen:
         raise _UsageError("give a text file, or --scores for named head scores on random tokens")
-    texts = _read_corpus_file(args.file) if args.file is not None else []
+    texts, blank = _read_corpus_file(args.file) if args.file is not None else ([], 0)
     loaded = load_model(args.model)
     if loaded.encoder.config.type_vocab_size < 2 and any(pair for _, pair in texts):
         print(ONE_SEGMENT, file=sys.stderr)
@@ -245,7 +248,11 @@ def _run_stats(args: argparse.Namespace, limits: settings.Limits) -> str:
         return frame.to_csv(index=False, float_format="%.8g")
     payload = {"model": loaded.info.name}
     if result is not None:
-        payload |= {"num_texts": result.num_texts, "num_skipped": result.num_skipped, "num_tokens": result.num_tokens}
+        payload |= {
+            "num_texts": result.num_texts,
+            "num_skipped": result.num_skipped + blank,  # blank lines too
+            "num_tokens": result.num_tokens,
+        }
     if scores is not None:
         payload["scores"] = {
             "sequences": scores.count,

@@ -3,7 +3,8 @@
 Every replica is a ``streamlit run app.py`` on its own loopback port with the same cookie secret; nginx
 (Debian's ``nginx``, ``apt-get install -y nginx``) listens on one port and sends each browser to one replica
 for good (each new browser goes to the next replica in turn, and a cookie keeps it there: see ``nginx.conf``
-beside this file)::
+beside this file). nginx starts once every replica answers ``/ready`` (its model is loaded), not merely
+``/_stcore/health``::
 
     .venv/bin/python -m deploy.replicas --replicas 2 --port 8600    # then browse to http://127.0.0.1:8600
 
@@ -100,10 +101,15 @@ def nginx_config(prefix: Path, listen: str, replicas: list[str]) -> str:
     return text
 
 
-def _wait_healthy(url: str, process: subprocess.Popen, log: Path, deadline: float) -> None:
+READY_PATH = "/ready"  # the app's readiness check: 200 once its model is loaded (attention_viz.ui.warmup)
+
+
+def _wait_ready(url: str, process: subprocess.Popen, log: Path, deadline: float) -> None:
+    """Wait until ``url`` answers its readiness check: ``/_stcore/health`` answers 8-10 s before a replica
+    can draw a map, so nginx would send browsers to a replica still loading its model."""
     while True:
-        with contextlib.suppress(OSError):
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).status == 200:
+        with contextlib.suppress(OSError):  # a 503 (still loading) raises HTTPError, an OSError
+            if urllib.request.urlopen(f"{url}{READY_PATH}", timeout=2).status == 200:
                 return
         if process.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"{url} did not start:\n{log.read_text()[-3000:]}")
@@ -130,7 +136,8 @@ def replicas_behind_nginx(replicas: int = 2, port: int = 0, nginx: str | None = 
         nginx: the nginx binary (default: ``nginx`` on the PATH, or ``/usr/sbin/nginx``).
 
     Yields:
-        a :class:`Deployment`, once nginx and every replica answer their health check.
+        a :class:`Deployment`, once every replica answers its readiness check (``/ready``: its model is
+        loaded) and nginx answers it too.
 
     Raises:
         RuntimeError: nginx is not installed, or a replica or nginx did not start (with its log).
@@ -159,7 +166,7 @@ def replicas_behind_nginx(replicas: int = 2, port: int = 0, nginx: str | None = 
             deployment.logs.append(log)
         deadline = time.monotonic() + START_TIMEOUT_S
         for url, process, log in zip(deployment.replica_urls, processes, deployment.logs, strict=True):
-            _wait_healthy(url, process, log, deadline)
+            _wait_ready(url, process, log, deadline)
         listen = deployment.url.removeprefix("http://")
         upstreams = [url.removeprefix("http://") for url in deployment.replica_urls]
         (prefix / "nginx.conf").write_text(nginx_config(prefix, listen, upstreams))
@@ -168,7 +175,7 @@ def replicas_behind_nginx(replicas: int = 2, port: int = 0, nginx: str | None = 
             command = [binary, "-p", str(prefix), "-c", str(prefix / "nginx.conf"), "-g", "daemon off;"]
             processes.append(subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT))
         deployment.logs.append(nginx_log)
-        _wait_healthy(deployment.url, processes[-1], nginx_log, time.monotonic() + 30)
+        _wait_ready(deployment.url, processes[-1], nginx_log, time.monotonic() + 30)
         yield deployment
     finally:
         for process in reversed(processes):

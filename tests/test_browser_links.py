@@ -18,6 +18,14 @@ def _sees_inside_layer4_head7_in_chinese(page) -> None:
     expect(page.get_by_label("句子", exact=True)).to_have_value("它太累了。", timeout=60_000)
 
 
+LINK_BOX = ".st-key-share_link"  # the popover's panel with the link
+
+
+def _open_link_box(page, label: str) -> None:
+    page.locator(".st-key-share_box button").first.click()
+    page.locator(LINK_BOX).first.wait_for(timeout=60_000)
+
+
 def test_a_shared_link_opens_the_same_head_and_language(server, chromium):
     url, _, _ = server
     shared = links.query_string({"page": "inside", "lang": "zh", "layer": "4", "head": "7", "text": "它太累了。"})
@@ -27,15 +35,19 @@ def test_a_shared_link_opens_the_same_head_and_language(server, chromium):
     _sees_inside_layer4_head7_in_chinese(page)
     page.wait_for_selector(".js-plotly-plot", timeout=60_000)
     page.screenshot(path=ARTIFACTS / "shared_link.png")
-    page.get_by_text("本视图的链接").click()
-    copied = page.locator("[data-testid='stSidebar'] code", has_text=url).first.inner_text().replace("\n", "")
+    _open_link_box(page, "链接")
+    copied = page.locator(f"{LINK_BOX} code", has_text=url).first.inner_text().replace("\n", "")
     assert copied.startswith(url) and "head=7" in copied and "lang=zh" in copied
-    # the box stays open in another language and on another page (each makes it a new widget)
-    box = page.locator("[data-testid='stSidebar'] code", has_text=url).first
+    # in another language and on another page the box gives that view's link
+    page.keyboard.press("Escape")
     page.locator("[data-testid='stSidebar'] label").filter(has_text="English").first.click()
-    expect(box).to_contain_text("lang=en", timeout=60_000)
+    expect(page.get_by_role("heading", name=re.compile("^Inside layer 4, head 7"))).to_be_visible(timeout=60_000)
+    _open_link_box(page, "Link")
+    expect(page.locator(f"{LINK_BOX} code").first).to_contain_text("lang=en", timeout=60_000)
+    page.keyboard.press("Escape")
     page.locator("a[href$='all_heads']").first.click()
-    expect(box).to_contain_text("page=all_heads", timeout=60_000)
+    _open_link_box(page, "Link")
+    expect(page.locator(f"{LINK_BOX} code").first).to_contain_text("page=all_heads", timeout=60_000)
     other = chromium.new_page(viewport={"width": 800, "height": 600})  # a student opens it (a new context)
     other.goto(copied)
     _sees_inside_layer4_head7_in_chinese(other)
@@ -55,8 +67,8 @@ def test_a_head_change_that_reruns_only_the_page_keeps_the_address_and_the_open_
     page.keyboard.press("ArrowRight")  # the box is closed: the fragment alone reruns
     expect(page.get_by_role("heading", name="Layer 2, head 4")).to_be_visible(timeout=60_000)
     expect(page).to_have_url(re.compile(r"head=4"), timeout=60_000)
-    page.get_by_text("Link to this view").click()
-    box = page.locator("[data-testid='stSidebar'] code", has_text=url).first
+    _open_link_box(page, "Link")
+    box = page.locator(f"{LINK_BOX} code", has_text=url).first
     expect(box).to_contain_text("head=4", timeout=60_000)
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
     page.keyboard.press("ArrowRight")  # the box is open: the whole app reruns, the link follows

@@ -127,14 +127,15 @@ def test_head_overview_carries_every_head_s_values_tags_and_size():
     assert set(decode(plain["marker"]["size"])) == {20.0}  # no importance: one size, MARK_SIZE[1] - 6
 
 
-def test_similarity_map_places_each_head_and_labels_only_the_selected_one():
+def test_similarity_map_places_each_head_and_labels_the_selected_one_and_those_with_room():
     (trace,) = _json(FIGURES["similarity map"]())["data"]
     np.testing.assert_array_equal(decode(trace["x"]), POSITIONS[:, 0])
     np.testing.assert_array_equal(decode(trace["y"]), POSITIONS[:, 1])
     index = np.arange(72)
     np.testing.assert_array_equal(decode(trace["customdata"]), np.stack([index // 12, index % 12], axis=1))
     np.testing.assert_array_equal(decode(trace["marker"]["color"]), index // 12)
-    assert [i for i, text in enumerate(trace["text"]) if text] == [40] and trace["text"][40] == "3·4"
+    assert trace["text"][40] == "3·4" and trace["textfont"]["color"][40] == "red"
+    assert all(text in ("", f"{i // 12}·{i % 12}") for i, text in enumerate(trace["text"]))
     assert trace["marker"]["line"]["color"][40] == "red" and trace["marker"]["line"]["width"][40] == 3
     assert trace["marker"]["cmax"] == 5 and trace["hovertemplate"].startswith("layer %{customdata[0]}, head")
 

@@ -64,14 +64,31 @@ def bundled_corpus() -> str:
     return BUNDLED_CORPUS.read_text(encoding="utf-8")
 
 
+def corpus_lines(text: str) -> list[str]:
+    """The lines of a corpus file: a line ends at ``\\n`` or ``\\r\\n`` only, and a leading byte-order mark is
+    dropped. Form feeds, vertical tabs, the file/group/record separators, NEL and the Unicode line and
+    paragraph separators stay inside their line (``str.splitlines()`` would split at each); a final line
+    break ends the last line and makes no empty one."""
+    lines = text.removeprefix("\ufeff").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+def blank_lines(text: str) -> int:
+    """Lines of a corpus file that :func:`parse_corpus` skips: blank, or with nothing before a tab."""
+    return sum(not line.partition("\t")[0].strip() for line in corpus_lines(text))
+
+
 def parse_corpus(text: str) -> list[tuple[str, str | None]]:
-    """Texts of a corpus file: one per non-blank line; ``A<TAB>B`` is a sentence pair.
+    """Texts of a corpus file: one per non-blank line (lines as :func:`corpus_lines` splits them);
+    ``A<TAB>B`` is a sentence pair.
 
     Raises:
         InputError: ``corpus_empty`` if there is no text at all.
     """
     texts = []
-    for line in text.splitlines():
+    for line in corpus_lines(text):
         first, _, second = line.partition("\t")
         if first.strip():
             texts.append((first.strip(), second.strip() or None))

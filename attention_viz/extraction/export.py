@@ -86,6 +86,46 @@ def attention_json(result: AttentionResult, layer: int | None = None, head: int 
     return json.dumps(attention_payload(result, layer, head), ensure_ascii=False) + "\n"
 
 
+def view_json(matrix: np.ndarray, labels, key_labels, what: str, **about) -> str:
+    """A shown ``(query, key)`` matrix as JSON: ``{"what", ...about, "query_labels", "key_labels", "matrix"}``.
+
+    ``what`` (and ``about``: model, layer, view options) say what the matrix is, e.g. ``"attention rollout"``.
+    """
+    matrix = np.asarray(matrix, dtype=np.float64)
+    payload = {"what": what, **about, "query_labels": list(labels), "key_labels": list(key_labels)}
+    payload["matrix"] = np.round(matrix, 8).tolist()
+    return json.dumps(payload, ensure_ascii=False) + "\n"
+
+
+def similarity_frame(positions: np.ndarray, num_heads: int) -> pd.DataFrame:
+    """Every head's place in the head-similarity map: columns ``layer``, ``head``, ``x``, ``y`` (MDS units).
+
+    Args:
+        positions: ``(layers * heads, 2)``, layer-major (:func:`attention_viz.analysis.mds_layout`).
+        num_heads: heads per layer.
+    """
+    positions = np.asarray(positions, dtype=np.float64)
+    index = np.arange(len(positions))
+    return pd.DataFrame(
+        {"layer": index // num_heads, "head": index % num_heads, "x": positions[:, 0], "y": positions[:, 1]}
+    )
+
+
+def similarity_json(positions: np.ndarray, divergence: np.ndarray, num_heads: int, **about) -> str:
+    """The head-similarity map as JSON: each head's place and the ``(n, n)`` JS divergence (bits) it is laid
+    out from, ``heads[i]`` naming row and column ``i`` of ``divergence``."""
+    frame = similarity_frame(positions, num_heads)
+    payload = {
+        "what": "head similarity: Jensen-Shannon divergence between heads (bits), laid out by MDS",
+        **about,
+        "heads": [
+            {"layer": int(r.layer), "head": int(r.head), "x": float(r.x), "y": float(r.y)} for r in frame.itertuples()
+        ],
+        "divergence": np.round(np.asarray(divergence, dtype=np.float64), 8).tolist(),
+    }
+    return json.dumps(payload, ensure_ascii=False) + "\n"
+
+
 def figure_html(figure: go.Figure) -> str:
     """A standalone HTML page of the figure, with plotly.js inside (opens offline; plotly.js makes it several MB)."""
     return figure.to_html(include_plotlyjs=True, full_html=True)

@@ -216,13 +216,40 @@ def _word_ids(word_ids: list[int | None], sequence_ids: list[int | None]) -> np.
     return np.asarray(shifted, dtype=np.int64)
 
 
-_VISIBLE_SPACE = str.maketrans({"\n": "⏎", "\r": "", "\t": "⇥"})
+def _visible_char(c: str) -> str:
+    """How one character is drawn in a label: whitespace and control characters get a visible mark."""
+    code = ord(c)
+    if c in _LINE_MARKS:
+        return _LINE_MARKS[c]
+    if code < 0x20:  # other C0 controls (bell, escape, ...): their Unicode control picture (U+2400 block)
+        return chr(0x2400 + code)
+    if code == 0x7F:
+        return "\u2421"  # ␡
+    if 0x80 <= code <= 0x9F:  # C1 controls (NEL, ...) have no control picture
+        return f"\\x{code:02x}"
+    if c.isspace():  # no-break space, the Unicode spaces (U+2000-U+200A, U+3000, ...), line and paragraph separators
+        return "␣"
+    return c
+
+
+_LINE_MARKS = {"\n": "⏎", "\r": "", "\t": "⇥"}
+
+
+def visible(text: str) -> str:
+    """``text`` with every control character drawn visibly: a C0 control as its Unicode control picture
+    (bell ``\\x07`` as ``␇``, escape as ``␛``), DEL as ``␡``, a C1 control as ``\\x85``, a line break as ``⏎``, a
+    tab as ``⇥`` and a space other than U+0020 (no-break, ideographic, ...) as ``␣``. Labels and words then never
+    hold a character a font draws as an empty box, or one that SVG (and so a chart's PNG export) refuses."""
+    if text.isprintable():
+        return text
+    return "".join(c if c == " " else _visible_char(c) for c in text)
 
 
 def whitespace_label(text: str) -> str:
-    """A visible label for a token that stands for whitespace only: ``␣`` per space, ``⏎`` per line
-    break, ``⇥`` per tab; ``␣`` for a marker with no text of its own (SentencePiece's lone ``▁``)."""
-    shown = "".join("␣" if c.isspace() and c not in "\n\r\t" else c for c in text.translate(_VISIBLE_SPACE))
+    """A visible label for a token that stands for whitespace only: ``␣`` per space (any Unicode space, the
+    no-break space too), ``⏎`` per line break, ``⇥`` per tab, a control picture per other control character
+    (:func:`visible`); ``␣`` for a marker with no text of its own (SentencePiece's lone ``▁``)."""
+    shown = "".join(_visible_char(c) for c in text)
     return shown or "␣"
 
 
@@ -234,6 +261,12 @@ def _stands_for_space(tokenizer, token: str) -> str | None:
     """
     text = tokenizer.convert_tokens_to_string([token])  # ~1 µs a token
     return text if not text.strip() else None
+
+
+def _decoded(tokenizer, token: str) -> str:
+    """A piece with no typed characters of its own, as text (never a byte-level glyph such as ``Ġ``)."""
+    text = visible(tokenizer.convert_tokens_to_string([token]).strip())
+    return text if text and "\ufffd" not in text else token
 
 
 def _labels(
@@ -263,9 +296,17 @@ def _labels(
         if space is not None:  # a marker for whitespace: it claims no typed character
             labels.append(whitespace_label(typed if typed.isspace() else space))
             continue
-        new = texts[s][max(start, covered[s]) : end].strip()  # characters no earlier piece showed
+        if typed and not typed.strip():  # a byte piece of a no-break or other Unicode space: no byte glyph
+            covered[s] = max(covered[s], end)
+            labels.append(whitespace_label(typed))
+            continue
+        if typed == token and token in tokenizer.all_special_tokens:  # a special token typed as text
+            labels.append(token)
+            previous_word = None
+            continue
+        new = visible(texts[s][max(start, covered[s]) : end].strip())  # characters no earlier piece showed
         covered[s] = max(covered[s], end)
-        label = new or typed.strip() or token
+        label = new or visible(typed.strip()) or _decoded(tokenizer, token)
         if token == unk:  # the model saw the unknown token, not what was typed
             label, new = f"{label} {token}", f"{new} {token}" if new else new
         if w >= 0:

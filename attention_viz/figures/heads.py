@@ -79,7 +79,9 @@ def head_overview(
         "y": layer_of,
         "mode": "markers+text",
         "text": short,
-        "textposition": "bottom center",
+        # Neighbouring heads' tags on alternate sides of their marks: 12 heads across 450 px leave 37 px each,
+        # and two "broad" side by side ran together ("broadbroad") at 800 x 600.
+        "textposition": ["bottom center" if head % 2 == 0 else "top center" for head in head_of],
         "textfont": {"size": 10, "color": "#444"},
         "customdata": [[int(lay), int(hd), tag] for lay, hd, tag in zip(layer_of, head_of, tags, strict=True)],
         "hovertemplate": (
@@ -118,6 +120,43 @@ def _outline(layer_of: np.ndarray, head_of: np.ndarray, selected, plain: tuple[s
     }
 
 
+SIMILARITY_HEIGHT = 560  # px
+SIMILARITY_PLOT_PX = 480  # the plot area's smaller side at that height in a narrow column (800 x 600)
+LABEL_FONT = 10  # px
+MARKER_PX = 13
+
+
+def _room_labels(positions: np.ndarray, texts: list[str], first: int | None, plot_px: float) -> list[bool]:
+    """Which points' labels fit above them without covering another label or another point's marker.
+
+    Greedy, the selected point first then in order: a label (``len * 0.62 * LABEL_FONT`` wide, one line
+    high, centred above its marker) is kept when its box overlaps no kept label and no other marker.
+    ``plot_px``: pixels the data's larger extent spans (the axes keep one scale, ``scaleanchor``).
+    """
+    extent = np.ptp(positions, axis=0).max() if len(positions) > 1 else 1.0
+    px = positions * (plot_px / max(float(extent), 1e-12))  # data units to pixels; y up
+    half_marker = MARKER_PX / 2
+    boxes: list[tuple[float, float, float, float]] = []
+    keep = [False] * len(texts)
+    order = ([first] if first is not None else []) + [i for i in range(len(texts)) if i != first]
+    for i in order:
+        width, height = len(texts[i]) * 0.62 * LABEL_FONT, LABEL_FONT * 1.2
+        x, y = px[i]
+        box = (x - width / 2, x + width / 2, y + half_marker, y + half_marker + height)  # left, right, bottom, top
+        clear_of_labels = all(box[1] < b[0] or box[0] > b[1] or box[3] < b[2] or box[2] > b[3] for b in boxes)
+        others = np.delete(px, i, axis=0)
+        near = (
+            (others[:, 0] + half_marker > box[0])
+            & (others[:, 0] - half_marker < box[1])
+            & (others[:, 1] + half_marker > box[2])
+            & (others[:, 1] - half_marker < box[3])
+        )
+        if i == first or (clear_of_labels and not near.any()):
+            keep[i] = True
+            boxes.append(box)
+    return keep
+
+
 def similarity_map(
     positions: np.ndarray, num_heads: int, title: str, layer_title: str, head_title: str, selected=None
 ) -> go.Figure:
@@ -127,28 +166,35 @@ def similarity_map(
         positions: ``(layers * heads, 2)`` from :func:`attention_viz.analysis.mds_layout`, layer-major.
         num_heads: heads per layer.
         title, layer_title, head_title: texts.
-        selected: ``(layer, head)`` outlined in red and labelled "layer·head" (the only label).
+        selected: ``(layer, head)`` outlined in red and always labelled "layer·head" (in red).
 
     Returns:
-        A figure with one scatter trace (``customdata`` = ``[layer, head]``), selectable by click.
+        A figure with one scatter trace (``customdata`` = ``[layer, head]``), selectable by click. Every
+        head is labelled "layer·head" where the label has room (it would cover no other label or marker in
+        a 480 px plot); in the dense clusters only the hover names a head.
     """
     positions = np.asarray(positions, dtype=np.float64)
     index = np.arange(positions.shape[0])
     layer_of, head_of = index // num_heads, index % num_heads
+    texts = [f"{lay}·{hd}" for lay, hd in zip(layer_of, head_of, strict=True)]
+    chosen = [(lay, hd) == selected for lay, hd in zip(layer_of, head_of, strict=True)]
+    first = chosen.index(True) if any(chosen) else None
+    room = _room_labels(positions, texts, first, SIMILARITY_PLOT_PX)
     trace = {
         "type": "scatter",
         "x": positions[:, 0],
         "y": positions[:, 1],
         "mode": "markers+text",
-        # only the head in focus is labelled: labels on all 72 overlap in the dense clusters ("1·11·9");
-        # the hover names every head and the colour bar gives its layer
-        "text": [f"{lay}·{hd}" if (lay, hd) == selected else "" for lay, hd in zip(layer_of, head_of, strict=True)],
+        "text": [text if fits else "" for text, fits in zip(texts, room, strict=True)],
         "textposition": "top center",
-        "textfont": {"size": 12, "color": "red"},
+        "textfont": {
+            "size": [12 if is_selected else LABEL_FONT for is_selected in chosen],
+            "color": ["red" if is_selected else "#444" for is_selected in chosen],
+        },
         "customdata": np.stack([layer_of, head_of], axis=1),
         "hovertemplate": f"{layer_title} %{{customdata[0]}}, {head_title} %{{customdata[1]}}<extra></extra>",
         "marker": {
-            "size": 13,
+            "size": MARKER_PX,
             "color": layer_of,
             "colorscale": plotting.colorscale("Turbo"),
             "cmin": 0,
@@ -159,7 +205,7 @@ def similarity_map(
     }
     layout = {
         "title": {"text": title, "x": 0.5, "xanchor": "center", "font": {"size": 14}},
-        "height": 560,
+        "height": SIMILARITY_HEIGHT,
         "margin": {"l": 10, "r": 10, "t": 48, "b": 10},
         "xaxis": {"showticklabels": False, "zeroline": False, "title": {"text": ""}},
         "yaxis": {"showticklabels": False, "zeroline": False, "title": {"text": ""}, "scaleanchor": "x"},

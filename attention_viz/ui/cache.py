@@ -17,7 +17,7 @@ import hashlib
 import logging
 import threading
 from collections import OrderedDict
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import numpy as np
 import pandas as pd
@@ -62,7 +62,8 @@ def settings_problem() -> str | None:
 
 
 @st.cache_resource(max_entries=4, show_spinner="Loading the model…")
-def _load(name: str, policy: settings.ModelPolicy) -> LoadedModel | ModelLoadError:
+def _load(name: str, policy: settings.ModelPolicy, revision: str) -> LoadedModel | ModelLoadError:
+    # Keyed by what is on disk too (``revision``): a folder saved again in place loads again, for new sessions.
     # A failure is cached too: a missing hub model can take a minute of retries to fail.
     try:
         loaded = loading.load_model(name, policy)
@@ -92,12 +93,42 @@ def found_models() -> dict[str, str]:
     return _found_models(policy.allowed, policy.root)
 
 
+@st.cache_resource(show_spinner=False)
+def _revisions() -> tuple[dict[str, str], dict[str, str], threading.Lock]:
+    """``(last, reloaded, lock)``: per model name the fingerprint last asked for, and the one that replaced
+    an earlier fingerprint (the model was loaded again because its files changed)."""
+    return {}, {}, threading.Lock()
+
+
 def model(name: str) -> LoadedModel:
-    """The loaded model for ``name``; raises :class:`ModelLoadError` (cached) if it cannot load."""
-    loaded = _load(name, app_settings().models)
+    """The loaded model for ``name``; raises :class:`ModelLoadError` (cached) if it cannot load.
+
+    Keyed by the name and what is on disk (:func:`attention_viz.models.loading.disk_revision`): after a
+    checkpoint is saved again into its folder, the next run of any session loads the new weights, and every
+    result is keyed by that too (:func:`model_key`)."""
+    policy = app_settings().models
+    revision = loading.disk_revision(name, policy)
+    last, reloaded, lock = _revisions()
+    with lock:
+        if last.get(name, revision) not in ("", revision):
+            reloaded[name] = revision
+        last[name] = revision
+    loaded = _load(name, policy, revision)
     if isinstance(loaded, ModelLoadError):
         raise loaded
     return loaded
+
+
+def model_key(loaded: LoadedModel) -> str:
+    """The model in a result's cache key: its name and the fingerprint of its files."""
+    return f"{loaded.info.name}@{loaded.info.revision}"
+
+
+def was_reloaded(loaded: LoadedModel) -> bool:
+    """Whether ``loaded`` was loaded again in place of an older copy because its files changed on disk."""
+    _, reloaded, lock = _revisions()
+    with lock:
+        return bool(loaded.info.revision) and reloaded.get(loaded.info.name) == loaded.info.revision
 
 
 def _read_only(value):
@@ -128,7 +159,7 @@ def _input(loaded: LoadedModel, text: str, pair: str | None) -> tuple[settings.L
     """The operator's limits (part of every key of a result computed from the encoding) and the encoding."""
     limits = app_settings().limits
     extraction.check_length(text, pair, limits)
-    return limits, _encoding(loaded, loaded.info.name, text, pair, limits)
+    return limits, _encoding(loaded, model_key(loaded), text, pair, limits)
 
 
 @st.cache_resource(max_entries=64, ttl=RESULT_TTL, show_spinner=False)
@@ -198,14 +229,14 @@ attention.clear = _clear_attention
 def pretrained(loaded: LoadedModel, text: str, pair: str | None) -> AttentionResult:
     """The pretrained model's attention (:func:`attention`)."""
     limits, found = _input(loaded, text, pair)
-    return attention(loaded, loaded.info.name, text, pair, "pretrained", "exact", 0, limits, found)
+    return attention(loaded, model_key(loaded), text, pair, "pretrained", "exact", 0, limits, found)
 
 
 def scratch(loaded: LoadedModel, text: str, pair: str | None, variant: str, seed: int) -> AttentionResult:
     """The from-scratch encoder's attention (:func:`attention`); the seed only matters to ``random``."""
     limits, found = _input(loaded, text, pair)
     seed = seed if variant == "random" else 0
-    return attention(loaded, loaded.info.name, text, pair, "scratch", variant, seed, limits, found)
+    return attention(loaded, model_key(loaded), text, pair, "scratch", variant, seed, limits, found)
 
 
 @st.cache_data(max_entries=32, ttl=RESULT_TTL, show_spinner=False)
@@ -216,7 +247,7 @@ def _parity(model_name: str, text: str, pair: str | None, limits, _exact: np.nda
 def parity(loaded: LoadedModel, text: str, pair: str | None) -> float:
     """Max |exact from-scratch − pretrained| over every layer and head, computed once per input."""
     exact, theirs = scratch(loaded, text, pair, "exact", 0).weights, pretrained(loaded, text, pair).weights
-    return _parity(loaded.info.name, text, pair, app_settings().limits, exact, theirs)
+    return _parity(model_key(loaded), text, pair, app_settings().limits, exact, theirs)
 
 
 # 8 texts: every layer's input is L × t × hidden float32 (4.7 MB at 512 tokens for the bundled model).
@@ -228,7 +259,7 @@ def _layer_inputs(_loaded: LoadedModel, model_name: str, text: str, pair: str | 
 def layer_inputs(loaded: LoadedModel, text: str, pair: str | None) -> np.ndarray:
     """``(L, t, hidden)`` the hidden states entering every layer, one encoder run per text, read-only."""
     limits, found = _input(loaded, text, pair)
-    return _layer_inputs(loaded, loaded.info.name, text, pair, limits, found)
+    return _layer_inputs(loaded, model_key(loaded), text, pair, limits, found)
 
 
 @st.cache_resource(max_entries=16, ttl=RESULT_TTL, show_spinner=False)
@@ -246,10 +277,10 @@ def head_vectors(loaded: LoadedModel, text: str, pair: str | None, layer: int, h
         IndexError: a layer or head out of range.
     """
     limits, found = _input(loaded, text, pair)
-    hidden = _layer_inputs(loaded, loaded.info.name, text, pair, limits, found)  # (L, t, hidden)
+    hidden = _layer_inputs(loaded, model_key(loaded), text, pair, limits, found)  # (L, t, hidden)
     if not 0 <= layer < len(hidden):
         raise IndexError(f"layer {layer} out of range: 0-{len(hidden) - 1}")
-    vectors = _layer_vectors(loaded, loaded.info.name, text, pair, limits, layer, hidden[layer])  # (3, h, t, d)
+    vectors = _layer_vectors(loaded, model_key(loaded), text, pair, limits, layer, hidden[layer])  # (3, h, t, d)
     if not 0 <= head < vectors.shape[1]:
         raise IndexError(f"head {head} out of range: 0-{vectors.shape[1] - 1}")
     return found, tuple(vectors[:, head])
@@ -269,12 +300,12 @@ def article_maps(loaded: LoadedModel, text: str, pair: str | None, layer: int, s
         IndexError: a layer out of range.
     """
     limits, found = _input(loaded, text, pair)
-    hidden = _layer_inputs(loaded, loaded.info.name, text, pair, limits, found)  # (L, t, hidden)
+    hidden = _layer_inputs(loaded, model_key(loaded), text, pair, limits, found)  # (L, t, hidden)
     if not 0 <= layer < len(hidden):
         raise IndexError(f"layer {layer} out of range: 0-{len(hidden) - 1}")
     differences = tuple(sorted(differences))
     heads = loaded.info.num_heads
-    return found, *_article_maps(loaded.info.name, text, pair, limits, layer, seed, differences, hidden[layer], heads)
+    return found, *_article_maps(model_key(loaded), text, pair, limits, layer, seed, differences, hidden[layer], heads)
 
 
 # --- Exploring heads: statistics, importance, similarity, rollout and norms ----------------------------
@@ -298,13 +329,30 @@ def _text_statistics(_loaded: LoadedModel, model_name: str, text: str, pair: str
 def text_statistics(loaded: LoadedModel, text: str, pair: str | None) -> pd.DataFrame:
     """Per-head statistics, tags and importance of the current text (one row per layer and head); a copy."""
     result = pretrained(loaded, text, pair)
-    return _text_statistics(loaded, loaded.info.name, text, pair, app_settings().limits, result)
+    return _text_statistics(loaded, model_key(loaded), text, pair, app_settings().limits, result)
 
 
 @st.cache_resource(show_spinner=False)
 def _corpus_store() -> tuple[OrderedDict, threading.Lock]:
     # Corpus runs report progress to the page, which st.cache_data cannot replay: results are kept here.
     return OrderedDict(), threading.Lock()
+
+
+class _Run:
+    """One corpus run in progress: whoever holds ``lock`` computes; ``progress`` is its last ``(done, total)``."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.progress: tuple[float, int] | None = None
+
+
+@st.cache_resource(show_spinner=False)
+def _corpus_runs() -> dict:
+    """Runs in progress by key (single flight: a second session with the same key waits for the first)."""
+    return {}
+
+
+WAIT_POLL_S = 0.25  # how often a waiting session passes the running one's progress on to its own page
 
 
 def corpus_statistics(
@@ -314,26 +362,50 @@ def corpus_statistics(
     corpus and options; ``progress(done, total)`` is called while it runs. Streamlit stops the run when
     the user changes the input or presses Stop (the next progress update raises), and nothing is stored then.
 
+    Single flight: a session asking for a run that another session is computing waits for that result
+    (its ``progress`` gets the running one's progress meanwhile) instead of computing it again; if the
+    running one is stopped, the waiting one computes it.
+
     Raises:
         InputError: an empty corpus, or one over the operator's limits.
     """
     digest = hashlib.sha256(corpus.encode("utf-8")).hexdigest()
     limits = app_settings().limits  # in the key: a corpus refused under new limits is not served from the store
-    key = (loaded.info.name, digest, batch_size, importance, limits)
+    key = (model_key(loaded), digest, batch_size, importance, limits)
     store, lock = _corpus_store()
+    runs = _corpus_runs()
     with lock:
         if key in store:
             store.move_to_end(key)
             return store[key]
-    texts = analysis.parse_corpus(corpus)
-    result = analysis.corpus_statistics(
-        loaded, texts, batch_size, progress, importance=importance, divergence=True, limits=limits
-    )
-    with lock:
-        store[key] = result
-        while len(store) > CORPUS_RESULTS_KEPT:
-            store.popitem(last=False)
-    return result
+        run = runs.setdefault(key, _Run())
+    while not run.lock.acquire(timeout=WAIT_POLL_S):  # another session computes it: show its progress
+        if progress is not None and run.progress is not None:
+            progress(*run.progress)
+    try:
+        with lock:
+            if key in store:  # the run waited for finished
+                store.move_to_end(key)
+                return store[key]
+
+        def report(done: float, total: int) -> None:
+            run.progress = (done, total)
+            if progress is not None:
+                progress(done, total)
+
+        texts = analysis.parse_corpus(corpus)
+        result = analysis.corpus_statistics(
+            loaded, texts, batch_size, report, importance=importance, divergence=True, limits=limits
+        )
+        result = replace(result, num_skipped=result.num_skipped + analysis.corpus.blank_lines(corpus))  # blanks too
+        with lock:
+            store[key] = result
+            while len(store) > CORPUS_RESULTS_KEPT:
+                store.popitem(last=False)
+            runs.pop(key, None)
+        return result
+    finally:
+        run.lock.release()
 
 
 @st.cache_data(max_entries=32, ttl=RESULT_TTL, show_spinner=False)
@@ -344,7 +416,7 @@ def _text_divergence(model_name: str, text: str, pair: str | None, limits, _weig
 def text_divergence(loaded: LoadedModel, text: str, pair: str | None) -> np.ndarray:
     """``(n, n)`` JS divergence between every pair of heads on the current text (bits)."""
     weights = pretrained(loaded, text, pair).weights
-    return _text_divergence(loaded.info.name, text, pair, app_settings().limits, weights)
+    return _text_divergence(model_key(loaded), text, pair, app_settings().limits, weights)
 
 
 @st.cache_data(max_entries=32, ttl=RESULT_TTL, show_spinner=False)
@@ -363,7 +435,7 @@ def _rollout_and_norms(
 def rollout_and_norms(loaded: LoadedModel, text: str, pair: str | None, layer: int) -> analysis.RolloutAndNorms:
     """Raw head average, rollout up to ``layer`` and norm-based attention for the current text."""
     limits, found = _input(loaded, text, pair)
-    return _rollout_and_norms(loaded, loaded.info.name, text, pair, limits, layer, found)
+    return _rollout_and_norms(loaded, model_key(loaded), text, pair, limits, layer, found)
 
 
 # --- Named head scores on random sequences --------------------------------------------------------------
@@ -381,7 +453,7 @@ def stored_head_scores(loaded: LoadedModel, count: int, length: int, seed: int):
     """The :class:`~attention_viz.analysis.head_scores.HeadScores` of an earlier run with these settings, or None."""
     store, lock = _score_store()
     with lock:
-        return store.get((loaded.info.name, count, length, seed))
+        return store.get((model_key(loaded), count, length, seed))
 
 
 def head_scores(loaded: LoadedModel, count: int, length: int, seed: int, progress=None):
@@ -393,7 +465,7 @@ def head_scores(loaded: LoadedModel, count: int, length: int, seed: int, progres
     """
     from attention_viz.analysis import head_scores as scores
 
-    key = (loaded.info.name, count, length, seed)
+    key = (model_key(loaded), count, length, seed)
     found = stored_head_scores(loaded, count, length, seed)
     if found is not None:
         return found
@@ -420,7 +492,7 @@ def head_score_seconds(loaded: LoadedModel, count: int, length: int) -> float:
     Raises:
         ValueError: as :func:`head_scores` does.
     """
-    return _batch_seconds(loaded, loaded.info.name, length) * 2 * -(-count // 2)
+    return _batch_seconds(loaded, model_key(loaded), length) * 2 * -(-count // 2)
 
 
 # --- Experiments: knock out a key, minimal pairs, predictions ---------------------------------------------
@@ -440,7 +512,7 @@ def knockout(loaded: LoadedModel, text: str, pair: str | None, key: int, scope: 
         ValueError: a key the model cannot lose (a decoder's first token).
     """
     limits, found = _input(loaded, text, pair)
-    return _knockout(loaded, loaded.info.name, text, pair, limits, key, scope, layer, head, found)
+    return _knockout(loaded, model_key(loaded), text, pair, limits, key, scope, layer, head, found)
 
 
 @st.cache_data(max_entries=32, ttl=RESULT_TTL, show_spinner=False)
@@ -459,7 +531,7 @@ def minimal_pair(loaded: LoadedModel, text_a: str, text_b: str):
     limits = app_settings().limits
     for text in (text_a, text_b):
         extraction.encode(loaded.tokenizer, text, None, loaded.info.max_positions, limits)  # refuse early
-    return _minimal_pair(loaded, loaded.info.name, text_a, text_b, limits)
+    return _minimal_pair(loaded, model_key(loaded), text_a, text_b, limits)
 
 
 @st.cache_resource(max_entries=2, show_spinner="Loading the language-model head…")
@@ -471,7 +543,7 @@ def _lm_head(_loaded: LoadedModel, model_name: str):
 
 def lm_head(loaded: LoadedModel):
     """The checkpoint's language-model head, or None (the bundled model has none)."""
-    return _lm_head(loaded, loaded.info.name)
+    return _lm_head(loaded, model_key(loaded))
 
 
 @st.cache_data(max_entries=64, ttl=RESULT_TTL, show_spinner=False)
@@ -500,4 +572,4 @@ def predictions(loaded: LoadedModel, text: str, pair: str | None, position: int,
     """Top-``k`` predictions at ``position``; ``off`` a ``(layer, head)`` switched off, ``knocked`` a
     ``(key, scope, layer, head)`` removed (see :mod:`attention_viz.analysis.knockout`)."""
     limits, found = _input(loaded, text, pair)
-    return _predictions(loaded, loaded.info.name, text, pair, limits, position, k, off, knocked, found)
+    return _predictions(loaded, model_key(loaded), text, pair, limits, position, k, off, knocked, found)

@@ -79,20 +79,33 @@ def _model_info(loaded: LoadedModel) -> None:
             dtype=info.checkpoint_dtype,
         )
     )
+    if cache.was_reloaded(loaded):
+        st.caption(t("sidebar.model_reloaded", name=feedback.literal(info.name)), help=t("sidebar.model_reloaded_help"))
 
 
-def sidebar() -> LoadedModel | None:
+def sidebar(places: dict | None = None) -> LoadedModel | None:
     """Draw the shared controls; return the model to show, or ``None`` if not even the fallback loads.
 
     The sentence comes first, so that it is in view on a projector's 1280 × 720 screen. A model that
     fails to load leaves the previous one in place with one message in the main area; every control
-    keeps its value. A layer or head that the model does not have is clamped, with a note.
+    keeps its value. A layer or head that the model does not have is clamped, with a note. ``places``, if
+    given, gets ``"share"``: a slot beside the Language choice for the link to this view (drawn later).
     """
     state.init()
     feedback.settings_problem()
     loaded = _model()  # before the Model box: after a failure the box shows the model that is shown
     with st.sidebar:
-        st.radio(t("sidebar.language"), list(LANGUAGES), key=LANGUAGE_KEY, format_func=LANGUAGES.get, horizontal=True)
+        top = st.container(horizontal=True, vertical_alignment="bottom", gap="small")  # no row of its own for the link
+        top.radio(
+            t("sidebar.language"),
+            list(LANGUAGES),
+            key=LANGUAGE_KEY,
+            format_func=LANGUAGES.get,
+            horizontal=True,
+            width="content",
+        )
+        if places is not None:
+            places["share"] = top.container(width="content")
         st.text_area(t("sidebar.text"), key="text", height=120 if st.session_state["presentation"] else 96)
         st.text_input(t("sidebar.pair"), key="pair", help=t("sidebar.pair_help"))
         presets_ui.picker()

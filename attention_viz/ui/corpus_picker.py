@@ -17,6 +17,16 @@ from attention_viz.ui.safe_text import Markdown
 SCOPES = state.SCOPES
 
 
+def decode_upload(data: bytes) -> str:
+    """An uploaded corpus file as text: UTF-8, a leading byte-order mark dropped (it is not part of the first
+    text: RoBERTa's, XLM-R's and GPT-2's tokenizers would count it as tokens).
+
+    Raises:
+        UnicodeDecodeError: the file is not UTF-8.
+    """
+    return data.decode("utf-8-sig")
+
+
 def corpus_scope(key: str) -> tuple[str, str | None]:
     """Draw the scope choice (and the uploader); return ``(scope, corpus text or None)``.
 
@@ -34,7 +44,7 @@ def corpus_scope(key: str) -> tuple[str, str | None]:
         st.info(t("views.upload_waiting"))
         st.stop()
     try:
-        return scope, upload.getvalue().decode("utf-8")
+        return scope, decode_upload(upload.getvalue())
     except UnicodeDecodeError:
         st.error(t("views.upload_not_utf8", name=upload.name))
         st.stop()
@@ -80,15 +90,18 @@ def run_corpus(loaded: LoadedModel, corpus: str, importance: bool = False) -> an
     with running.container():
         bar = st.progress(0.0, text=t("stats.progress_start"))
         st.button(t("stats.stop"), on_click=_stop, args=(run,), icon=":material/stop:", key="_corpus_stop")
-    started = time.monotonic()
+    first: list[tuple[float, float]] = []  # when this page first heard of the run, and how far it was then
 
     def progress(done: float, total: int) -> None:
         st.session_state[_DONE] = (done, total)
+        if not first:  # a session waiting for another's run joins it part way: the rate counts from here
+            first.append((time.monotonic(), done))
+        started, done_before = first[0]
         text = t("stats.progress", done=int(done), total=total)
-        if done < min(CORPUS_BATCH_SIZE, total):  # the estimate waits for the first batch
+        if done - done_before < min(CORPUS_BATCH_SIZE, total - done_before):  # the estimate waits for a batch
             text += Markdown(" ") + t("stats.measuring")
         elif done < total:
-            left = analysis.seconds_left(time.monotonic() - started, done, total)
+            left = analysis.seconds_left(time.monotonic() - started, done - done_before, total - done_before)
             text += Markdown(" ") + t("stats.left", left=duration(left))
         bar.progress(min(done / max(total, 1), 1.0), text=text)
 

@@ -58,7 +58,8 @@ def buttons(
     row.download_button(
         t("links.download_json"),
         lambda: export.attention_json(result),
-        file_name=f"{export.file_stem(result.model_name, 'all')}.json",
+        file_name=f"{export.file_stem(result.model_name, 'pretrained', 'all')}.json",
+        help=t("links.download_json_help"),
         mime="application/json",
         icon=":material/data_object:",
         on_click="ignore",
@@ -76,3 +77,34 @@ def buttons(
         width="content",
     )
     st.caption(t("links.png_hint"))
+
+
+def data_buttons(stem: str, what: str, csv, json) -> None:
+    """A CSV and a JSON download of what a page shows, built only when clicked.
+
+    Args:
+        stem: the file name without extension (:func:`attention_viz.extraction.export.file_stem`).
+        what: names the buttons' keys (one page's pair of buttons).
+        csv, json: callables returning the files' text.
+    """
+    row = st.container(horizontal=True, gap="small")
+    row.download_button(
+        t("links.download_shown_csv"),
+        csv,
+        file_name=f"{stem}.csv",
+        mime="text/csv",
+        icon=":material/table:",
+        on_click="ignore",
+        key=f"download_csv_{what}",
+        width="content",
+    )
+    row.download_button(
+        t("links.download_shown_json"),
+        json,
+        file_name=f"{stem}.json",
+        mime="application/json",
+        icon=":material/data_object:",
+        on_click="ignore",
+        key=f"download_json_{what}",
+        width="content",
+    )

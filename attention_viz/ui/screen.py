@@ -48,6 +48,18 @@ def frame(presentation: bool) -> None:
     st.html(f"<style>{css}</style>")
 
 
+TABLE_FONT_PX = 14  # st.dataframe's header font
+TABLE_HEADER_PAD_PX = 24  # the header's padding and its menu icon
+
+
+def header_width(label: str) -> int:
+    """Width in px of an ``st.dataframe`` column that shows ``label`` whole in its header (wide characters,
+    such as Chinese, counted as such), at least 80."""
+    from attention_viz.figures.layout import text_width
+
+    return max(80, round(text_width(label, TABLE_FONT_PX)) + TABLE_HEADER_PAD_PX)
+
+
 def map_row(place, key: str, count: int, min_width: int) -> list:
     """``count`` columns for maps side by side; a row wraps when a column would be narrower than ``min_width``.
 

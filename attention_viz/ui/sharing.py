@@ -1,10 +1,12 @@
 """The view as a link: the "link to this view" box and the notes about a link that was opened.
 
-The link is shown with ``st.code``, whose copy button (top right of the box) puts it on the clipboard:
-Streamlit has no clipboard API of its own, and browsers allow the clipboard only on ``localhost`` or
-``https``; elsewhere the text is still selectable. The box is drawn only while its expander is open:
-``st.code`` makes the browser load a large syntax highlighter, a good part of a first visit's time to the
-first heatmap (the cold-start benchmark; figures in ``benchmarks/README.md``).
+A small link button (its icon alone) beside the Language choice opens it, in view without scrolling on a projector's
+1280 × 720 screen and taking no row of the sidebar. The link is shown on one line with ``st.code`` (it scrolls sideways
+instead of wrapping over 25 lines), whose copy button (at the right end of that line) puts it on the
+clipboard: Streamlit has no clipboard API of its own, and browsers allow the clipboard only on ``localhost``
+or ``https``; elsewhere the text is still selectable. The box is drawn only while its popover is open:
+``st.code`` makes the browser load a large syntax highlighter, a good part of a first visit's time to
+the first heatmap (the cold-start benchmark; figures in ``benchmarks/README.md``).
 """
 
 from __future__ import annotations
@@ -19,8 +21,15 @@ from attention_viz.ui.i18n import t
 from attention_viz.ui.safe_text import Markdown
 
 FALLBACK_ORIGIN = "http://localhost:8501"  # when the browser's address is unknown (tests)
-SHARE_BOX = "share_box"  # the expander's key: its state says whether it is open
+SHARE_BOX = "share_box"  # the popover's key: its state says whether it is open
+SHARE_LINK = "share_link"  # the container inside it (the popover's panel is drawn outside the sidebar)
 SHARE_OPEN = "share_open"  # kept across pages and languages, where the expander is a new widget
+# st.code shows its copy button only while the pointer is over the box: in the link box it is always shown
+_COPY_SHOWN = (
+    f".st-key-{SHARE_LINK} [data-testid='stCode'] div:has(> div > [data-testid='stElementToolbarButton']),"
+    f".st-key-{SHARE_LINK} [data-testid='stCode'] div:has(> div > [data-testid='stElementToolbarButton']) *"
+    " { opacity: 1 !important; visibility: visible !important; }"
+)
 
 
 def app_root() -> str:
@@ -38,7 +47,7 @@ def view_link(page: str) -> tuple[str, list[links.Note]]:
 
 
 def _remember_open() -> None:
-    """Streamlit makes the expander a new (closed) widget on another page or in another language."""
+    """Streamlit makes the popover a new (closed) widget on another page or in another language."""
     st.session_state[SHARE_OPEN] = bool(st.session_state[SHARE_BOX])
 
 
@@ -56,21 +65,24 @@ def opened_link(slot: DeltaGenerator) -> None:
             st.warning(t("links.opened_cut", limit=links.MAX_TEXT))
 
 
-def link_box(page: str) -> DeltaGenerator:
-    """Offer the link to this view in the sidebar; return the place, at the top of the page, for the note
-    about an opened link (:func:`opened_link`, called once the page ran)."""
+def link_box(page: str, place: DeltaGenerator | None = None) -> DeltaGenerator:
+    """Offer the link to this view: a small button (in ``place``, beside the Language choice; default the end
+    of the sidebar) that opens the link on one line with its copy button. Return the place, at the top of
+    the page, for the note about an opened link (:func:`opened_link`, called once the page ran)."""
     slot = st.empty()
     url, cut_notes = view_link(page)
-    box = st.sidebar.expander(
-        t("links.share"),
-        expanded=st.session_state.get(SHARE_OPEN, False),
-        icon=":material/link:",
+    box = (place or st.sidebar).popover(
+        ":material/link:",  # the icon alone: it fits beside the Language choice in either language
+        help=t("links.share"),
         key=SHARE_BOX,
         on_change=_remember_open,
     )
     if box.open:
-        box.code(url, language=None, wrap_lines=True)
-        box.caption(t("links.copy_hint"))
+        inside = box.container(key=SHARE_LINK)
+        inside.html(f"<style>{_COPY_SHOWN}</style>")
+        inside.markdown(f"**{t('links.share')}**")
+        inside.code(url, language=None, wrap_lines=False)  # one line; its copy button at the right end
+        inside.caption(t("links.copy_hint"))
         if cut_notes:
-            box.warning(t("links.text_cut", limit=links.MAX_TEXT))
+            inside.warning(t("links.text_cut", limit=links.MAX_TEXT))
     return slot

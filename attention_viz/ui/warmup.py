@@ -68,6 +68,7 @@ class _Preload:
     def __init__(self) -> None:
         self.imported = threading.Event()
         self.done = threading.Event()
+        self.ready = threading.Event()  # the bundled model is loaded: a map can be drawn
         self.thread = threading.Thread(target=self._run, name=_THREAD_NAME, daemon=True)
 
     def _run(self) -> None:
@@ -85,6 +86,7 @@ class _Preload:
             # with the app's message and logs it in one line, so it is not logged here.
             with contextlib.suppress(ModelLoadError):
                 cache.model(BUNDLED_MODEL)
+                self.ready.set()
         except Exception:  # unexpected: a session meets it again and reports it as the app does
             _log.exception("preloading failed; the first session will try again")
         finally:
@@ -109,6 +111,21 @@ async def lifespan(app: object) -> AsyncIterator[None]:
     """``st.App``'s lifespan: :func:`preload` as the server starts; returns at once."""
     preload()
     yield
+
+
+READY_PATH = "/ready"  # the readiness check, beside Streamlit's /_stcore/health
+
+
+async def readiness(request: object) -> object:
+    """``GET /ready``: 200 ``ok`` once the bundled model is loaded (the server can draw a map), 503 before
+    (and for good if it failed to load). Streamlit's ``/_stcore/health`` answers about 1 s after the start,
+    8-10 s before that; a proxy or a replica setup sends browsers only to a replica that answers here."""
+    from starlette.responses import PlainTextResponse
+
+    if _preload is not None and _preload.ready.is_set():
+        return PlainTextResponse("ok")
+    state = "failed" if _preload is not None and _preload.done.is_set() else "loading"
+    return PlainTextResponse(f"not ready: the model is {state}", status_code=503, headers={"Retry-After": "1"})
 
 
 def _cold() -> bool:

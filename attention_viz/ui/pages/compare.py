@@ -276,7 +276,7 @@ def _map(place, loaded, pretrained, scratch, options, view, variant, seed, title
         png_what=what,
         presentation=st.session_state["presentation"],
     )
-    content = (info.name, encoding.labels, view, variant, seed, options, fit)
+    content = (info.name, info.revision, encoding.labels, view, variant, seed, options, fit)
     attention_map.draw(place, attention_map.COMPARE_KEY, spec, content, maps_of, tuple(row_labels), tuple(key_labels))
 
 

@@ -4,7 +4,8 @@ import numpy as np
 import streamlit as st
 
 from attention_viz import figures
-from attention_viz.ui import cache, controls, feedback, head_links, state
+from attention_viz.extraction import export
+from attention_viz.ui import cache, controls, downloads, feedback, head_links, state
 from attention_viz.ui.corpus_picker import corpus_scope, run_corpus
 from attention_viz.ui.i18n import t
 
@@ -46,3 +47,9 @@ if len(divergence) < 2:  # no pair of heads: no mean divergence
 else:
     mean = float(divergence[~np.eye(len(divergence), dtype=bool)].mean())
     st.caption(t("similarity.caption", heads=len(divergence), mean=f"{mean:.3f}"))
+downloads.data_buttons(
+    export.file_stem(info.name, "head_similarity", scope),
+    "similarity",
+    lambda: export.similarity_frame(positions, info.num_heads).to_csv(index=False, float_format="%.8g"),
+    lambda: export.similarity_json(positions, divergence, info.num_heads, model=info.name, scope=scope),
+)

@@ -7,6 +7,7 @@ from attention_viz.analysis import published
 from attention_viz.ui import cache, controls, feedback, head_links, model_notes, scores_ui, state
 from attention_viz.ui.corpus_picker import corpus_scope, run_corpus
 from attention_viz.ui.i18n import t
+from attention_viz.ui.screen import header_width
 
 CHART_KEY = "stats_overview"
 
@@ -19,6 +20,11 @@ def _tag_id(tag: str) -> str:
 def _shown_tags(tags: str, prefix: str) -> str:
     """A head's tags (", "-joined English from the core) in the user's language; translated only for display."""
     return ", ".join(t(f"stats.{prefix}_{_tag_id(tag)}") for tag in tags.split(", ") if tag)
+
+
+def _header_width(column: str) -> int:
+    """A table column wide enough for its whole header (it was cut: "importance (c"), in px."""
+    return header_width(t(f"stats.col_{column}"))
 
 
 head_links.follow()
@@ -90,7 +96,7 @@ if found:
         hide_index=True,
         key="_stats_published",
     )
-first = ["layer", "head", statistic, "tags"] + (["importance"] if "importance" in frame else [])
+first = ["layer", "head", statistic] + (["importance"] if "importance" in frame else []) + ["tags"]
 shown = frame[list(dict.fromkeys(first + list(frame.columns)))]  # the chosen statistic next to the head
 shown = shown.assign(tags=[_shown_tags(tags, "tag") for tags in shown["tags"]])  # a copy: the CSV stays English
 numbers = [c for c in shown.columns if c not in ("layer", "head", "tags")]
@@ -102,7 +108,10 @@ st.dataframe(
         "layer": st.column_config.NumberColumn(t("stats.col_layer")),
         "head": st.column_config.NumberColumn(t("stats.col_head")),
         "tags": st.column_config.TextColumn(t("stats.col_tags"), width="medium"),
-        **{c: st.column_config.NumberColumn(t(f"stats.col_{c}"), format="%.3f") for c in numbers},
+        **{
+            c: st.column_config.NumberColumn(t(f"stats.col_{c}"), format="%.3f", width=_header_width(c))
+            for c in numbers
+        },
     },
     key="_stats_table",
 )

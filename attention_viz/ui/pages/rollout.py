@@ -3,7 +3,8 @@
 import streamlit as st
 
 from attention_viz import analysis, figures
-from attention_viz.ui import cache, controls, feedback, screen, state
+from attention_viz.extraction import export
+from attention_viz.ui import cache, controls, downloads, feedback, screen, state
 from attention_viz.ui.i18n import t
 from attention_viz.ui.view_options import view_caption, view_options
 
@@ -70,3 +71,20 @@ with map_column:
 box.plotly_chart(chart, key="rollout_map", theme=None, height="stretch", config={"displayModeBar": False})
 view_caption(raw, options, map_column)
 map_column.caption(t(f"rollout.note_{shown}"))
+with map_column:  # the whole shown map (every token, not only the window), with the view toggles applied
+    downloads.data_buttons(
+        export.file_stem(loaded.info.name, f"layer{layer}", f"rollout_{shown}"),
+        "rollout",
+        lambda: export.matrix_csv(view.matrix, view.query_labels, view.key_labels),
+        lambda: export.view_json(
+            view.matrix,
+            view.query_labels,
+            view.key_labels,
+            {"raw": "head average", "rollout": "attention rollout", "norm": "norm-based attention"}[shown],
+            model=loaded.info.name,
+            layer=layer,
+            word_level=options.word_level and shown != "norm",
+            hide_special=options.hide_special,
+            block=options.block,
+        ),
+    )

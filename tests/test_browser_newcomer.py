@@ -1,0 +1,101 @@
+"""What a new user tripped over, in a real browser: the link to the view in one compact control, Head
+statistics' tags and header at 800 × 600, and a chart with a control character still exporting its PNG."""
+
+from urllib.parse import quote
+
+from browser import idle, settled
+from playwright.sync_api import expect
+
+OPACITY_CHAIN = """button => {
+    const seen = [];
+    for (let e = button; e && !e.classList.contains('st-key-share_link'); e = e.parentElement) {
+        const style = getComputedStyle(e);
+        seen.push(style.visibility === 'visible' && Number(style.opacity) > 0.5);
+    }
+    return seen.every(Boolean);
+}"""
+
+
+def test_the_link_to_this_view_is_one_compact_control_in_view_whose_button_copies_it(server, chromium):
+    """At 1280 × 720 the box was below the sidebar's fold, and opened it showed a ~690-character link over ~25
+    lines with its copy button (shown only on hover) scrolled out of sight."""
+    url, _, _ = server
+    context = chromium.new_context(viewport={"width": 1280, "height": 720})
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=url)
+    page = context.new_page()
+    page.goto(f"{url}/?layer=2&head=5")
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=90_000)
+    idle(page)
+    opener = page.locator(".st-key-share_box button").first
+    box = opener.bounding_box()
+    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 720, box  # no scrolling needed
+    examples = page.get_by_role("combobox", name="Examples", exact=True).bounding_box()
+    assert examples["y"] + examples["height"] <= 720, examples  # and it takes no row: the Examples box stays in view
+    opener.click()
+    code = page.locator(".st-key-share_link [data-testid='stCode']").first
+    expect(code).to_contain_text("head=5", timeout=60_000)
+    shape = code.bounding_box()
+    assert shape["height"] < 70 and shape["y"] + shape["height"] <= 720, shape  # one line, in view
+    button = code.locator("button[aria-label='Copy to clipboard']")
+    place = button.bounding_box()
+    assert place is not None and place["x"] + place["width"] <= 1280 and place["y"] + place["height"] <= 720, place
+    assert button.evaluate(OPACITY_CHAIN)  # shown without hovering the box
+    page.mouse.move(900, 600)  # the pointer elsewhere: a lecturer's first click goes straight to the button
+    button.click()
+    copied = page.evaluate("() => navigator.clipboard.readText()")
+    assert copied.startswith(url) and "head=5" in copied and "layer=2" in copied and "\n" not in copied
+    context.close()
+
+
+def test_a_label_with_a_bell_character_is_drawn_visibly_and_the_chart_still_saves_a_png(server, chromium, family_dir):
+    """A bell (U+0007) in a byte-level BPE label was drawn as a box, and the camera icon then saved nothing:
+    SVG refuses the character, so plotly's image export failed without a word."""
+    url, _, _ = server
+    folder = family_dir("roberta")
+    page = chromium.new_page(viewport={"width": 1280, "height": 720}, accept_downloads=True)
+    text = quote("ring the bell\x07 now")
+    page.goto(f"{url}/?page=inside&model={quote(folder)}&text={text}")
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=90_000)
+    idle(page)
+    settled(page, ".js-plotly-plot")
+    texts = page.locator(".js-plotly-plot").evaluate_all(
+        "charts => charts.map(c => [...c.querySelectorAll('svg text')].map(e => e.textContent))"
+    )
+    assert not any("\x07" in label for chart in texts for label in chart), texts
+    index = next(i for i, chart in enumerate(texts) if any("␇" in label for label in chart))  # drawn visibly
+    chart = page.locator(".js-plotly-plot").nth(index)
+    chart.scroll_into_view_if_needed()
+    chart.hover()
+    with page.expect_download(timeout=60_000) as download:
+        chart.locator(".modebar-btn[data-title*='png' i]").first.click()
+    saved = download.value
+    path = saved.path()
+    assert saved.suggested_filename.endswith(".png") and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page.close()
+
+
+OVERLAPS = """chart => {
+    const boxes = [...chart.querySelectorAll('.textpoint text')].map(e => e.getBoundingClientRect())
+        .filter(b => b.width > 0);
+    const close = [];
+    boxes.forEach((a, i) => boxes.slice(i + 1).forEach(b => {
+        const apart = Math.max(b.left - a.right, a.left - b.right);
+        const overlapY = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        if (overlapY > 0 && apart < 3) close.push([a.left, a.right, b.left, b.right, a.top]);
+    }));
+    return [boxes.length, close];
+}"""
+
+
+def test_head_statistics_tags_do_not_run_together_at_800_by_600(server, chromium):
+    """Two neighbouring "broad" tags read "broadbroad": no gap between them at 800 × 600."""
+    url, _, _ = server
+    for language in ("en", "zh"):
+        page = chromium.new_page(viewport={"width": 800, "height": 600})
+        page.goto(f"{url}/?page=head_stats&lang={language}")
+        page.wait_for_selector(".js-plotly-plot .textpoint text", timeout=90_000)
+        idle(page)
+        settled(page, ".js-plotly-plot")
+        count, close = page.locator(".js-plotly-plot").last.evaluate(OVERLAPS)
+        assert count > 20 and not close, (language, close)
+        page.close()
