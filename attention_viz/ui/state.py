@@ -23,7 +23,7 @@ from attention_viz.analysis.minimal_pairs import PRESETS as PAIR_PRESETS
 from attention_viz.analysis.steps import SCALINGS
 from attention_viz.models.encoder import Variant
 from attention_viz.models.loading import BUNDLED_MODEL, ModelInfo
-from attention_viz.ui import links
+from attention_viz.ui import internals, links
 from attention_viz.ui.i18n import DEFAULT_LANGUAGE, LANGUAGE_KEY, LANGUAGES, t
 
 # The example the app opens on, and the text, layer and head it sets (assets/presets/presets.toml).
@@ -302,10 +302,6 @@ def callback_failed() -> bool:
     return bool(st.session_state.pop("_callback_failed", False))
 
 
-# Widget arguments that Streamlit 1.67 counts in a keyed widget's identity (a slider's range, ...).
-_IDENTITY = ("min_value", "max_value", "step", "max_selections", "accept_new_options")
-
-
 def _validity(options: list | None, multi: bool, low: object, high: object) -> Callable[[object], bool]:
     if options is not None and multi:
         return lambda value: isinstance(value, list) and all(item in options for item in value)
@@ -401,7 +397,8 @@ def control(
                 shown_new = ", ".join(shown_items) if shown_items else "—"
             place.caption(t("controls.reset", control=label, old=value, new=shown_new))
         value = fixed
-    identity = tuple(widget_options.get(name) for name in _IDENTITY)  # what else makes Streamlit a new widget
+    # what else makes Streamlit a new widget
+    identity = tuple(widget_options.get(name) for name in internals.WIDGET_IDENTITY)
     if s.get("_drawn_before", {}).get(widget) != identity or widget not in s or s[widget] != value:
         s[widget] = value
     s.setdefault("_drawn_now", {})[widget] = identity
