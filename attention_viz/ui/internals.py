@@ -79,7 +79,7 @@ WIDGET_IDENTITY_BY_MODULE = {
 
 # --- Streamlit's control flow ---------------------------------------------------------------------------------
 # ``st.stop``, ``st.rerun`` and ``st.switch_page`` raise exceptions that derive from ``BaseException`` only,
-# so the app's ``except Exception`` around a page (ui/recovery.py, ui/state.py ``guarded``) lets them pass.
+# so the app's ``except Exception`` around a page (ui/recovery.py, ui/widgets.py ``guarded``) lets them pass.
 # What breaks it: one of them deriving from ``Exception``; a page's st.stop would then show the app's
 # error message. The test checks the classes in ``streamlit.runtime.scriptrunner_utils.exceptions``.
 CONTROL_FLOW_EXCEPTIONS = ("StopException", "RerunException")

@@ -18,15 +18,13 @@ def _on_thumbnail(heads: int) -> None:
     """
     points = st.session_state["head_grid"].selection.points
     if points:
-        layer, head = divmod(int(points[0]["point_index"]), heads)
-        st.session_state["layer"], st.session_state["head"] = layer, head
-        st.session_state["_open_compare"] = True
+        state.open_head(*divmod(int(points[0]["point_index"]), heads))
 
 
 selection = state.selection()
 loaded = cache.model(selection.model)
 info = loaded.info
-if st.session_state.pop("_open_compare", False):
+if state.head_to_open():
     st.switch_page(COMPARE)
 result = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
 encoding = result.encoding

@@ -19,14 +19,6 @@ VARIANTS = tuple(v.value for v in Variant)
 CROSS_BLOCKS = ("AB", "BA")
 
 
-def _focus_on(query: int, total: int, size: int) -> None:
-    """Put ``query`` in focus, moving the query window to it when it is outside."""
-    st.session_state["focus"] = query
-    start = st.session_state["query_start"]
-    if query >= 0 and not start <= query < start + size:
-        st.session_state["query_start"] = figures.window_around(query, total, size)
-
-
 def _show() -> None:
     selection = state.selection()
     loaded = cache.model(selection.model)
@@ -97,12 +89,11 @@ def _show() -> None:
         "focus",
         [-1, *range(queries)],
         labels=lambda i: no_focus if i < 0 else f"{i}: {figures.isolate(figures.shorten_label(row_labels[i]))}",
-        then=lambda query: _focus_on(query, queries, size),
+        then=lambda query: state.set_focus(query, queries, size),
     )
-    for start_key, count in (("query_start", queries), ("key_start", keys)):
-        st.session_state[start_key] = figures.window_start(st.session_state[start_key], count, size)
-    rows = figures.window_slice(st.session_state["query_start"], queries, size)
-    columns = figures.window_slice(st.session_state["key_start"], keys, size)
+    query_start, key_start = state.set_window("compare", queries, keys, size)
+    rows = figures.window_slice(query_start, queries, size)
+    columns = figures.window_slice(key_start, keys, size)
     what = "_".join(
         [view]
         + (["words"] if options.word_level else [])

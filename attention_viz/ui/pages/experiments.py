@@ -112,10 +112,7 @@ def pairs_view() -> None:
     row = st.columns(2)
     texts = []
     for column, name in zip(row, ("pairs_a", "pairs_b"), strict=True):
-        # a text box of its own (free text is no option or number): it starts from the stored sentence
-        st.session_state.setdefault(f"_{name}", st.session_state.get(name, state.DEFAULTS[name]))
-        texts.append(column.text_input(t(f"experiments.sentence_{name[-1]}"), key=f"_{name}"))
-        st.session_state[name] = texts[-1]
+        texts.append(state.text_box(column.text_input, t(f"experiments.sentence_{name[-1]}"), name))
     text_a, text_b = texts
     pair = feedback.or_stop(cache.minimal_pair, loaded, text_a, text_b)
     labels_a, labels_b = list(pair.a.encoding.labels), list(pair.b.encoding.labels)
@@ -195,7 +192,7 @@ def pairs_view() -> None:
 def _load_preset(chosen: str) -> None:
     if chosen in minimal_pairs.PRESETS:
         for name, text in zip(("pairs_a", "pairs_b"), minimal_pairs.PRESETS[chosen], strict=True):
-            st.session_state[name] = st.session_state[f"_{name}"] = text
+            state.set_text(name, text)
 
 
 def predictions_view() -> None:
