@@ -99,6 +99,41 @@ def knockout_view() -> None:
 
 
 def pairs_view() -> None:
+    pair = _pair_sentences()
+    labels_a, labels_b = list(pair.a.encoding.labels), list(pair.b.encoding.labels)
+    queries = [i for i, j in pair.pairs if i is not None and j is not None]
+    about = minimal_pairs.PRESET_QUERIES.get(st.session_state.get("pairs_preset"))
+    default = next((i for i in queries if labels_a[i].lower() == about), None)  # the preset's token, if any
+    default = next((i for i in queries if i in pair.changed_a), queries[0]) if default is None else default
+    row = st.columns(2)
+    query = _token_choice(row[0], "pairs_query", labels_a, default, t("experiments.query"), queries)
+    by = state.control(
+        row[1].radio,
+        t("experiments.measure"),
+        "pairs_measure",
+        minimal_pairs.MEASURES,
+        labels=lambda m: t(f"experiments.measure_{m}"),
+        horizontal=True,
+    )
+    ranking = minimal_pairs.head_ranking(pair.a.weights, pair.b.weights, pair.pairs, query, by)
+    left, right = st.columns([2, 3])
+    _pair_ranking(left, ranking, labels_a[query])
+    top = (int(ranking["layer"][0]), int(ranking["head"][0]))
+    heads = [(int(r["layer"]), int(r["head"])) for _, r in ranking.head(12).iterrows()]
+    chosen = state.control(
+        right.selectbox,
+        t("experiments.pair_head"),
+        "pairs_head",
+        list(range(len(heads))),
+        labels=lambda i: plain("experiments.head_label", layer=heads[i][0], head=heads[i][1]),
+        decode=lambda stored: stored if 0 <= stored < len(heads) else 0,
+        note=False,
+    )
+    _pair_difference(right, pair, labels_a, labels_b, *(heads[chosen] if heads else top))
+
+
+def _pair_sentences():
+    """The preset, the two sentences and how they align; the pair (:class:`minimal_pairs.MinimalPair`)."""
     preset = state.control(
         st.radio,
         t("experiments.preset"),
@@ -128,23 +163,12 @@ def pairs_view() -> None:
         lone_a = [labels_a[i] for i, j in pair.pairs if j is None]
         lone_b = [labels_b[j] for i, j in pair.pairs if i is None]
         st.info(t("experiments.not_aligned", a=", ".join(lone_a) or "—", b=", ".join(lone_b) or "—"))
-    queries = [i for i, j in pair.pairs if i is not None and j is not None]
-    about = minimal_pairs.PRESET_QUERIES.get(st.session_state.get("pairs_preset"))
-    default = next((i for i in queries if labels_a[i].lower() == about), None)  # the preset's token, if any
-    default = next((i for i in queries if i in pair.changed_a), queries[0]) if default is None else default
-    row = st.columns(2)
-    query = _token_choice(row[0], "pairs_query", labels_a, default, t("experiments.query"), queries)
-    by = state.control(
-        row[1].radio,
-        t("experiments.measure"),
-        "pairs_measure",
-        minimal_pairs.MEASURES,
-        labels=lambda m: t(f"experiments.measure_{m}"),
-        horizontal=True,
-    )
-    ranking = minimal_pairs.head_ranking(pair.a.weights, pair.b.weights, pair.pairs, query, by)
-    left, right = st.columns([2, 3])
-    left.dataframe(
+    return pair
+
+
+def _pair_ranking(place, ranking, token: str) -> None:
+    """The heads whose attention from the query token changed most, first 12."""
+    place.dataframe(
         ranking.head(12),
         hide_index=True,
         key="_pairs_ranking",
@@ -155,26 +179,18 @@ def pairs_view() -> None:
             "tv": st.column_config.NumberColumn(t("experiments.measure_tv"), format="%.4f"),
         },
     )
-    left.caption(t("experiments.ranking_caption", token=labels_a[query]))
-    top = (int(ranking["layer"][0]), int(ranking["head"][0]))
-    heads = [(int(r["layer"]), int(r["head"])) for _, r in ranking.head(12).iterrows()]
-    chosen = state.control(
-        right.selectbox,
-        t("experiments.pair_head"),
-        "pairs_head",
-        list(range(len(heads))),
-        labels=lambda i: plain("experiments.head_label", layer=heads[i][0], head=heads[i][1]),
-        decode=lambda stored: stored if 0 <= stored < len(heads) else 0,
-        note=False,
-    )
-    shown_layer, shown_head = heads[chosen] if heads else top
+    place.caption(t("experiments.ranking_caption", token=token))
+
+
+def _pair_difference(place, pair, labels_a: list, labels_b: list, shown_layer: int, shown_head: int) -> None:
+    """The chosen head's map of sentence B minus sentence A over the aligned tokens."""
     rows_a, rows_b = minimal_pairs.matched(pair.pairs)
     pair_labels = [
         labels_a[i] if labels_a[i] == labels_b[j] else f"{labels_a[i]}→{labels_b[j]}"
         for i, j in zip(rows_a, rows_b, strict=True)
     ]
     difference = minimal_pairs.difference_map(pair.a.weights, pair.b.weights, pair.pairs, shown_layer, shown_head)
-    right.plotly_chart(
+    place.plotly_chart(
         figures.difference_heatmap(
             difference,
             pair_labels,
@@ -186,7 +202,7 @@ def pairs_view() -> None:
         key="pairs_difference",
         theme=None,
     )
-    right.caption(t("experiments.pair_difference_caption"))
+    place.caption(t("experiments.pair_difference_caption"))
 
 
 def _load_preset(chosen: str) -> None:
