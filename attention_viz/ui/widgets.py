@@ -128,6 +128,15 @@ def _keep(key: str, widget: str, valid: Callable, encode: Callable | None, then:
             then(value)
 
 
+def _say_reset(place, label: str, old: object, new: object, format_func: Callable | None) -> None:
+    """The note under a widget whose setting had to change: from ``old`` to ``new`` (shown as the widget shows it)."""
+    shown_new = new
+    if format_func is not None:
+        shown_items = [format_func(item) for item in (new if isinstance(new, list) else [new])]
+        shown_new = ", ".join(shown_items) if shown_items else "—"
+    place.caption(t("controls.reset", control=label, old=old, new=shown_new))
+
+
 def control(
     draw: Callable,
     label: str,
@@ -182,14 +191,7 @@ def control(
     if not valid(value):
         fixed = _fallback(key, value, options, low, high, decode)
         if note and value not in (None, -1, [], ""):
-            place = getattr(draw, "__self__", st)
-            shown_new = fixed
-            if options is not None:
-                shown_items = [
-                    widget_options["format_func"](item) for item in (fixed if isinstance(fixed, list) else [fixed])
-                ]
-                shown_new = ", ".join(shown_items) if shown_items else "—"
-            place.caption(t("controls.reset", control=label, old=value, new=shown_new))
+            _say_reset(getattr(draw, "__self__", st), label, value, fixed, widget_options.get("format_func"))
         value = fixed
     # what else makes Streamlit a new widget
     identity = tuple(widget_options.get(name) for name in internals.WIDGET_IDENTITY)
