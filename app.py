@@ -9,18 +9,15 @@ Run with ``streamlit run app.py``. This file has two roles:
   server starts, before any browser asks (:mod:`attention_viz.ui.warmup`).
 """
 
-import os
 from pathlib import Path
 
-# Before torch is imported: torch's OpenMP threads sleep while they wait instead of spinning. On a 2-core
-# server shared with other sessions' work, spinning threads waited on each other at every operation (the
-# same importance run took 87 s on 2 threads against 9 s on 1 with one other busy process; 21 s with this
-# setting against 285 s without at a load of 4); on idle cores it costs about 10%.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+from attention_viz.ui import internals
 
-import streamlit as st
+internals.sleep_waiting_threads()  # before torch is imported: its OpenMP threads sleep while they wait
 
-from attention_viz.ui import warmup
+import streamlit as st  # noqa: E402
+
+from attention_viz.ui import warmup  # noqa: E402
 
 ICON = Path(__file__).resolve().parent / "assets" / "icon.png"  # served by the app itself: no font host
 

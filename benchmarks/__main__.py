@@ -8,7 +8,6 @@ the machine, versions and date to ``benchmarks/results/<date>-<mode>.json``.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 import time
@@ -38,9 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     settings = Settings.make(args.quick)
     from attention_viz.models.loading import BUNDLED_MODEL
-    from attention_viz.ui import cache
+    from attention_viz.ui import cache, internals
 
-    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").setLevel(logging.ERROR)
+    internals.quiet_missing_context()
     loaded = cache.model(BUNDLED_MODEL)  # the app's own cached copy: the AppTest sessions reuse it
     rows: list[Row] = []
     durations: dict[str, float] = {}

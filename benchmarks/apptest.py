@@ -10,7 +10,6 @@ message as a reference to the browser's cached copy).
 from __future__ import annotations
 
 import contextlib
-import logging
 import time
 from dataclasses import dataclass, field
 
@@ -21,11 +20,12 @@ from transformers import PreTrainedModel
 
 from attention_viz.models.encoder import BertEncoder
 from attention_viz.models.loading import LoadedModel
+from attention_viz.ui import internals
 from benchmarks.harness import ROOT, Row, Settings, median, text_of_tokens
 
 APP = str(ROOT / "app.py")
 # Calling cached functions outside a script run (the suite shares one loaded model) logs a harmless warning.
-logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").setLevel(logging.ERROR)
+internals.quiet_missing_context()
 ALL_HEADS = "attention_viz/ui/pages/all_heads.py"
 
 

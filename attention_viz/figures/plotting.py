@@ -7,7 +7,8 @@ figure function's output is rebuilt with validation on and must come out unchang
 (``tests/test_figure_validity.py``). Colour scales are resolved here, in Python, because plotly.js knows
 other scales under some of the same names ("Blues" is a different scale there).
 
-Source: plotly.py's ``BaseFigure(data, layout, _validate=False)`` and ``plotly.colors.get_colorscale``.
+Source: plotly.py's ``BaseFigure(data, layout, _validate=False)`` (:mod:`attention_viz.internals`) and
+``plotly.colors.get_colorscale``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.colors import get_colorscale
 
+from attention_viz import internals
 from attention_viz.figures.layout import FONT_FAMILY
 
 TRACE_TYPES = ("heatmap", "scatter", "bar")  # the trace types our figures draw
@@ -64,7 +66,7 @@ def figure(data: Sequence[dict], layout: dict, shape_defaults: dict | None = Non
     template = TEMPLATE
     if shape_defaults is not None:
         template = {**TEMPLATE, "layout": {**TEMPLATE["layout"], "shapedefaults": shape_defaults}}
-    return go.Figure(data=list(data), layout={"template": template, **layout}, _validate=False)
+    return internals.unvalidated_figure(data, {"template": template, **layout})
 
 
 def blank_figure() -> go.Figure:

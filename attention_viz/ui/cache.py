@@ -12,7 +12,6 @@ with ``python -m benchmarks.profile_rerun``). ``st.cache_resource`` hands every 
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import logging
 import threading
@@ -28,6 +27,7 @@ from attention_viz.analysis import article_compare, steps
 from attention_viz.extraction import AttentionResult, Encoding
 from attention_viz.models import catalog, loading
 from attention_viz.models.loading import LoadedModel, ModelLoadError
+from attention_viz.ui import internals
 
 SECRETS_SECTION = "attention_viz"  # [attention_viz] in .streamlit/secrets.toml: allowed_models, model_root, ...
 
@@ -69,14 +69,9 @@ def _load(name: str, policy: settings.ModelPolicy, revision: str) -> LoadedModel
         loaded = loading.load_model(name, policy)
     except ModelLoadError as exc:
         return exc
-    # What is alive after the first load (torch, transformers, the app's modules, the model) lives as long as
-    # the server. Streamlit collects garbage after every run (runner.postScriptGC); walking these ~465k
-    # objects took 300 ms of each rerun, holding the GIL. Frozen, the cyclic collector skips them (0.2 ms).
-    # Once only: a frozen object is never collected, and later loads would also freeze other sessions'
-    # figures that happen to be alive. A collection first would cost those 300 ms once more and finds
-    # nothing to free after a load (measured: 0 objects).
-    if not gc.get_freeze_count():
-        gc.freeze()
+    # What is alive after the first load lives as long as the server: out of the collector's way after
+    # every run (why and how: attention_viz/ui/internals.py).
+    internals.freeze_survivors()
     return loaded
 
 

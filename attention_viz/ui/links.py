@@ -1,6 +1,6 @@
 """The view in a link: view settings to and from a URL query string, validated by their defaults.
 
-Pure functions, no Streamlit: :mod:`attention_viz.ui.state` owns the session's view and calls these to
+Pure functions, no Streamlit: :mod:`attention_viz.ui.url_state` calls these to
 read ``st.query_params`` once at session start and to write it back after each run. Every setting is
 validated by its default's type (bool, int, float, str), an optional list of allowed values and an
 optional integer range; a value that fails is dropped (the default stays) and a note says which, so a

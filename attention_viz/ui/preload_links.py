@@ -8,7 +8,7 @@ An ASGI middleware adds ``<link rel="preload" as="script">`` for it to the page'
 downloads it while it loads the rest; it runs once the map has painted its first cells from its data
 (``plotly_loader.js``), so that parsing it does not hold up the first map. Streamlit's own plotly chunk is
 not preloaded: pages drawn with the element do not need it, and a page that draws ``st.plotly_chart``
-loads it as usual.
+loads it as usual (so nothing here depends on the file layout of Streamlit's build).
 
 Source: the HTML standard's ``preload`` link type; Starlette's pure ASGI middleware pattern.
 """
@@ -16,27 +16,14 @@ Source: the HTML standard's ``preload`` link type; Starlette's pure ASGI middlew
 from __future__ import annotations
 
 import functools
-from pathlib import Path
-
-import streamlit
 
 from attention_viz.ui.attention_map.serving import PLOTLY_PATH
-
-STATIC_JS = Path(streamlit.__file__).parent / "static" / "static" / "js"
-CHUNKS: tuple[str, ...] = ()  # Streamlit's lazily loaded chunks to preload (none: the app draws with its own)
 
 
 @functools.cache
 def links() -> bytes:
-    """The ``<link>`` tags: plotly.js (the app's copy) and :data:`CHUNKS` in this Streamlit's build (their
-    names carry a content hash)."""
-    tags = [f'<link rel="preload" as="script" href="./{PLOTLY_PATH}">']
-    tags += [
-        f'<link rel="modulepreload" crossorigin href="./static/js/{path.name}">'
-        for chunk in CHUNKS
-        for path in sorted(STATIC_JS.glob(f"{chunk}.*.js"))
-    ]
-    return "".join(tags).encode()
+    """The ``<link>`` tag: plotly.js, the app's own copy (served by :mod:`attention_viz.ui.attention_map.serving`)."""
+    return f'<link rel="preload" as="script" href="./{PLOTLY_PATH}">'.encode()
 
 
 def with_links(html: bytes) -> bytes:

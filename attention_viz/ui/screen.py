@@ -16,17 +16,20 @@ from __future__ import annotations
 
 import streamlit as st
 
+from attention_viz.ui.internals import COLUMN, HEADER, HORIZONTAL_BLOCK, MAIN, MAIN_BLOCK, SIDEBAR_CONTENT, SIDEBAR_NAV
+
 PRESENTATION_SCALE = 1.2  # Presentation's text size over Streamlit's 16 px
 NOMINAL_MAP_HEIGHT = 640  # the map box's height where CSS does not apply (AppTest, a print)
 NARROW = 620  # px of main area below which a map and its controls stack (800 px wide with the sidebar open)
+# Streamlit's own elements by their test ids and class names (attention_viz/ui/internals.py).
 _FRAME = f"""
-.stMainBlockContainer {{ padding: 3.5rem 1.5rem 2.5rem 1.5rem; container: main / inline-size; }}
-[data-testid="stSidebarUserContent"] {{ padding-top: 0.5rem; padding-bottom: 2rem; }}
-[data-testid="stSidebarNav"] {{ padding-top: 0; }}
-[data-testid="stMain"]:focus, [data-testid="stMain"]:focus-visible {{ outline: none; }}
+{MAIN_BLOCK} {{ padding: 3.5rem 1.5rem 2.5rem 1.5rem; container: main / inline-size; }}
+{SIDEBAR_CONTENT} {{ padding-top: 0.5rem; padding-bottom: 2rem; }}
+{SIDEBAR_NAV} {{ padding-top: 0; }}
+{MAIN}:focus, {MAIN}:focus-visible {{ outline: none; }}
 @container main (max-width: {NARROW}px) {{
-  [data-testid="stHorizontalBlock"] {{ flex-wrap: wrap; }}
-  [data-testid="stHorizontalBlock"] > [data-testid="stColumn"] {{
+  {HORIZONTAL_BLOCK} {{ flex-wrap: wrap; }}
+  {HORIZONTAL_BLOCK} > {COLUMN} {{
     flex: 1 1 100% !important; width: 100% !important; min-width: 100%;
   }}
 }}
@@ -35,10 +38,10 @@ _FRAME = f"""
 
 # Presentation: the page starts at the top of the window under a see-through header (its menu stays), so a
 # map can take the window's height.
-_PRESENTATION = """
-.stMainBlockContainer { padding-top: 0.25rem; }
-header[data-testid="stHeader"] { background: transparent; pointer-events: none; }
-header[data-testid="stHeader"] * { pointer-events: auto; }
+_PRESENTATION = f"""
+{MAIN_BLOCK} {{ padding-top: 0.25rem; }}
+{HEADER} {{ background: transparent; pointer-events: none; }}
+{HEADER} * {{ pointer-events: auto; }}
 """
 
 
@@ -66,8 +69,8 @@ def map_row(place, key: str, count: int, min_width: int) -> list:
     ``min_width`` is what a map needs for readable cells (a label size plus some air per token).
     """
     st.html(
-        f"<style>.st-key-{key} [data-testid='stHorizontalBlock'] {{ flex-wrap: wrap; }}"
-        f".st-key-{key} [data-testid='stColumn'] {{ min-width: min(100%, {int(min_width)}px); }}</style>"
+        f"<style>.st-key-{key} {HORIZONTAL_BLOCK} {{ flex-wrap: wrap; }}"
+        f".st-key-{key} {COLUMN} {{ min-width: min(100%, {int(min_width)}px); }}</style>"
     )
     return place.container(key=key).columns(count, gap="medium")
 
@@ -83,7 +86,7 @@ def map_box(place, key: str, height_over_width: int):
     """
     box = f".st-key-{key}"
     rule = (
-        f'[data-testid="stColumn"]:has({box}) {{ container-type: inline-size; }}'
+        f"{COLUMN}:has({box}) {{ container-type: inline-size; }}"
         f"{box}, div:has(> {box}) {{ flex: 0 0 auto !important; height: min(calc(100vh - 4rem), "
         f"calc(100cqw + {int(height_over_width)}px)) !important; }}"
     )

@@ -34,6 +34,8 @@ from collections.abc import AsyncIterator, Iterator
 
 import streamlit as st
 
+from attention_viz.ui import internals
+
 KEY = "plotly_warmup"
 # Imported whole before any figure is built; quick even cold.
 FIGURE_MODULES = ("numpy", "pandas", "plotly.graph_objects", "plotly.io")
@@ -58,7 +60,7 @@ def _not_from_the_preload(record: logging.LogRecord) -> bool:
     return record.threadName != _THREAD_NAME
 
 
-logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_not_from_the_preload)
+internals.quiet_missing_context(_not_from_the_preload)
 
 
 class _Preload:

@@ -18,42 +18,48 @@ def _on_thumbnail(heads: int) -> None:
     """
     points = st.session_state["head_grid"].selection.points
     if points:
-        layer, head = divmod(int(points[0]["point_index"]), heads)
-        st.session_state["layer"], st.session_state["head"] = layer, head
-        st.session_state["_open_compare"] = True
+        state.open_head(*divmod(int(points[0]["point_index"]), heads))
 
 
-selection = state.selection()
-loaded = cache.model(selection.model)
-info = loaded.info
-if st.session_state.pop("_open_compare", False):
-    st.switch_page(COMPARE)
-result = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
-encoding = result.encoding
+def _show() -> None:
+    selection = state.selection()
+    loaded = cache.model(selection.model)
+    info = loaded.info
+    if state.head_to_open():
+        st.switch_page(COMPARE)
+    result = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
+    encoding = result.encoding
 
-title = st.container(horizontal=True, vertical_alignment="center", key="all_heads_title")
-title.header(t("all_heads.title", layers=info.num_layers, heads=info.num_heads), width="content")
-controls.explain(title, t("all_heads.intro"))
-feedback.truncation(encoding)
-pooled = encoding.num_tokens > figures.THUMBNAIL_SIZE
-st.caption(
-    t("all_heads.caption", model=feedback.literal(info.name), tokens=encoding.num_tokens)
-    + " "
-    + (t("all_heads.pooled", size=figures.THUMBNAIL_SIZE) if pooled else "")
-)
-st.page_link(
-    COMPARE,
-    label=t("all_heads.open", layer=selection.layer, head=selection.head),
-    icon=":material/compare:",
-)
-model_notes.layers(info)
-scores_ui.colour_by(loaded, encoding, result.weights, (selection.layer, selection.head))
-grid = figures.head_grid(result.weights, fit_range=selection.fit_range, selected=(selection.layer, selection.head))
-st.plotly_chart(
-    grid,
-    key="head_grid",
-    theme=None,
-    on_select=state.guarded(functools.partial(_on_thumbnail, info.num_heads)),  # plotly_chart's callback takes no args
-    selection_mode="points",
-    config=downloads.chart_config(info.name, selection.layer, selection.head, "all_heads"),  # PNG: the head outlined
-)
+    title = st.container(horizontal=True, vertical_alignment="center", key="all_heads_title")
+    title.header(t("all_heads.title", layers=info.num_layers, heads=info.num_heads), width="content")
+    controls.explain(title, t("all_heads.intro"))
+    feedback.truncation(encoding)
+    pooled = encoding.num_tokens > figures.THUMBNAIL_SIZE
+    st.caption(
+        t("all_heads.caption", model=feedback.literal(info.name), tokens=encoding.num_tokens)
+        + " "
+        + (t("all_heads.pooled", size=figures.THUMBNAIL_SIZE) if pooled else "")
+    )
+    st.page_link(
+        COMPARE,
+        label=t("all_heads.open", layer=selection.layer, head=selection.head),
+        icon=":material/compare:",
+    )
+    model_notes.layers(info)
+    scores_ui.colour_by(loaded, encoding, result.weights, (selection.layer, selection.head))
+    grid = figures.head_grid(result.weights, fit_range=selection.fit_range, selected=(selection.layer, selection.head))
+    st.plotly_chart(
+        grid,
+        key="head_grid",
+        theme=None,
+        on_select=state.guarded(
+            functools.partial(_on_thumbnail, info.num_heads)
+        ),  # plotly_chart's callback takes no args
+        selection_mode="points",
+        config=downloads.chart_config(
+            info.name, selection.layer, selection.head, "all_heads"
+        ),  # PNG: the head outlined
+    )
+
+
+_show()

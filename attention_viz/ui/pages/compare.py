@@ -1,6 +1,8 @@
 """Compare: one head drawn large (pretrained, from scratch or their difference) beside its controls, a token's
 attention as bars and as bertviz's lines, and the numbers that say how far the two encoders agree."""
 
+from dataclasses import dataclass
+
 import numpy as np
 import streamlit as st
 
@@ -19,24 +21,81 @@ VARIANTS = tuple(v.value for v in Variant)
 CROSS_BLOCKS = ("AB", "BA")
 
 
-def _focus_on(query: int, total: int, size: int) -> None:
-    """Put ``query`` in focus, moving the query window to it when it is outside."""
-    st.session_state["focus"] = query
-    start = st.session_state["query_start"]
-    if query >= 0 and not start <= query < start + size:
-        st.session_state["query_start"] = figures.window_around(query, total, size)
+@dataclass(frozen=True)
+class _Head:
+    """The head's two maps as the view toggles shape them (``(query, key)``), with their labels; ``raw_*``
+    are the head's token-level attention as extracted, ``view`` the toggles' result (None when all are off)."""
+
+    raw_pretrained: np.ndarray
+    raw_scratch: np.ndarray
+    pretrained: np.ndarray
+    scratch: np.ndarray
+    row_labels: np.ndarray
+    key_labels: np.ndarray
+    view: analysis.ViewMatrix | None
 
 
 def _show() -> None:
     selection = state.selection()
     loaded = cache.model(selection.model)
-    info = loaded.info
     presentation = st.session_state["presentation"]
-
     if presentation:  # the map takes the whole width (and height); its controls go under it
         map_column, side = st.container(), st.container()
     else:
         map_column, side = st.columns([3, 2], gap="medium")
+    layer, head, view, variant, seed = _head_controls(side, loaded)
+    pretrained = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
+    scratch = feedback.or_stop(cache.scratch, loaded, selection.text, selection.pair, variant, int(seed))
+    encoding = pretrained.encoding
+    # The view toggles (word level, hide [CLS]/[SEP], pair block) shape what the map, the bars and the lines
+    # show; with them off the map is the head's token-level attention exactly as extracted.
+    options = view_options(encoding.is_pair, side)
+    maps = _head_maps(pretrained, scratch, layer, head, options)
+    queries, keys = maps.pretrained.shape  # q != k for a pair's A→B and B→A blocks
+    style = figures.map_style(presentation, max(queries, keys))  # smaller labels fit more
+    size = style.window
+    focus = _focus_control(side, maps.row_labels, queries, size)
+    query_start, key_start = state.set_window("compare", queries, keys, size)
+    rows, columns = figures.window_slice(query_start, queries, size), figures.window_slice(key_start, keys, size)
+    what = _file_part(view, options)  # names the files: e.g. attention_..._layer3_head1_pretrained_words.csv
+    config = downloads.chart_config(loaded.info.name, layer, head, what)
+    fit = selection.fit_range or options.block in CROSS_BLOCKS
+    window = {
+        "key_labels": maps.key_labels[columns],
+        "style": style,
+        "query_start": rows.start,
+        "key_start": columns.start,
+        "focus": focus - rows.start if rows.start <= focus < rows.stop else None,
+        "query_title": t("figures.axis_query"),
+        "key_title": t("figures.axis_key"),
+    }
+    shown = {"pretrained": maps.pretrained, "scratch": maps.scratch, "difference": maps.scratch - maps.pretrained}
+    shown = shown[view]
+    map_title = plain(f"compare.map_title_{view}", variant=plain(f"compare.variant_{variant.replace('-', '_')}"))
+    if view == "difference":  # the figure of the HTML download; the element draws the map on screen
+        chart = figures.difference_heatmap(shown[rows, columns], maps.row_labels[rows], map_title, fit, **window)
+    else:
+        zrange = figures.shared_range(maps.pretrained, maps.scratch) if fit else (0.0, 1.0)
+        chart = figures.attention_heatmap(shown[rows, columns], maps.row_labels[rows], map_title, zrange, **window)
+    with map_column:
+        feedback.truncation(encoding)
+    _map(map_column, loaded, pretrained, scratch, options, view, variant, int(seed), map_title, style, what)
+    windowed = _under_the_map(map_column, loaded.info, maps, options, encoding.num_tokens, size)
+
+    # Below the screen: the numbers, the token in focus as bars and lines, the downloads.
+    _numbers(maps)
+    _variant_note(loaded, selection, variant, int(seed))
+    if focus >= 0:
+        _focus_bars(maps, focus, columns, style, config)
+    _lines(maps, view, rows, columns, style, window["focus"], config)
+    if windowed:
+        st.caption(t("compare.download_full", queries=queries, keys=keys))
+    downloads.buttons(pretrained, shown, chart, layer, head, what, tuple(maps.row_labels), tuple(maps.key_labels))
+
+
+def _head_controls(side, loaded) -> tuple[int, int, str, str, int]:
+    """The title, the head picker, the examples, the map shown and the encoder variant: ``(layer, head,
+    view, variant, seed)``."""
     title = side.empty()
     # The map answers the arrow keys itself (in the browser): the step buttons take no shortcuts here.
     layer, head = controls.head_picker(
@@ -44,7 +103,6 @@ def _show() -> None:
     )
     title.header(t("compare.title", layer=layer, head=head))
     presets_ui.look_for(loaded, side)
-
     view = state.control(
         side.radio,
         t("compare.view"),
@@ -64,114 +122,86 @@ def _show() -> None:
     seed = st.session_state["seed"]
     if variant == Variant.RANDOM:
         seed = state.control(side.number_input, t("compare.seed"), "seed", min_value=0, max_value=2**31 - 1)
+    return layer, head, view, variant, seed
 
-    pretrained = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
-    scratch = feedback.or_stop(cache.scratch, loaded, selection.text, selection.pair, variant, int(seed))
-    encoding = pretrained.encoding
-    labels, total = encoding.labels, encoding.num_tokens
 
-    # The view toggles (word level, hide [CLS]/[SEP], pair block) shape what the map, the bars and the lines
-    # show; with them off the map is the head's token-level attention exactly as extracted.
-    options = view_options(encoding.is_pair, side)
+def _head_maps(pretrained, scratch, layer: int, head: int, options: analysis.ViewOptions) -> _Head:
     raw_scratch, raw_pretrained = scratch.head(layer, head), pretrained.head(layer, head)
+    encoding = pretrained.encoding
     if options == analysis.ViewOptions():
-        scratch_map, pretrained_map, row_labels, key_labels, view_matrix = (
-            raw_scratch,
-            raw_pretrained,
-            labels,
-            labels,
-            None,
-        )
-    else:
-        view_matrix = analysis.apply_view(raw_pretrained, encoding, options)
-        scratch_map = analysis.apply_view(raw_scratch, encoding, options).matrix  # (q, k), same labels
-        pretrained_map, row_labels, key_labels = view_matrix.matrix, view_matrix.query_labels, view_matrix.key_labels
-    queries, keys = pretrained_map.shape  # q != k for a pair's A→B and B→A blocks
-    style = figures.map_style(presentation, max(queries, keys))  # smaller labels fit more
-    size = style.window
+        labels = encoding.labels
+        return _Head(raw_pretrained, raw_scratch, raw_pretrained, raw_scratch, labels, labels, None)
+    view = analysis.apply_view(raw_pretrained, encoding, options)
+    scratch_map = analysis.apply_view(raw_scratch, encoding, options).matrix  # (q, k), same labels
+    return _Head(raw_pretrained, raw_scratch, view.matrix, scratch_map, view.query_labels, view.key_labels, view)
 
+
+def _focus_control(side, row_labels, queries: int, size: int) -> int:
     no_focus = t("compare.focus_none")
-    focus = state.control(
+    return state.control(
         side.selectbox,
         t("compare.focus"),
         "focus",
         [-1, *range(queries)],
         labels=lambda i: no_focus if i < 0 else f"{i}: {figures.isolate(figures.shorten_label(row_labels[i]))}",
-        then=lambda query: _focus_on(query, queries, size),
+        then=lambda query: state.set_focus(query, queries, size),
     )
-    for start_key, count in (("query_start", queries), ("key_start", keys)):
-        st.session_state[start_key] = figures.window_start(st.session_state[start_key], count, size)
-    rows = figures.window_slice(st.session_state["query_start"], queries, size)
-    columns = figures.window_slice(st.session_state["key_start"], keys, size)
-    what = "_".join(
+
+
+def _file_part(view: str, options: analysis.ViewOptions) -> str:
+    """The view in the downloads' file names: ``pretrained``, ``scratch_words_no_special``, ..."""
+    return "_".join(
         [view]
         + (["words"] if options.word_level else [])
         + (["no_special"] if options.hide_special else [])
         + ([options.block] if options.block != "all" else [])
-    )  # names the files: e.g. attention_all-MiniLM-L6-v2_layer3_head1_pretrained_words.csv
-    config = downloads.chart_config(info.name, layer, head, what)
+    )
 
-    fit = selection.fit_range or options.block in CROSS_BLOCKS
-    zrange = figures.shared_range(pretrained_map, scratch_map) if fit else (0.0, 1.0)
-    window = {
-        "key_labels": key_labels[columns],
-        "style": style,
-        "query_start": rows.start,
-        "key_start": columns.start,
-        "focus": focus - rows.start if rows.start <= focus < rows.stop else None,
-        "query_title": t("figures.axis_query"),
-        "key_title": t("figures.axis_key"),
-    }
-    shown = {"pretrained": pretrained_map, "scratch": scratch_map, "difference": scratch_map - pretrained_map}[view]
-    map_title = plain(f"compare.map_title_{view}", variant=plain(f"compare.variant_{variant.replace('-', '_')}"))
-    if view == "difference":  # the figure of the HTML download; the element draws the map on screen
-        chart = figures.difference_heatmap(shown[rows, columns], row_labels[rows], map_title, fit, **window)
-    else:
-        chart = figures.attention_heatmap(shown[rows, columns], row_labels[rows], map_title, zrange, **window)
-    with map_column:
-        feedback.truncation(encoding)
-    _map(map_column, loaded, pretrained, scratch, options, view, variant, int(seed), map_title, style, what)
-    # under the map: what the map reads, whatever the window; as many tokens as the window's note counts
-    map_column.caption(t("compare.reading", tokens=queries if queries == keys else total))
-    if view_matrix is not None:
-        view_caption(view_matrix, options, map_column)
-    with map_column:
+
+def _under_the_map(place, info, maps: _Head, options, total: int, size: int) -> bool:
+    """What the map reads, the view's caption, the model's notes and the window's sliders; whether the map
+    is a window of the tokens."""
+    queries, keys = maps.pretrained.shape
+    # what the map reads, whatever the window; as many tokens as the window's note counts
+    place.caption(t("compare.reading", tokens=queries if queries == keys else total))
+    if maps.view is not None:
+        view_caption(maps.view, options, place)
+    with place:
         model_notes.layers(info)
-    windowed = queries > size or keys > size
-    if windowed:
-        if queries == keys:
-            map_column.caption(t("compare.window_note", size=size, total=queries))
-        else:
-            map_column.caption(t("compare.window_note_block", size=size, queries=queries, keys=keys))
-        sliders = map_column.columns([3, 2])[0]
-        if queries > size:
-            state.control(
-                sliders.slider, t("compare.query_start"), "query_start", min_value=0, max_value=queries - size
-            )
-        if keys > size:
-            state.control(sliders.slider, t("compare.key_start"), "key_start", min_value=0, max_value=keys - size)
+    if queries <= size and keys <= size:
+        return False
+    if queries == keys:
+        place.caption(t("compare.window_note", size=size, total=queries))
+    else:
+        place.caption(t("compare.window_note_block", size=size, queries=queries, keys=keys))
+    sliders = place.columns([3, 2])[0]
+    if queries > size:
+        state.control(sliders.slider, t("compare.query_start"), "query_start", min_value=0, max_value=queries - size)
+    if keys > size:
+        state.control(sliders.slider, t("compare.key_start"), "key_start", min_value=0, max_value=keys - size)
+    return True
 
-    # Below the screen: the numbers, the token in focus as bars and lines, the downloads.
-    # The numbers are over the head's whole token-level attention, whatever the view: a block's rows are not
-    # distributions, so their entropy or divergence would mean nothing.
+
+def _numbers(maps: _Head) -> None:
+    """How far the two encoders agree, over the head's whole token-level attention, whatever the view: a
+    block's rows are not distributions, so their entropy or divergence would mean nothing."""
+    raw_scratch, raw_pretrained = maps.raw_scratch, maps.raw_pretrained
     numbers = st.container(horizontal=True, gap="large")  # wraps on a narrow screen: no number is cut
     js = analysis.js_divergence(raw_scratch, raw_pretrained).mean()
     numbers.metric(
         t("compare.max_difference"), f"{analysis.max_abs_difference(raw_scratch, raw_pretrained):.2e}", width="content"
     )
     numbers.metric(t("compare.js"), t("compare.bits", value=f"{js:.4f}"), width="content")
-    numbers.metric(
-        t("compare.entropy_pretrained"),
-        t("compare.bits", value=f"{analysis.row_entropy(raw_pretrained).mean():.3f}"),
-        width="content",
-    )
-    numbers.metric(
-        t("compare.entropy_scratch"),
-        t("compare.bits", value=f"{analysis.row_entropy(raw_scratch).mean():.3f}"),
-        width="content",
-    )
-    if view_matrix is not None:
+    for name, raw in (("pretrained", raw_pretrained), ("scratch", raw_scratch)):
+        entropy = t("compare.bits", value=f"{analysis.row_entropy(raw).mean():.3f}")
+        numbers.metric(t(f"compare.entropy_{name}"), entropy, width="content")
+    if maps.view is not None:
         st.caption(t("compare.numbers_tokens"))
+
+
+def _variant_note(loaded, selection, variant: str, seed: int) -> None:
+    """The exact variant's parity check against transformers, or what the chosen variant changes."""
+    info = loaded.info
     if variant == Variant.EXACT:
         worst = cache.parity(loaded, selection.text, selection.pair)
         where = dict(worst=f"{worst:.1e}", layers=info.num_layers, heads=info.num_heads)
@@ -180,58 +210,38 @@ def _show() -> None:
         else:
             st.error(t("compare.parity_bad", bound=f"{PARITY_BOUND:g}", **where))
     elif variant == Variant.ARTICLE_SCALING:
-        st.caption(
-            t(
-                "compare.note_article",
-                hidden=info.hidden_size,
-                head_dim=info.head_dim,
-                factor=f"{info.num_heads**0.5:.2f}",
-            )
-        )
+        factor = f"{info.num_heads**0.5:.2f}"
+        st.caption(t("compare.note_article", hidden=info.hidden_size, head_dim=info.head_dim, factor=factor))
     elif variant == Variant.NO_SCALING:
         st.caption(t("compare.note_no_scaling", head_dim=info.head_dim))
     else:
-        st.caption(t("compare.note_random", seed=int(seed)))
+        st.caption(t("compare.note_random", seed=seed))
 
-    if focus >= 0:
-        bars = {
-            t("compare.view_pretrained"): pretrained_map[focus, columns],
-            t("compare.view_scratch"): scratch_map[focus, columns],
-        }
-        attention_map.figure(
-            st.container(),
-            "focus_bars",
-            figures.focus_bars(
-                bars,
-                key_labels[columns],
-                plain(
-                    "compare.bars_title", token=figures.isolate(row_labels[focus]), index=focus
-                ),  # a chart: no Markdown
-                style,
-                columns.start,
-            ),
-            config,
-        )
-    lines_of = scratch_map if view == "scratch" else pretrained_map
-    lines_source = t("compare.view_scratch") if view == "scratch" else t("compare.view_pretrained")
-    attention_map.figure(
-        st.container(),
-        "lines",
-        figures.line_view(
-            lines_of[rows, columns],
-            row_labels[rows],
-            key_labels[columns],
-            t("compare.lines_title", source=lines_source),
-            style,
-            rows.start,
-            columns.start,
-            window["focus"],
-        ),
-        config,
+
+def _focus_bars(maps: _Head, focus: int, columns: slice, style, config: dict) -> None:
+    bars = {
+        t("compare.view_pretrained"): maps.pretrained[focus, columns],
+        t("compare.view_scratch"): maps.scratch[focus, columns],
+    }
+    title = plain("compare.bars_title", token=figures.isolate(maps.row_labels[focus]), index=focus)  # no Markdown
+    chart = figures.focus_bars(bars, maps.key_labels[columns], title, style, columns.start)
+    attention_map.figure(st.container(), "focus_bars", chart, config)
+
+
+def _lines(maps: _Head, view: str, rows: slice, columns: slice, style, focus: int | None, config: dict) -> None:
+    lines_of = maps.scratch if view == "scratch" else maps.pretrained
+    source = t("compare.view_scratch") if view == "scratch" else t("compare.view_pretrained")
+    chart = figures.line_view(
+        lines_of[rows, columns],
+        maps.row_labels[rows],
+        maps.key_labels[columns],
+        t("compare.lines_title", source=source),
+        style,
+        rows.start,
+        columns.start,
+        focus,
     )
-    if windowed:
-        st.caption(t("compare.download_full", queries=queries, keys=keys))
-    downloads.buttons(pretrained, shown, chart, layer, head, what, tuple(row_labels), tuple(key_labels))
+    attention_map.figure(st.container(), "lines", chart, config)
 
 
 def _map(place, loaded, pretrained, scratch, options, view, variant, seed, title, style, what) -> None:

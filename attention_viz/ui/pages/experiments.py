@@ -99,38 +99,8 @@ def knockout_view() -> None:
 
 
 def pairs_view() -> None:
-    preset = state.control(
-        st.radio,
-        t("experiments.preset"),
-        "pairs_preset",
-        ("custom", *minimal_pairs.PRESETS),
-        labels=lambda p: t(f"experiments.preset_{p}"),
-        horizontal=True,
-        then=lambda chosen: _load_preset(chosen),
-    )
-    del preset  # the choice fills both sentences (its callback); what is drawn below is the sentences
-    row = st.columns(2)
-    texts = []
-    for column, name in zip(row, ("pairs_a", "pairs_b"), strict=True):
-        # a text box of its own (free text is no option or number): it starts from the stored sentence
-        st.session_state.setdefault(f"_{name}", st.session_state.get(name, state.DEFAULTS[name]))
-        texts.append(column.text_input(t(f"experiments.sentence_{name[-1]}"), key=f"_{name}"))
-        st.session_state[name] = texts[-1]
-    text_a, text_b = texts
-    pair = feedback.or_stop(cache.minimal_pair, loaded, text_a, text_b)
+    pair = _pair_sentences()
     labels_a, labels_b = list(pair.a.encoding.labels), list(pair.b.encoding.labels)
-    if pair.one_to_one:
-        st.caption(
-            t(
-                "experiments.aligned",
-                changed=", ".join(labels_a[i] for i in pair.changed_a) or "—",
-                into=", ".join(labels_b[j] for j in pair.changed_b) or "—",
-            )
-        )
-    else:
-        lone_a = [labels_a[i] for i, j in pair.pairs if j is None]
-        lone_b = [labels_b[j] for i, j in pair.pairs if i is None]
-        st.info(t("experiments.not_aligned", a=", ".join(lone_a) or "—", b=", ".join(lone_b) or "—"))
     queries = [i for i, j in pair.pairs if i is not None and j is not None]
     about = minimal_pairs.PRESET_QUERIES.get(st.session_state.get("pairs_preset"))
     default = next((i for i in queries if labels_a[i].lower() == about), None)  # the preset's token, if any
@@ -147,18 +117,7 @@ def pairs_view() -> None:
     )
     ranking = minimal_pairs.head_ranking(pair.a.weights, pair.b.weights, pair.pairs, query, by)
     left, right = st.columns([2, 3])
-    left.dataframe(
-        ranking.head(12),
-        hide_index=True,
-        key="_pairs_ranking",
-        column_config={
-            "layer": st.column_config.NumberColumn(t("stats.col_layer")),
-            "head": st.column_config.NumberColumn(t("stats.col_head")),
-            "js": st.column_config.NumberColumn(t("experiments.measure_js"), format="%.4f"),
-            "tv": st.column_config.NumberColumn(t("experiments.measure_tv"), format="%.4f"),
-        },
-    )
-    left.caption(t("experiments.ranking_caption", token=labels_a[query]))
+    _pair_ranking(left, ranking, labels_a[query])
     top = (int(ranking["layer"][0]), int(ranking["head"][0]))
     heads = [(int(r["layer"]), int(r["head"])) for _, r in ranking.head(12).iterrows()]
     chosen = state.control(
@@ -170,14 +129,68 @@ def pairs_view() -> None:
         decode=lambda stored: stored if 0 <= stored < len(heads) else 0,
         note=False,
     )
-    shown_layer, shown_head = heads[chosen] if heads else top
+    _pair_difference(right, pair, labels_a, labels_b, *(heads[chosen] if heads else top))
+
+
+def _pair_sentences():
+    """The preset, the two sentences and how they align; the pair (:class:`minimal_pairs.MinimalPair`)."""
+    preset = state.control(
+        st.radio,
+        t("experiments.preset"),
+        "pairs_preset",
+        ("custom", *minimal_pairs.PRESETS),
+        labels=lambda p: t(f"experiments.preset_{p}"),
+        horizontal=True,
+        then=lambda chosen: _load_preset(chosen),
+    )
+    del preset  # the choice fills both sentences (its callback); what is drawn below is the sentences
+    row = st.columns(2)
+    texts = []
+    for column, name in zip(row, ("pairs_a", "pairs_b"), strict=True):
+        texts.append(state.text_box(column.text_input, t(f"experiments.sentence_{name[-1]}"), name))
+    text_a, text_b = texts
+    pair = feedback.or_stop(cache.minimal_pair, loaded, text_a, text_b)
+    labels_a, labels_b = list(pair.a.encoding.labels), list(pair.b.encoding.labels)
+    if pair.one_to_one:
+        st.caption(
+            t(
+                "experiments.aligned",
+                changed=", ".join(labels_a[i] for i in pair.changed_a) or "—",
+                into=", ".join(labels_b[j] for j in pair.changed_b) or "—",
+            )
+        )
+    else:
+        lone_a = [labels_a[i] for i, j in pair.pairs if j is None]
+        lone_b = [labels_b[j] for i, j in pair.pairs if i is None]
+        st.info(t("experiments.not_aligned", a=", ".join(lone_a) or "—", b=", ".join(lone_b) or "—"))
+    return pair
+
+
+def _pair_ranking(place, ranking, token: str) -> None:
+    """The heads whose attention from the query token changed most, first 12."""
+    place.dataframe(
+        ranking.head(12),
+        hide_index=True,
+        key="_pairs_ranking",
+        column_config={
+            "layer": st.column_config.NumberColumn(t("stats.col_layer")),
+            "head": st.column_config.NumberColumn(t("stats.col_head")),
+            "js": st.column_config.NumberColumn(t("experiments.measure_js"), format="%.4f"),
+            "tv": st.column_config.NumberColumn(t("experiments.measure_tv"), format="%.4f"),
+        },
+    )
+    place.caption(t("experiments.ranking_caption", token=token))
+
+
+def _pair_difference(place, pair, labels_a: list, labels_b: list, shown_layer: int, shown_head: int) -> None:
+    """The chosen head's map of sentence B minus sentence A over the aligned tokens."""
     rows_a, rows_b = minimal_pairs.matched(pair.pairs)
     pair_labels = [
         labels_a[i] if labels_a[i] == labels_b[j] else f"{labels_a[i]}→{labels_b[j]}"
         for i, j in zip(rows_a, rows_b, strict=True)
     ]
     difference = minimal_pairs.difference_map(pair.a.weights, pair.b.weights, pair.pairs, shown_layer, shown_head)
-    right.plotly_chart(
+    place.plotly_chart(
         figures.difference_heatmap(
             difference,
             pair_labels,
@@ -189,13 +202,13 @@ def pairs_view() -> None:
         key="pairs_difference",
         theme=None,
     )
-    right.caption(t("experiments.pair_difference_caption"))
+    place.caption(t("experiments.pair_difference_caption"))
 
 
 def _load_preset(chosen: str) -> None:
     if chosen in minimal_pairs.PRESETS:
         for name, text in zip(("pairs_a", "pairs_b"), minimal_pairs.PRESETS[chosen], strict=True):
-            st.session_state[name] = st.session_state[f"_{name}"] = text
+            state.set_text(name, text)
 
 
 def predictions_view() -> None:

@@ -11,45 +11,50 @@ from attention_viz.ui.i18n import t
 
 CHART_KEY = "similarity_map"
 
-head_links.follow()
-selection = state.selection()
-loaded = cache.model(selection.model)
-info = loaded.info
 
-title = st.container(horizontal=True, vertical_alignment="center", key="similarity_title")
-title.header(t("similarity.title"), width="content")
-controls.explain(title, t("similarity.intro"))
-scope, corpus = corpus_scope("similarity")
-if corpus is None:
-    divergence = feedback.or_stop(cache.text_divergence, loaded, selection.text, selection.pair)
-else:
-    result = run_corpus(loaded, corpus)
-    divergence = result.divergence
-with st.spinner(t("similarity.computing")):
-    positions = cache.mds_layout(divergence)
-figure = figures.similarity_map(
-    positions,
-    info.num_heads,
-    t("similarity.map_title"),
-    t("stats.axis_layer"),
-    t("stats.axis_head"),
-    selected=(selection.layer, selection.head),
-)
-st.plotly_chart(
-    figure,
-    key=CHART_KEY,
-    theme=None,
-    on_select=state.guarded(lambda: head_links.on_select(CHART_KEY, info.num_heads)),
-    selection_mode="points",
-)
-if len(divergence) < 2:  # no pair of heads: no mean divergence
-    st.caption(t("similarity.caption_one"))
-else:
-    mean = float(divergence[~np.eye(len(divergence), dtype=bool)].mean())
-    st.caption(t("similarity.caption", heads=len(divergence), mean=f"{mean:.3f}"))
-downloads.data_buttons(
-    export.file_stem(info.name, "head_similarity", scope),
-    "similarity",
-    lambda: export.similarity_frame(positions, info.num_heads).to_csv(index=False, float_format="%.8g"),
-    lambda: export.similarity_json(positions, divergence, info.num_heads, model=info.name, scope=scope),
-)
+def _show() -> None:
+    head_links.follow()
+    selection = state.selection()
+    loaded = cache.model(selection.model)
+    info = loaded.info
+
+    title = st.container(horizontal=True, vertical_alignment="center", key="similarity_title")
+    title.header(t("similarity.title"), width="content")
+    controls.explain(title, t("similarity.intro"))
+    scope, corpus = corpus_scope("similarity")
+    if corpus is None:
+        divergence = feedback.or_stop(cache.text_divergence, loaded, selection.text, selection.pair)
+    else:
+        result = run_corpus(loaded, corpus)
+        divergence = result.divergence
+    with st.spinner(t("similarity.computing")):
+        positions = cache.mds_layout(divergence)
+    figure = figures.similarity_map(
+        positions,
+        info.num_heads,
+        t("similarity.map_title"),
+        t("stats.axis_layer"),
+        t("stats.axis_head"),
+        selected=(selection.layer, selection.head),
+    )
+    st.plotly_chart(
+        figure,
+        key=CHART_KEY,
+        theme=None,
+        on_select=state.guarded(lambda: head_links.on_select(CHART_KEY, info.num_heads)),
+        selection_mode="points",
+    )
+    if len(divergence) < 2:  # no pair of heads: no mean divergence
+        st.caption(t("similarity.caption_one"))
+    else:
+        mean = float(divergence[~np.eye(len(divergence), dtype=bool)].mean())
+        st.caption(t("similarity.caption", heads=len(divergence), mean=f"{mean:.3f}"))
+    downloads.data_buttons(
+        export.file_stem(info.name, "head_similarity", scope),
+        "similarity",
+        lambda: export.similarity_frame(positions, info.num_heads).to_csv(index=False, float_format="%.8g"),
+        lambda: export.similarity_json(positions, divergence, info.num_heads, model=info.name, scope=scope),
+    )
+
+
+_show()

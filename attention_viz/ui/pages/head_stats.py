@@ -27,63 +27,81 @@ def _header_width(column: str) -> int:
     return header_width(t(f"stats.col_{column}"))
 
 
-head_links.follow()
-selection = state.selection()
-loaded = cache.model(selection.model)
-info = loaded.info
+def _show() -> None:
+    head_links.follow()
+    selection = state.selection()
+    loaded = cache.model(selection.model)
+    info = loaded.info
+    title = st.container(horizontal=True, vertical_alignment="center", key="stats_title")
+    title.header(t("stats.title", layers=info.num_layers, heads=info.num_heads), width="content")
+    controls.explain(title, t("stats.intro"))
+    scope, frame = _statistics(loaded, selection)
+    columns = [c for c in analysis.STATISTICS if frame[c].notna().any()]
+    columns += ["importance"] if "importance" in frame else []
+    statistic = state.control(
+        st.columns([2, 3])[0].selectbox,
+        t("stats.statistic"),
+        "stats_statistic",
+        columns,
+        labels=lambda c: t(f"stats.col_{c}"),
+    )
+    found = published.published_heads(info.name, info.num_layers, info.num_heads)  # Clark et al. 2019's heads
+    _overview(frame, statistic, info, found, (selection.layer, selection.head))
+    model_notes.layers(info)
+    model_notes.not_applicable(info, [t(f"stats.col_{c}") for c in analysis.STATISTICS if frame[c].isna().all()])
+    if found:
+        _published(found)
+    _table(frame, statistic, scope)
+    st.divider()
+    scores_ui.section(loaded, (selection.layer, selection.head))  # previous-token, induction, ... on random tokens
 
-title = st.container(horizontal=True, vertical_alignment="center", key="stats_title")
-title.header(t("stats.title", layers=info.num_layers, heads=info.num_heads), width="content")
-controls.explain(title, t("stats.intro"))
-scope, corpus = corpus_scope("stats")
-if corpus is None:
-    frame = feedback.or_stop(cache.text_statistics, loaded, selection.text, selection.pair)
-    st.caption(t("stats.text_caption"))
-else:
+
+def _statistics(loaded, selection):
+    """The scope chosen and the per-head statistics over it (one row per head, layer-major)."""
+    scope, corpus = corpus_scope("stats")
+    if corpus is None:
+        frame = feedback.or_stop(cache.text_statistics, loaded, selection.text, selection.pair)
+        st.caption(t("stats.text_caption"))
+        return scope, frame
     importance = state.control(st.checkbox, t("stats.corpus_importance"), "stats_importance")
     result = run_corpus(loaded, corpus, importance)
-    frame = result.statistics
     st.caption(t("stats.corpus_caption", texts=result.num_texts, skipped=result.num_skipped, tokens=result.num_tokens))
+    return scope, result.statistics
 
-columns = [c for c in analysis.STATISTICS if frame[c].notna().any()] + (["importance"] if "importance" in frame else [])
-statistic = state.control(
-    st.columns([2, 3])[0].selectbox,
-    t("stats.statistic"),
-    "stats_statistic",
-    columns,
-    labels=lambda c: t(f"stats.col_{c}"),
-)
-importance_grid = analysis.statistic_grid(frame, "importance") if "importance" in frame else None
-found = published.published_heads(info.name, info.num_layers, info.num_heads)  # Clark et al. 2019's heads
-notes = published.head_notes(found, info.num_layers, info.num_heads)  # layer-major, like the frame
-figure = figures.head_overview(
-    analysis.statistic_grid(frame, statistic),
-    [
-        _shown_tags(tags, "tag") + (f" ★ {note}" if note else "")
-        for tags, note in zip(frame["tags"], notes, strict=True)
-    ],
-    t("stats.overview_title", statistic=t(f"stats.col_{statistic}")),
-    t(f"stats.col_{statistic}"),
-    (t("stats.axis_head"), t("stats.axis_layer")),
-    importance=importance_grid,
-    selected=(selection.layer, selection.head),
-    tag_labels=[
-        _shown_tags(tags, "short").replace(", ", "+") + ("★" if note else "")
-        for tags, note in zip(frame["tags"], notes, strict=True)
-    ],
-)
-# The table sits below the overview: side by side, 12 heads per row crowd at laptop widths (checked at 800 × 600).
-st.plotly_chart(
-    figure,
-    key=CHART_KEY,
-    theme=None,
-    on_select=state.guarded(lambda: head_links.on_select(CHART_KEY, info.num_heads)),
-    selection_mode="points",
-)
-st.caption(t("stats.overview_caption") + (" " + t("stats.size_caption") if importance_grid is not None else ""))
-model_notes.layers(info)
-model_notes.not_applicable(info, [t(f"stats.col_{c}") for c in analysis.STATISTICS if frame[c].isna().all()])
-if found:
+
+def _overview(frame, statistic: str, info, found, selected: tuple[int, int]) -> None:
+    """Every head's statistic as a grid (a click opens the head in Compare), tagged, the published heads starred."""
+    importance_grid = analysis.statistic_grid(frame, "importance") if "importance" in frame else None
+    notes = published.head_notes(found, info.num_layers, info.num_heads)  # layer-major, like the frame
+    figure = figures.head_overview(
+        analysis.statistic_grid(frame, statistic),
+        [
+            _shown_tags(tags, "tag") + (f" ★ {note}" if note else "")
+            for tags, note in zip(frame["tags"], notes, strict=True)
+        ],
+        t("stats.overview_title", statistic=t(f"stats.col_{statistic}")),
+        t(f"stats.col_{statistic}"),
+        (t("stats.axis_head"), t("stats.axis_layer")),
+        importance=importance_grid,
+        selected=selected,
+        tag_labels=[
+            _shown_tags(tags, "short").replace(", ", "+") + ("★" if note else "")
+            for tags, note in zip(frame["tags"], notes, strict=True)
+        ],
+    )
+    # The table sits below the overview: side by side, 12 heads per row crowd at laptop widths (checked at 800 × 600).
+    st.plotly_chart(
+        figure,
+        key=CHART_KEY,
+        theme=None,
+        on_select=state.guarded(lambda: head_links.on_select(CHART_KEY, info.num_heads)),
+        selection_mode="points",
+    )
+    st.caption(t("stats.overview_caption") + (" " + t("stats.size_caption") if importance_grid is not None else ""))
+
+
+def _published(found) -> None:
+    """The heads the literature found in this model, with their relation and accuracy."""
     st.caption(t("families.published_caption", source=published.CLARK_2019))
     st.dataframe(
         {
@@ -96,34 +114,38 @@ if found:
         hide_index=True,
         key="_stats_published",
     )
-first = ["layer", "head", statistic] + (["importance"] if "importance" in frame else []) + ["tags"]
-shown = frame[list(dict.fromkeys(first + list(frame.columns)))]  # the chosen statistic next to the head
-shown = shown.assign(tags=[_shown_tags(tags, "tag") for tags in shown["tags"]])  # a copy: the CSV stays English
-numbers = [c for c in shown.columns if c not in ("layer", "head", "tags")]
-st.dataframe(
-    shown,
-    hide_index=True,
-    height=min(38 + 35 * len(frame), 420),
-    column_config={
-        "layer": st.column_config.NumberColumn(t("stats.col_layer")),
-        "head": st.column_config.NumberColumn(t("stats.col_head")),
-        "tags": st.column_config.TextColumn(t("stats.col_tags"), width="medium"),
-        **{
-            c: st.column_config.NumberColumn(t(f"stats.col_{c}"), format="%.3f", width=_header_width(c))
-            for c in numbers
-        },
-    },
-    key="_stats_table",
-)
-st.caption(t("stats.table_caption"))
-st.download_button(
-    t("stats.download"),
-    frame.to_csv(index=False, float_format="%.8g"),
-    file_name=f"head-statistics-{scope}.csv",
-    mime="text/csv",
-    icon=":material/download:",
-)
-st.caption(t("stats.tag_rules", share=analysis.stats.TAG_SHARE, broad=analysis.stats.BROAD_FRACTION))
 
-st.divider()
-scores_ui.section(loaded, (selection.layer, selection.head))  # previous-token, induction, ... on random tokens
+
+def _table(frame, statistic: str, scope: str) -> None:
+    """Every head's statistics as a table (the chosen one next to the head) and as a CSV download."""
+    first = ["layer", "head", statistic] + (["importance"] if "importance" in frame else []) + ["tags"]
+    shown = frame[list(dict.fromkeys(first + list(frame.columns)))]  # the chosen statistic next to the head
+    shown = shown.assign(tags=[_shown_tags(tags, "tag") for tags in shown["tags"]])  # a copy: the CSV stays English
+    numbers = [c for c in shown.columns if c not in ("layer", "head", "tags")]
+    st.dataframe(
+        shown,
+        hide_index=True,
+        height=min(38 + 35 * len(frame), 420),
+        column_config={
+            "layer": st.column_config.NumberColumn(t("stats.col_layer")),
+            "head": st.column_config.NumberColumn(t("stats.col_head")),
+            "tags": st.column_config.TextColumn(t("stats.col_tags"), width="medium"),
+            **{
+                c: st.column_config.NumberColumn(t(f"stats.col_{c}"), format="%.3f", width=_header_width(c))
+                for c in numbers
+            },
+        },
+        key="_stats_table",
+    )
+    st.caption(t("stats.table_caption"))
+    st.download_button(
+        t("stats.download"),
+        frame.to_csv(index=False, float_format="%.8g"),
+        file_name=f"head-statistics-{scope}.csv",
+        mime="text/csv",
+        icon=":material/download:",
+    )
+    st.caption(t("stats.tag_rules", share=analysis.stats.TAG_SHARE, broad=analysis.stats.BROAD_FRACTION))
+
+
+_show()

@@ -1,0 +1,117 @@
+"""Every place the app leans on a Streamlit internal, or tunes the process, in one module.
+
+Each entry says why it is used and what breaks it; ``tests/test_internals.py`` checks each against the
+installed Streamlit (checked with 1.67), so an upgrade that changes one fails there, by name, instead of
+somewhere in a page. Pages and helpers import the names below and nothing of Streamlit's own internals.
+
+The core's one library internal (plotly's ``_validate=False``) is in :mod:`attention_viz.internals`,
+which imports no Streamlit. Not internals, and so not here: ``.st-key-<key>`` CSS classes (Streamlit
+documents them for keyed elements), ``st.components.v2``, ``st.App`` and its routes and middleware.
+
+This module imports nothing heavy: ``app.py`` calls :func:`sleep_waiting_threads` before torch is imported.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+
+# --- Streamlit's DOM: test ids and class names ------------------------------------------------------------
+# Streamlit's front end marks its elements with ``data-testid`` attributes (for its own tests) and a few
+# class names; no public CSS API reaches them. The frame (ui/screen.py) uses them for the main area's
+# margins, the sidebar's spacing, columns that stack in a narrow main area and Presentation's see-through
+# header. What breaks it: a renamed or dropped test id or class. The page still works, with Streamlit's
+# default spacing (no error anywhere), so the test looks for each name in Streamlit's built front end.
+MAIN = '[data-testid="stMain"]'  # the scrolling main area
+MAIN_BLOCK = ".stMainBlockContainer"  # the main area's content box (its padding)
+SIDEBAR = '[data-testid="stSidebar"]'
+SIDEBAR_CONTENT = '[data-testid="stSidebarUserContent"]'  # the sidebar below the navigation
+SIDEBAR_NAV = '[data-testid="stSidebarNav"]'
+SIDEBAR_COLLAPSE_BUTTON = '[data-testid="stSidebarCollapseButton"] button'
+HEADER = 'header[data-testid="stHeader"]'
+HORIZONTAL_BLOCK = '[data-testid="stHorizontalBlock"]'  # the row of an st.columns
+COLUMN = '[data-testid="stColumn"]'
+# The same names in the map element's own script (attention_viz/ui/attention_map/attention_map.js), which
+# collapses the sidebar for Presentation on a narrow screen; the test checks the script uses these only.
+MAP_SCRIPT_SELECTORS = (SIDEBAR, SIDEBAR_COLLAPSE_BUTTON)
+TEST_IDS = ("stMain", "stSidebar", "stSidebarUserContent", "stSidebarNav", "stSidebarCollapseButton")
+TEST_IDS += ("stHeader", "stHorizontalBlock", "stColumn")
+CLASS_NAMES = ("stMainBlockContainer",)
+
+# --- Streamlit's logger of a missing script-run context -----------------------------------------------------
+# A cached function run outside a script run (the server's preload of the model, ui/warmup.py; the
+# benchmarks' AppTest loops) makes Streamlit warn "missing ScriptRunContext" through this module logger.
+# The warning is expected there, so a filter drops it for the preload's thread. What breaks it: the module
+# moved or its logger renamed; the warning then shows once per cold start (harmless, but noise).
+SCRIPT_RUN_CONTEXT_LOGGER = "streamlit.runtime.scriptrunner_utils.script_run_context"
+
+
+def quiet_missing_context(keep: logging.Filter | None = None) -> logging.Logger:
+    """The logger of Streamlit's "missing ScriptRunContext" warning, with ``keep`` added as its filter
+    (or, without one, set to errors only)."""
+    logger = logging.getLogger(SCRIPT_RUN_CONTEXT_LOGGER)
+    if keep is None:
+        logger.setLevel(logging.ERROR)
+    else:
+        logger.addFilter(keep)
+    return logger
+
+
+# --- What makes a keyed widget a new one ---------------------------------------------------------------------
+# Streamlit 1.67 tells a keyed widget apart by its key and a few value-shaping arguments (a slider's range,
+# ``key_as_main_identity`` in its source); a widget with a changed one starts from its default. The widget
+# protocol (ui/widgets.py ``control``) writes the setting into a widget that is new in this sense, and
+# otherwise only when the setting changed. What breaks it: Streamlit counting another argument the app
+# passes; that widget would then jump back to its default after that argument changes.
+WIDGET_IDENTITY = ("min_value", "max_value", "step", "max_selections", "accept_new_options")
+# The identity arguments of each widget the app binds through ``control``, as Streamlit's source sets them
+# (True: the key alone); the test reads them back from the installed Streamlit.
+WIDGET_IDENTITY_BY_MODULE = {
+    "radio": True,
+    "selectbox": {"accept_new_options"},
+    "multiselect": {"max_selections", "accept_new_options"},
+    "slider": {"min_value", "max_value", "step"},
+    "number_input": True,
+    "checkbox": True,  # st.toggle too
+    "button_group": {"click_mode"},  # st.pills: its selection_mode, which the app never changes on one widget
+}
+
+# --- Streamlit's control flow ---------------------------------------------------------------------------------
+# ``st.stop``, ``st.rerun`` and ``st.switch_page`` raise exceptions that derive from ``BaseException`` only,
+# so the app's ``except Exception`` around a page (ui/recovery.py, ui/widgets.py ``guarded``) lets them pass.
+# What breaks it: one of them deriving from ``Exception``; a page's st.stop would then show the app's
+# error message. The test checks the classes in ``streamlit.runtime.scriptrunner_utils.exceptions``.
+CONTROL_FLOW_EXCEPTIONS = ("StopException", "RerunException")
+
+# --- The garbage collector after each run -----------------------------------------------------------------
+# Streamlit collects garbage after every script run (config ``runner.postScriptGC``, on by default). After the
+# first model load the process holds hundreds of thousands of long-lived objects (torch, transformers, the
+# app, the model), and walking them was a large part of every rerun, holding the GIL (benchmarks/README.md,
+# "Reruns"). Frozen, the cyclic collector skips them.
+# What breaks it: nothing fails; if Streamlit stops collecting, freezing only costs a few ms once.
+POST_SCRIPT_GC_OPTION = "runner.postScriptGC"
+
+
+def freeze_survivors() -> None:
+    """Move what is alive now into the collector's permanent generation, once per process.
+
+    Called right after the first model load. Once only: a frozen object is never collected, and a later
+    freeze would also keep other sessions' figures that happen to be alive. No collection first: it would
+    walk them all once more and finds nothing to free after a load.
+    """
+    if not gc.get_freeze_count():
+        gc.freeze()
+
+
+# --- The process: OpenMP threads ----------------------------------------------------------------------------
+# Read by torch's OpenMP runtime when torch is imported, so set before that (``app.py``, first thing).
+# Sleeping instead of spinning while they wait: on a 2-core server shared with other sessions' work,
+# spinning threads waited on each other at every operation (figures in benchmarks/README.md); on idle cores
+# it costs a little. An operator's own value wins. What breaks it: torch imported before this is set.
+OMP_WAIT_POLICY = ("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def sleep_waiting_threads() -> None:
+    """Set ``OMP_WAIT_POLICY=PASSIVE`` unless the environment sets it (before torch is imported)."""
+    os.environ.setdefault(*OMP_WAIT_POLICY)

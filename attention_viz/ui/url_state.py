@@ -1,0 +1,88 @@
+"""The view in the address: read once when a session opens a link, written back after every run.
+
+A link carries every setting of :data:`~attention_viz.ui.view_schema.DEFAULTS` that differs from its
+default, and the page (:func:`~attention_viz.ui.view_schema.link_rules`; the encoding and its checks are
+pure functions in :mod:`attention_viz.ui.links`). What was wrong with a link is kept for the note the
+sidebar shows once (:func:`link_notes`). The browser's Back and Forward bring an earlier view back.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from attention_viz.ui import links
+from attention_viz.ui.view_schema import DEFAULTS, PAGE_KEY, RENAMED_PAGES, link_rules
+
+_URL_READ, _URL_NOTES, _URL_PAGE, _URL_VALUES = "_url_read", "_url_notes", "_url_page", "_url_values"
+_URL_WRITTEN = "_url_written"
+
+
+def init() -> None:
+    """Fill in defaults once per session, after the settings the page's link carries (read once); after the
+    browser's Back or Forward, the settings of the address it went to."""
+    if _URL_READ not in st.session_state:
+        st.session_state[_URL_READ] = True
+        values, notes = links.from_query(st.query_params.to_dict(), link_rules())
+        st.session_state[_URL_PAGE] = values.pop(PAGE_KEY, None)
+        st.session_state[_URL_NOTES] = [(note.kind, note.key) for note in notes]
+        st.session_state[_URL_VALUES] = dict(values)
+        for key, value in values.items():
+            st.session_state[key] = value
+    else:
+        _follow_history()
+    for key, value in DEFAULTS.items():
+        st.session_state.setdefault(key, value)
+
+
+def _follow_history() -> None:
+    """The browser's Back and Forward: an address other than the one :func:`write_url` last wrote is an
+    earlier view of this session, so its settings become the view again (the address and the view agree)."""
+    written = st.session_state.get(_URL_WRITTEN)
+    current = st.query_params.to_dict()
+    if written is None or not current or current == written:
+        return
+    values, _ = links.from_query(current, link_rules())
+    values.pop(PAGE_KEY, None)
+    for key, value in values.items():
+        st.session_state[key] = value
+    st.session_state[_URL_WRITTEN] = current
+
+
+def requested_page(pages: tuple[str, ...]) -> str | None:
+    """The page the session's link asked for, once (then ``None``); an unknown name gets a note."""
+    requested = st.session_state.pop(_URL_PAGE, None)
+    requested = RENAMED_PAGES.get(requested, requested)
+    if requested and requested not in pages:
+        st.session_state.setdefault(_URL_NOTES, []).append(("invalid", PAGE_KEY))
+        return None
+    return requested or None
+
+
+def link_pending() -> bool:
+    """Whether the session's link has not been reported on yet (see :func:`link_notes`)."""
+    return bool(st.session_state.get(_URL_NOTES) or st.session_state.get(_URL_VALUES))
+
+
+def link_notes() -> list[tuple[str, str]]:
+    """What was wrong with the session's link, as ``(kind, key)`` (see :class:`links.Note`), once.
+
+    Once the first run has drawn its page, this includes ``("changed", key)`` for each setting the link
+    gave that the app had to change (a layer the model does not have, a token past the text's end).
+    """
+    notes = st.session_state.pop(_URL_NOTES, [])
+    given = st.session_state.pop(_URL_VALUES, {})
+    return notes + [("changed", key) for key, value in given.items() if st.session_state.get(key) != value]
+
+
+def view_query(page: str) -> tuple[dict[str, str], list[links.Note]]:
+    """The current view as query parameters, and a note for each text cut to fit a link."""
+    values = {key: st.session_state.get(key, default) for key, default in DEFAULTS.items()}
+    return links.to_query({**values, PAGE_KEY: page}, link_rules())
+
+
+def write_url(page: str) -> None:
+    """Put the current view in the browser's address (only when it changed: no needless messages)."""
+    params, _ = view_query(page)
+    if st.query_params.to_dict() != params:
+        st.query_params.from_dict(params)
+    st.session_state[_URL_WRITTEN] = params

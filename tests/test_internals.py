@@ -1,0 +1,183 @@
+"""The library internals the app leans on (attention_viz/internals.py, attention_viz/ui/internals.py) are
+still there in the installed libraries. A failure here names what an upgrade changed; the module's comment
+on that entry says what it breaks and where it is used.
+"""
+
+import ast
+import gc
+import importlib
+import logging
+import re
+from pathlib import Path
+
+import plotly.graph_objects as go
+import pytest
+import streamlit
+
+from attention_viz import internals as core_internals
+from attention_viz.ui import internals
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "attention_viz"
+STREAMLIT = Path(streamlit.__file__).parent
+
+
+def _front_end() -> str:
+    """Streamlit's built front end (the JavaScript it serves), as one string."""
+    scripts = sorted((STREAMLIT / "static").rglob("*.js"))
+    assert scripts, f"no JavaScript under {STREAMLIT / 'static'}: Streamlit's build moved"
+    return "\n".join(path.read_text(encoding="utf-8", errors="replace") for path in scripts)
+
+
+@pytest.fixture(scope="module")
+def front_end() -> str:
+    return _front_end()
+
+
+@pytest.mark.parametrize("test_id", internals.TEST_IDS)
+def test_streamlit_still_marks_its_elements_with_each_test_id_the_css_uses(front_end, test_id):
+    assert re.search(rf"""data-testid["'`]?\s*[:=]\s*[`"']{test_id}[`"']""", front_end) or re.search(
+        rf"[`\"']{test_id}[`\"']", front_end
+    ), f"Streamlit's front end has no element with data-testid {test_id!r} any more"
+
+
+@pytest.mark.parametrize("name", internals.CLASS_NAMES)
+def test_streamlit_still_gives_its_elements_each_class_name_the_css_uses(front_end, name):
+    assert re.search(rf"[`\"'][^`\"']*\b{name}\b[^`\"']*[`\"']", front_end), f"no class {name!r} in Streamlit's build"
+
+
+def test_every_selector_names_a_test_id_or_class_that_is_checked():
+    selectors = [value for name, value in vars(internals).items() if name.isupper() and isinstance(value, str)]
+    for selector in selectors:
+        if selector.startswith(("[", ".", "header")):
+            ids = re.findall(r'data-testid="(\w+)"', selector)
+            classes = re.findall(r"\.(st\w+)", selector)
+            assert ids or classes, selector
+            assert set(ids) <= set(internals.TEST_IDS) and set(classes) <= set(internals.CLASS_NAMES), selector
+
+
+def test_no_streamlit_dom_name_is_written_outside_the_internals_module():
+    """The frame's CSS, the pages and the map's script use Streamlit's test ids through the module only."""
+    found = []
+    for path in [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.js"), ROOT / "app.py"]:
+        if path.name == "internals.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        for line_number, line in enumerate(text.splitlines(), 1):
+            if "data-testid" in line or "stMainBlockContainer" in line:
+                found.append(f"{path.relative_to(ROOT)}:{line_number}")
+    allowed = {str(Path("attention_viz/ui/attention_map/attention_map.js"))}  # checked below, selector by selector
+    assert {place.rsplit(":", 1)[0] for place in found} <= allowed, found
+
+
+def test_the_map_script_uses_only_the_listed_selectors():
+    script = (PACKAGE / "ui" / "attention_map" / "attention_map.js").read_text(encoding="utf-8")
+    used = set(re.findall(r"""querySelector(?:All)?\(\s*'([^']*data-testid[^']*)'""", script))
+    assert used == set(internals.MAP_SCRIPT_SELECTORS), used
+
+
+def test_the_missing_context_warning_still_comes_from_the_logger_the_app_filters():
+    module = importlib.import_module(internals.SCRIPT_RUN_CONTEXT_LOGGER)
+    assert module._LOGGER.name == internals.SCRIPT_RUN_CONTEXT_LOGGER
+    assert "missing ScriptRunContext" in Path(module.__file__).read_text(encoding="utf-8")
+
+
+def test_quiet_missing_context_filters_the_one_logger():
+    logger = logging.getLogger(internals.SCRIPT_RUN_CONTEXT_LOGGER)
+
+    def keep(record):
+        return False
+
+    try:
+        assert internals.quiet_missing_context(keep) is logger
+        assert keep in logger.filters
+    finally:
+        logger.removeFilter(keep)
+
+
+def _identity_arguments(module: str) -> list:
+    source = (STREAMLIT / "elements" / "widgets" / f"{module}.py").read_text(encoding="utf-8")
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "compute_and_register_element_id":
+            for keyword in node.keywords:
+                if keyword.arg == "key_as_main_identity":
+                    found.append(ast.literal_eval(keyword.value))
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(internals.WIDGET_IDENTITY_BY_MODULE))
+def test_each_widget_is_still_told_apart_by_the_arguments_the_protocol_knows(module):
+    expected = internals.WIDGET_IDENTITY_BY_MODULE[module]
+    found = _identity_arguments(module)
+    assert found, f"streamlit.elements.widgets.{module} no longer computes a widget id as the protocol expects"
+    assert all(identity == expected for identity in found), (module, found)
+
+
+def test_the_protocol_writes_a_widget_anew_for_every_identity_argument_the_app_can_change():
+    counted = set().union(*(v for v in internals.WIDGET_IDENTITY_BY_MODULE.values() if isinstance(v, set)))
+    assert counted - {"click_mode"} <= set(internals.WIDGET_IDENTITY)
+
+
+@pytest.mark.parametrize("name", internals.CONTROL_FLOW_EXCEPTIONS)
+def test_streamlits_control_flow_passes_through_except_exception(name):
+    from streamlit.runtime.scriptrunner_utils import exceptions
+
+    raised = getattr(exceptions, name)
+    assert issubclass(raised, BaseException) and not issubclass(raised, Exception)
+
+
+def test_streamlit_still_collects_garbage_after_every_run():
+    from streamlit import config
+
+    assert config.get_option(internals.POST_SCRIPT_GC_OPTION) is True
+
+
+def test_freeze_survivors_freezes_once():
+    frozen = gc.get_freeze_count()
+    try:
+        internals.freeze_survivors()
+        after = gc.get_freeze_count()
+        assert after > 0
+        internals.freeze_survivors()
+        assert gc.get_freeze_count() == after  # once only
+    finally:
+        if not frozen:
+            gc.unfreeze()
+
+
+def test_sleep_waiting_threads_keeps_an_operators_value(monkeypatch):
+    name, value = internals.OMP_WAIT_POLICY
+    monkeypatch.delenv(name, raising=False)
+    internals.sleep_waiting_threads()
+    assert __import__("os").environ[name] == value
+    monkeypatch.setenv(name, "ACTIVE")
+    internals.sleep_waiting_threads()
+    assert __import__("os").environ[name] == "ACTIVE"
+
+
+def test_app_sets_the_thread_policy_before_anything_imports_torch():
+    tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
+    calls = [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "sleep_waiting_threads"
+    ]
+    other_imports = [
+        node.lineno
+        for node in tree.body
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        and not (isinstance(node, ast.ImportFrom) and node.module in ("pathlib", "attention_viz.ui", "__future__"))
+    ]
+    assert calls and all(calls[0] < line for line in other_imports)
+
+
+def test_plotly_still_takes_the_private_flag_and_skips_validation():
+    def bogus():  # a fresh list each time: plotly's validation takes "type" out of the dict it reads
+        return [{"type": "heatmap", "z": [[1.0]], "zsmooth": "not a value"}]
+
+    with pytest.raises(ValueError):
+        go.Figure(data=bogus())  # validated: a value plotly does not know raises
+    figure = core_internals.unvalidated_figure(bogus(), {"title": {"text": "t"}})
+    assert figure.to_plotly_json()["data"][0] == {"type": "heatmap", "z": [[1.0]], "zsmooth": "not a value"}
+    assert figure.layout.title.text == "t"
