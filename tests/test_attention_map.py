@@ -58,6 +58,18 @@ def test_the_store_gives_a_bundle_back_by_id_and_drops_the_oldest_past_its_budge
     assert first not in store and store.get(second) == b"abcdef" and store.get("guess") is None
 
 
+def test_a_bundle_registered_ahead_is_made_once_on_its_first_request_and_can_be_forgotten():
+    store = serving._Store(budget=100)
+    calls = []
+    later = store.put_later(lambda: calls.append(1) or b"made")
+    assert later in store and calls == []  # nothing made yet
+    assert store.get(later) == b"made" and store.get(later) == b"made" and calls == [1]
+    other = store.put_later(lambda: b"never")
+    store.forget(other)
+    store.forget(later)  # made already: kept
+    assert other not in store and store.get(later) == b"made"
+
+
 def test_only_a_view_of_integers_in_range_is_taken():
     good = {"layer": 5, "head": 11, "focus": -1, "query_start": 0, "key_start": 3, "seq": 9}
     assert element.valid_view(good, 6, 12, 16, 16) == {k: v for k, v in good.items() if k != "seq"}

@@ -2,6 +2,8 @@
 //
 // Data (JSON, built by attention_viz/ui/attention_map/__init__.py; every number is computed in Python):
 //   bundle      path (from the app's root) of the held maps, fetched once per path (binary, below)
+//   neighbours  {layer: path} of the bundles of the layers above and below when `bundle` holds one layer
+//               ({} otherwise): fetched once `bundle` is drawn, so that ↑/↓ paints from maps held
 //   plotly      path of plotly.min.js on this app
 //   rev         the server's view revision: a new rev means the server moved the view (a box, a button,
 //               a link, an example) and the map adopts `view`; the same rev means `view` echoes what this
@@ -61,7 +63,7 @@ function fetchBundle(path) {
     }).then(parseBundle);
     promise.catch(() => bundles.delete(path));
     bundles.set(path, promise);
-    while (bundles.size > 4) bundles.delete(bundles.keys().next().value);
+    while (bundles.size > 8) bundles.delete(bundles.keys().next().value);
   }
   return bundles.get(path);
 }
@@ -138,7 +140,8 @@ class AttentionMap {
     this.windowText = this.root.querySelector(".av-window");
     this.rev = null;
     this.seq = 0;
-    this.bundle = null;
+    this.main = null; // the bundle named by the data
+    this.ahead = new Map(); // layer -> {path, bundle}: the neighbours' bundles fetched ahead
     this.bundlePath = null;
     this.plotlyTimer = null;
     this.reportTimer = null;
@@ -162,19 +165,53 @@ class AttentionMap {
       const path = data.bundle;
       fetchBundle(path).then((bundle) => {
         if (this.bundlePath !== path) return;
-        this.bundle = bundle;
+        this.main = bundle;
+        this.mainPath = path;
         this.clampView();
         this.layoutAndPaint();
+        this.fetchAhead();
       }).catch((error) => { this.status.textContent = String(error.message || error); });
     }
+    const named = new Set([data.bundle, ...Object.values(data.neighbours || {})]);
+    for (const [layer, entry] of this.ahead) if (!named.has(entry.path)) this.ahead.delete(layer);
+    if (this.main && this.mainPath === data.bundle) this.fetchAhead(); // else once it is drawn
     this.layoutAndPaint();
     plotly(data.plotly).then((Plotly) => { this.Plotly = Plotly; this.schedulePlotly(0); });
   }
 
+  fetchAhead() {
+    for (const [layer, path] of Object.entries(this.data.neighbours || {})) {
+      const known = this.ahead.get(+layer);
+      if (known && known.path === path) continue;
+      fetchBundle(path).then((bundle) => {
+        if (!Object.values(this.data.neighbours || {}).includes(path) && this.data.bundle !== path) return;
+        this.ahead.set(+layer, { path, bundle });
+        this.root.dataset.ahead = [...this.ahead.keys()].sort((x, y) => x - y).join(",");
+        if (this.view.layer === +layer && !(this.main && this.main.layers.indexOf(+layer) >= 0)) {
+          this.clampView();
+          this.paint();
+          this.schedulePlotly(0);
+        }
+      }).catch(() => {}); // the step then waits for the page as without it
+    }
+  }
+
+  // the bundle holding `layer` (the data's own, else one fetched ahead), or null
+  bundleOf(layer) {
+    if (this.main && this.main.layers.indexOf(layer) >= 0) return this.main;
+    const entry = this.ahead.get(layer);
+    return entry ? entry.bundle : null;
+  }
+
+  // the bundle of the layer shown (its queries, keys and labels are every bundle's of this data)
+  get bundle() {
+    return (this.view && this.bundleOf(this.view.layer)) || this.main;
+  }
+
   // --- the view -----------------------------------------------------------------------------------------
   held(layer, head) {
-    const b = this.bundle;
-    if (!b || b.layers.indexOf(layer) < 0) return false;
+    const b = this.bundleOf(layer);
+    if (!b) return false;
     return b.only_head === null || b.only_head === undefined || head === undefined || b.only_head === head;
   }
 

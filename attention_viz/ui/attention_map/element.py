@@ -7,12 +7,17 @@ across reruns and holds the maps it needs for the next steps: a key paints the n
 over plotly's plot at once, and plotly (axes, labels, colour bar, exact hover values, the PNG export)
 catches up when the keys stop. Python computes every number; the browser only draws them.
 
-What the browser holds (:data:`BUDGET`, 16 MiB of float32): every layer's heads when they fit (a
-16-token sentence: 74 KB), else the current layer's (512 tokens: 12.6 MB for 12 heads), else the current
+What the browser holds (:data:`BUDGET`, 16 MiB of float32 per bundle): every layer's heads when they fit
+(a 16-token sentence: 74 KB), else the current layer's (512 tokens: 12.6 MB for 12 heads), else the current
 head only. The maps travel once per bundle as binary over HTTP (:mod:`.serving`, format in
 ``attention_map.js``), not in the element's data, so a step within the held layers re-sends none of them.
-A step to a layer the browser lacks says "Loading layer …" and reports at once; the page's rerun then
-registers that layer's bundle and the element fetches it.
+When one layer is held, the data also names the bundles of the layers above and below (``neighbours``);
+the server makes them only when the browser asks (:meth:`~.serving._Store.put_later`), and the browser
+asks as soon as it has drawn the current layer, so a ↑/↓ step usually paints from maps already there. The
+browser then holds at most three bundles per map (3 × 16 MiB; 512 tokens, 12 heads: 38 MB), the server
+the same per session within :data:`~.serving.STORE_BUDGET`. A step to a layer the browser still lacks says
+"Loading layer …" and reports at once; the page's rerun then registers that layer's bundle and the
+element fetches it.
 
 What the element sends to the server on a step: one state value, under the element's key (``attention_map``
 on Compare, :data:`COMPARE_KEY`; a protocol-level client sets it as the widget value of that element):
@@ -63,6 +68,7 @@ FIGURE_COMPONENT = "attention-viz.plotly_figure"
 COMPARE_KEY = "attention_map"  # the Compare map's element key
 BUDGET = 16 * 2**20  # bytes of float32 maps one bundle may hold (see the module docstring)
 OVERVIEW_BINS = 48  # the overview's pooled bins a side (attention_viz.figures.overview's)
+MEMO_BUNDLES = 6  # bundle ids a session remembers per element (the held layer, its neighbours, the last steps)
 VIEW_KEYS = ("layer", "head", "focus", "query_start", "key_start")
 
 
@@ -218,6 +224,31 @@ def _on_view(key: str, shape: tuple[int, int, int, int]) -> None:
     s[f"_{key}_reported"] = view
 
 
+def _memo(key: str, content_key: tuple, only_head: int | None) -> dict:
+    """The ids of the element ``key``'s bundles by held layers, for this content (a new content: none)."""
+    s = st.session_state
+    memo = s.get(f"_{key}_bundles")
+    if memo is None or memo["content"] != (content_key, only_head):
+        for bundle_id in () if memo is None else memo["ids"].values():
+            STORE.forget(bundle_id)
+        memo = {"content": (content_key, only_head), "ids": {}}
+        s[f"_{key}_bundles"] = memo
+    return memo
+
+
+def _bundle_id(memo: dict, layers: tuple, register: Callable[[], str]) -> str:
+    """The id of the bundle of ``layers`` (registered now if it is not in the store); the memo keeps the
+    last :data:`MEMO_BUNDLES`."""
+    ids = memo["ids"]
+    bundle_id = ids.pop(layers, None)
+    if bundle_id is None or bundle_id not in STORE:
+        bundle_id = register()
+    ids[layers] = bundle_id  # the newest last
+    while len(ids) > MEMO_BUNDLES:
+        STORE.forget(ids.pop(next(iter(ids))))
+    return bundle_id
+
+
 def draw(
     place,
     key: str,
@@ -236,28 +267,33 @@ def draw(
         content_key: what the maps depend on (model, text, variant, view toggles, ...): the bundle is
             rebuilt only when it or the held layers change.
         maps_of: the maps of some layers, ``(len(layers), heads, queries, keys)`` float32, and each head's
-            colour range ``(len(layers), heads, 2)`` when the range is fitted per head (else ``None``).
+            colour range ``(len(layers), heads, 2)`` when the range is fitted per head (else ``None``). It
+            may be called later, from a request handler's thread (a neighbouring layer made when the browser
+            asks for it): it must use no Streamlit call and only data that does not change.
         row_labels, key_labels: one label per query and per key.
     """
-    s = st.session_state
     view = _view()
     queries, keys = len(row_labels), len(key_labels)
     layers = held_layers(spec.layers, spec.heads, queries, keys, view["layer"])
-    memo_key = (content_key, layers)
-    memo = s.get(f"_{key}_bundle")
-    if memo is None or memo[0] != memo_key or memo[1] not in STORE:
-        maps, ranges = maps_of(layers)
+    only_head = None if holds_heads(spec.heads, queries, keys) else view["head"]  # a head step asks the server
+    windowed = max(queries, keys) > spec.style.window
+
+    def make(held: tuple) -> bytes:
+        maps, ranges = maps_of(held)
         maps = np.asarray(maps, dtype=np.float32)
-        only_head = None
-        if not holds_heads(spec.heads, queries, keys):  # only the head shown: a head step asks the server
-            only_head = view["head"]
+        if only_head is not None:
             maps = maps[:, only_head : only_head + 1]
             ranges = None if ranges is None else np.asarray(ranges)[:, only_head : only_head + 1]
-            memo_key = (*memo_key, only_head)
-        windowed = max(queries, keys) > spec.style.window
-        payload = bundle(maps, layers, row_labels, key_labels, windowed, only_head, ranges)
-        memo = (memo_key, STORE.put(payload))
-        s[f"_{key}_bundle"] = memo
+        return bundle(maps, held, row_labels, key_labels, windowed, only_head, ranges)
+
+    memo = _memo(key, content_key, only_head)
+    path = f"{ROUTE}/maps/{_bundle_id(memo, layers, lambda: STORE.put(make(layers)))}"
+    neighbours = {}
+    if len(layers) < spec.layers:  # one layer held: the layers above and below made ahead, on request
+        for layer in sorted({(view["layer"] - 1) % spec.layers, (view["layer"] + 1) % spec.layers} - set(layers)):
+            ahead = (layer,)
+            bundle_id = _bundle_id(memo, ahead, lambda a=ahead: STORE.put_later(lambda: make(a)))
+            neighbours[str(layer)] = f"{ROUTE}/maps/{bundle_id}"
     style = spec.style
     margins = heatmaps.margins(row_labels, key_labels, style)
     axis_font = style.font_size
@@ -269,7 +305,8 @@ def draw(
     else:
         margins["t"] = 2 * style.font_size + 24  # the colour bar and its ticks; the element writes the title above
     data = {
-        "bundle": f"{ROUTE}/maps/{memo[1]}",
+        "bundle": path,
+        "neighbours": neighbours,
         "plotly": PLOTLY_PATH,
         "rev": _revision(key),
         "view": view,
