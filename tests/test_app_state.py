@@ -163,12 +163,14 @@ def test_step_buttons_move_the_head_and_the_title_follows(bundled):
 
 
 def test_step_buttons_have_keyboard_shortcuts_where_no_map_element_answers_the_keys():
-    """Inside a head: the ‹ › buttons answer the arrow keys. Compare: the map element does (in the browser),
-    so its buttons take none, and a key steps once."""
-    at = run_app()
+    """Compare and Inside a head: the map element answers the arrow keys (in the browser), so the ‹ ›
+    buttons take none and a key steps once. The article's layer: the buttons do."""
     keys = ("step_head_next", "step_layer_previous")
+    at = run_app()
     assert {key: at.button(key=key).proto.shortcut for key in keys} == dict.fromkeys(keys, "")
     at.switch_page("attention_viz/ui/pages/inside.py").run()
+    assert {key: at.button(key=key).proto.shortcut for key in keys} == dict.fromkeys(keys, "")
+    at.switch_page("attention_viz/ui/pages/article.py").run()
     shortcuts = {key: at.button(key=key).proto.shortcut for key in keys}
     assert shortcuts == {"step_head_next": "right", "step_layer_previous": "up"}
 

@@ -184,7 +184,8 @@ def test_a_layer_step_at_a_long_input_paints_from_the_neighbours_fetched_ahead(s
     assert 6 * 12 * result.encoding.num_tokens**2 * 4 > element.BUDGET
     page = _open(chromium, url, "?" + urllib.parse.urlencode({"text": text}))
     layer, head = state.EXAMPLE_LAYER, state.EXAMPLE_HEAD
-    wait_until(lambda: page.eval_on_selector(ELEMENT, "e => e.dataset.ahead") == f"{layer - 1},{layer + 1}", 60, "ahead")
+    ahead = lambda: page.eval_on_selector(ELEMENT, "e => e.dataset.ahead")  # noqa: E731
+    wait_until(lambda: ahead() == f"{layer - 1},{layer + 1}", 60, "ahead")
     painted = page.evaluate(
         """selector => {
         document.dispatchEvent(new KeyboardEvent('keydown', {key: 'ArrowDown', bubbles: true}));
@@ -197,7 +198,7 @@ def test_a_layer_step_at_a_long_input_paints_from_the_neighbours_fetched_ahead(s
     _settle(page)
     _agrees(page, layer + 1, head)
     np.testing.assert_allclose(_drawn_z(page), result.weights[layer + 1, head, :24, :24], atol=1e-7)
-    wait_until(lambda: page.eval_on_selector(ELEMENT, "e => e.dataset.ahead").endswith(str(layer + 2)), 60, "next")
+    wait_until(lambda: ahead().endswith(str(layer + 2)), 60, "the next layer's neighbours")
     page.close()
 
 

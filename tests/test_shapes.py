@@ -81,7 +81,7 @@ def test_every_page_opens(shape):
     no_errors(at)
     assert z(chart(at, "step_query")).shape == (1, info.head_dim)
     assert z(chart(at, "step_keys")).shape == (t, info.head_dim)
-    assert np.abs(z(chart(at, "inside_all")) - expected.weights[layer, head]).max() <= 1e-5
+    assert np.abs(z(chart(at, "inside_map")) - expected.weights[layer, head]).max() <= 1e-5
 
     at.switch_page(PAGES["article"]).run()
     no_errors(at)

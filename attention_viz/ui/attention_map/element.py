@@ -66,6 +66,7 @@ from attention_viz.ui.attention_map.serving import PLOTLY_PATH, ROUTE, STORE, pa
 COMPONENT = "attention-viz.attention_map"  # "<project name>.<component name>" of pyproject.toml
 FIGURE_COMPONENT = "attention-viz.plotly_figure"
 COMPARE_KEY = "attention_map"  # the Compare map's element key
+INSIDE_KEY = "inside_map"  # Inside a head's map of every query
 BUDGET = 16 * 2**20  # bytes of float32 maps one bundle may hold (see the module docstring)
 OVERVIEW_BINS = 48  # the overview's pooled bins a side (attention_viz.figures.overview's)
 MEMO_BUNDLES = 6  # bundle ids a session remembers per element (the held layer, its neighbours, the last steps)
