@@ -163,16 +163,16 @@ def test_step_buttons_move_the_head_and_the_title_follows(bundled):
 
 
 def test_step_buttons_have_keyboard_shortcuts_where_no_map_element_answers_the_keys():
-    """Compare and Inside a head: the map element answers the arrow keys (in the browser), so the ‹ ›
-    buttons take none and a key steps once. The article's layer: the buttons do."""
+    """Compare, Inside a head and the article's layer: a map element answers the arrow keys (in the
+    browser), so the ‹ › buttons take none and a key steps once. Rollout & norms: its layer buttons do."""
     keys = ("step_head_next", "step_layer_previous")
     at = run_app()
-    assert {key: at.button(key=key).proto.shortcut for key in keys} == dict.fromkeys(keys, "")
-    at.switch_page("attention_viz/ui/pages/inside.py").run()
-    assert {key: at.button(key=key).proto.shortcut for key in keys} == dict.fromkeys(keys, "")
-    at.switch_page("attention_viz/ui/pages/article.py").run()
-    shortcuts = {key: at.button(key=key).proto.shortcut for key in keys}
-    assert shortcuts == {"step_head_next": "right", "step_layer_previous": "up"}
+    for page in ("inside", "article", None):
+        assert {key: at.button(key=key).proto.shortcut for key in keys} == dict.fromkeys(keys, "")
+        if page:
+            at.switch_page(f"attention_viz/ui/pages/{page}.py").run()
+    at.switch_page("attention_viz/ui/pages/rollout.py").run()
+    assert at.button(key="step_layer_previous").proto.shortcut == "up"
 
 
 def test_a_one_head_model_steps_through_its_layers(tmp_path_factory):

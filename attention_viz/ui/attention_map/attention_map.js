@@ -18,6 +18,8 @@
 //   value_format plotly's format of a hover value (".4f"); texts: the words shown, in the user's language
 //   png         {prefix, what}: the camera button saves <prefix>_layer<L>_head<H>[_<what>].png
 //   keys        whether this map answers ←/→/↑/↓ (one map per page does)
+//   follow      a map beside the one with the keys (keys false): it shows that map's layer and head as soon
+//               as that map steps (a "av-map-view" event on the document), and reports no step itself
 //
 // Bundle (binary, little-endian): the 4 bytes "AVM1", a uint32 header length n, n bytes of UTF-8 JSON,
 // zero bytes up to a multiple of 4, then float32 arrays at byte offsets (from the start of the arrays):
@@ -148,6 +150,15 @@ class AttentionMap {
     this.resize = new ResizeObserver(() => this.layoutAndPaint());
     this.resize.observe(parent);
     this.overview.addEventListener("pointerdown", (e) => this.dragOverview(e));
+    this.onLead = (event) => {
+      const d = this.data;
+      if (!d || d.keys || !d.follow || !this.root.isConnected) return;
+      this.view.layer = event.detail.layer;
+      this.view.head = event.detail.head;
+      this.paint();
+      this.schedulePlotly(PLOTLY_AFTER_MS);
+    };
+    document.addEventListener("av-map-view", this.onLead);
     this.root.dataset.testid = "attention-map";
   }
 
@@ -253,6 +264,10 @@ class AttentionMap {
   changed(now) {
     this.seq += 1;
     this.paint();
+    if (this.data.keys) {
+      const { layer, head } = this.view;
+      document.dispatchEvent(new CustomEvent("av-map-view", { detail: { layer, head } }));
+    }
     this.schedulePlotly(PLOTLY_AFTER_MS);
     clearTimeout(this.reportTimer);
     const report = () => {

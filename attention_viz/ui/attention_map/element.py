@@ -67,6 +67,7 @@ COMPONENT = "attention-viz.attention_map"  # "<project name>.<component name>" o
 FIGURE_COMPONENT = "attention-viz.plotly_figure"
 COMPARE_KEY = "attention_map"  # the Compare map's element key
 INSIDE_KEY = "inside_map"  # Inside a head's map of every query
+ARTICLE_KEYS = ("article_correct", "article_changed", "article_difference")  # the article's layer: keys on the first
 BUDGET = 16 * 2**20  # bytes of float32 maps one bundle may hold (see the module docstring)
 OVERVIEW_BINS = 48  # the overview's pooled bins a side (attention_viz.figures.overview's)
 MEMO_BUNDLES = 6  # bundle ids a session remembers per element (the held layer, its neighbours, the last steps)
@@ -157,6 +158,8 @@ class MapSpec:
             ``hover_index``, ``colorbar``.
         png_prefix, png_what: the PNG's name: ``<prefix>_layer<L>_head<H>[_<what>]``.
         keys: whether the map answers the arrow keys.
+        follow: a map beside the one with the keys (``keys`` false): it shows that map's layer and head in
+            the browser as soon as that map steps, before the page's rerun.
         presentation: a projector's map: as tall as the window (the page's header made transparent), the
             title in the colour bar's margin, smaller axis titles, and at under 1000 px the sidebar
             collapsed once (it opens again with its button).
@@ -173,6 +176,7 @@ class MapSpec:
     png_prefix: str
     png_what: str
     keys: bool = True
+    follow: bool = False
     presentation: bool = False
 
 
@@ -327,6 +331,7 @@ def draw(
         "texts": spec.texts,
         "png": {"prefix": spec.png_prefix, "what": spec.png_what},
         "keys": spec.keys,
+        "follow": spec.follow,
     }
     with place:
         _element(COMPONENT, "attention_map.js")(
