@@ -65,9 +65,3 @@ def figure(data: Sequence[dict], layout: dict, shape_defaults: dict | None = Non
     if shape_defaults is not None:
         template = {**TEMPLATE, "layout": {**TEMPLATE["layout"], "shapedefaults": shape_defaults}}
     return go.Figure(data=list(data), layout={"template": template, **layout}, _validate=False)
-
-
-def blank_figure() -> go.Figure:
-    """A figure with no trace, no axes and no margins: drawn 1 px tall, it makes a browser load plotly.js
-    before the first real chart arrives (:mod:`attention_viz.ui.warmup`)."""
-    return figure([], {"xaxis": {"visible": False}, "yaxis": {"visible": False}, "margin": dict.fromkeys("lrtb", 0)})
