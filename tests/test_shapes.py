@@ -75,7 +75,7 @@ def test_every_page_opens(shape):
 
     at.switch_page(PAGES["rollout"]).run()
     no_errors(at)
-    assert z(chart(at, "rollout_map")).shape == (t, t)
+    assert z(chart(at, "rollout_chart")).shape == (t, t)
 
     at.switch_page(PAGES["inside"]).run()
     no_errors(at)

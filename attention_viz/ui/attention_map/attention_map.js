@@ -16,8 +16,11 @@
 //               1000 px wide the sidebar collapsed once
 //   colorscale  [[position, "rgb(r, g, b)"], ...]; zrange [low, high]; zmid (a diverging map) or null
 //   value_format plotly's format of a hover value (".4f"); texts: the words shown, in the user's language
+//               ("{layer}" in texts.title: the layer shown)
 //   png         {prefix, what}: the camera button saves <prefix>_layer<L>_head<H>[_<what>].png
 //   keys        whether this map answers ←/→/↑/↓ (one map per page does)
+//   head_axis   false for one map per layer: ←/→ do nothing, the title and the PNG name no head
+//   focus       whether a click on a cell focuses its query
 //   follow      a map beside the one with the keys (keys false): it shows that map's layer and head as soon
 //               as that map steps (a "av-map-view" event on the document), and reports no step itself
 //
@@ -104,7 +107,7 @@ document.addEventListener("keydown", (event) => {
   event.preventDefault();
   event.stopPropagation();
   if (event.shiftKey) map.pan(move[0] === "head" ? 0 : move[1], move[0] === "head" ? move[1] : 0);
-  else map.step(move[0], move[1]);
+  else if (move[0] === "layer" || map.data.head_axis !== false) map.step(move[0], move[1]);
 }, true);
 
 let collapsed = false; // the sidebar was collapsed for this Presentation (once: the lecturer may open it)
@@ -256,6 +259,7 @@ class AttentionMap {
   }
 
   focusOn(query) {
+    if (this.data.focus === false) return;
     const v = this.view;
     v.focus = v.focus === query ? -1 : query;
     this.changed(true);
@@ -319,7 +323,8 @@ class AttentionMap {
 
   headline() {
     const v = this.view;
-    return this.data.texts.head.replace("{layer}", v.layer).replace("{head}", v.head) + " · " + this.data.texts.title;
+    const t = this.data.texts;
+    return t.head.replace("{layer}", v.layer).replace("{head}", v.head) + " · " + t.title.replace("{layer}", v.layer);
   }
 
   range() {
@@ -517,7 +522,8 @@ class AttentionMap {
       shapes,
     };
     const png = d.png;
-    const filename = `${png.prefix}_layer${v.layer}_head${v.head}` + (png.what ? "_" + png.what : "");
+    const head = d.head_axis === false ? "" : `_head${v.head}`;
+    const filename = `${png.prefix}_layer${v.layer}${head}` + (png.what ? "_" + png.what : "");
     this.plotDiv.dataset.filename = filename;
     const headline = this.headline();
     const save = {

@@ -67,6 +67,7 @@ COMPONENT = "attention-viz.attention_map"  # "<project name>.<component name>" o
 FIGURE_COMPONENT = "attention-viz.plotly_figure"
 COMPARE_KEY = "attention_map"  # the Compare map's element key
 INSIDE_KEY = "inside_map"  # Inside a head's map of every query
+ROLLOUT_KEY = "rollout_chart"  # Rollout & norms: one map per layer (the page's radio is "rollout_map")
 ARTICLE_KEYS = ("article_correct", "article_changed", "article_difference")  # the article's layer: keys on the first
 BUDGET = 16 * 2**20  # bytes of float32 maps one bundle may hold (see the module docstring)
 OVERVIEW_BINS = 48  # the overview's pooled bins a side (attention_viz.figures.overview's)
@@ -153,13 +154,17 @@ class MapSpec:
         style: font and window (:func:`attention_viz.figures.map_style`).
         colorscale: a plotly.py colour scale name; zrange its ``(low, high)``; zmid 0.0 for a diverging map.
         value_format: the hover's number format (``".4f"``).
-        texts: the element's words: ``title``, ``query_axis``, ``key_axis``, ``loading``
-            (with ``{layer}``), ``head`` (``{layer}``, ``{head}``), ``window`` (``{q0}`` ... ``{k1}``),
-            ``hover_index``, ``colorbar``.
+        texts: the element's words: ``title`` (``{layer}`` in it: the layer shown), ``query_axis``,
+            ``key_axis``, ``loading`` (with ``{layer}``), ``head`` (``{layer}``, ``{head}``), ``window``
+            (``{q0}`` ... ``{k1}``), ``hover_index``, ``colorbar``.
         png_prefix, png_what: the PNG's name: ``<prefix>_layer<L>_head<H>[_<what>]``.
         keys: whether the map answers the arrow keys.
         follow: a map beside the one with the keys (``keys`` false): it shows that map's layer and head in
             the browser as soon as that map steps, before the page's rerun.
+        head_axis: false for one map per layer (``heads`` 1): ↑/↓ step layers, ←/→ do nothing, and the
+            element never reports a head, so the session's head stays as it is.
+        focus: whether a click focuses a query (the session's ``focus``); false: no focus, none stored.
+        window_keys: the session keys of the window's first query and key (a page may keep its own).
         presentation: a projector's map: as tall as the window (the page's header made transparent), the
             title in the colour bar's margin, smaller axis titles, and at under 1000 px the sidebar
             collapsed once (it opens again with its button).
@@ -177,19 +182,34 @@ class MapSpec:
     png_what: str
     keys: bool = True
     follow: bool = False
+    head_axis: bool = True
+    focus: bool = True
+    window_keys: tuple[str, str] = ("query_start", "key_start")
     presentation: bool = False
 
 
-def _view() -> dict:
+def _stored(spec: MapSpec) -> dict:
+    """The session key of each view value this element shows and reports (none for a value it fixes)."""
+    names = {"layer": "layer", "query_start": spec.window_keys[0], "key_start": spec.window_keys[1]}
+    if spec.head_axis:
+        names["head"] = "head"
+    if spec.focus:
+        names["focus"] = "focus"
+    return names
+
+
+def _view(spec: MapSpec) -> dict:
     s = st.session_state
-    return {name: int(s.get(name, state.DEFAULTS[name])) for name in VIEW_KEYS}
+    view = {"head": 0, "focus": -1}
+    for name, stored in _stored(spec).items():
+        view[name] = int(s.get(stored, state.DEFAULTS.get(stored, 0)))
+    return {name: view[name] for name in VIEW_KEYS}
 
 
-def _revision(key: str) -> int:
+def _revision(key: str, view: dict) -> int:
     """The view's revision for the element ``key``: raised when the server moved the view itself, that is
     when the view is neither the one last sent nor the one the element last reported."""
     s = st.session_state
-    view = _view()
     rev = s.get(f"_{key}_rev", 0)
     if view not in (s.get(f"_{key}_sent"), s.get(f"_{key}_reported")):
         rev += 1
@@ -217,16 +237,17 @@ def valid_view(value: object, layers: int, heads: int, queries: int, keys: int) 
     return view
 
 
-def _on_view(key: str, shape: tuple[int, int, int, int]) -> None:
-    """``on_view_change``: a checked view goes under the view's permanent keys; anything else is ignored."""
+def _on_view(key: str, shape: tuple[int, int, int, int], spec: MapSpec) -> None:
+    """``on_view_change``: a checked view goes under the view's permanent keys (those of :func:`_stored`);
+    anything else is ignored."""
     s = st.session_state
     result = s.get(key)
     value = result.get("view") if hasattr(result, "get") else None
     view = valid_view(value, *shape)
     if view is None:
         return
-    s.update(view)
-    s[f"_{key}_reported"] = view
+    s.update({stored: view[name] for name, stored in _stored(spec).items()})
+    s[f"_{key}_reported"] = _view(spec)
 
 
 def _memo(key: str, content_key: tuple, only_head: int | None) -> dict:
@@ -277,7 +298,7 @@ def draw(
             asks for it): it must use no Streamlit call and only data that does not change.
         row_labels, key_labels: one label per query and per key.
     """
-    view = _view()
+    view = _view(spec)
     queries, keys = len(row_labels), len(key_labels)
     layers = held_layers(spec.layers, spec.heads, queries, keys, view["layer"])
     only_head = None if holds_heads(spec.heads, queries, keys) else view["head"]  # a head step asks the server
@@ -313,7 +334,7 @@ def draw(
         "bundle": path,
         "neighbours": neighbours,
         "plotly": PLOTLY_PATH,
-        "rev": _revision(key),
+        "rev": _revision(key, view),
         "view": view,
         "shape": [spec.layers, spec.heads],
         "window": style.window,
@@ -332,17 +353,20 @@ def draw(
         "png": {"prefix": spec.png_prefix, "what": spec.png_what},
         "keys": spec.keys,
         "follow": spec.follow,
+        "head_axis": spec.head_axis,
+        "focus": spec.focus,
     }
     with place:
         _element(COMPONENT, "attention_map.js")(
             key=key,
             data=data,
-            on_view_change=state.guarded(lambda: _on_view(key, (spec.layers, spec.heads, queries, keys))),
+            on_view_change=state.guarded(lambda: _on_view(key, (spec.layers, spec.heads, queries, keys), spec)),
         )
 
 
-def texts(title: str, colorbar: str = "") -> dict:
-    """The element's words in the user's language (:class:`MapSpec`), for a map titled ``title``."""
+def texts(title: str, colorbar: str = "", head_axis: bool = True) -> dict:
+    """The element's words in the user's language (:class:`MapSpec`), for a map titled ``title``
+    (``head_axis`` false: one map per layer, its title names the layer alone)."""
     from attention_viz.ui.i18n import plain
 
     return {
@@ -350,7 +374,9 @@ def texts(title: str, colorbar: str = "") -> dict:
         "query_axis": plain("figures.axis_query"),
         "key_axis": plain("figures.axis_key"),
         "loading": plain("attention_map.loading", layer="{layer}"),
-        "head": plain("attention_map.head", layer="{layer}", head="{head}"),
+        "head": plain("attention_map.head", layer="{layer}", head="{head}")
+        if head_axis
+        else plain("attention_map.layer", layer="{layer}"),
         "window": plain("attention_map.window", q0="{q0}", q1="{q1}", k0="{k0}", k1="{k1}"),
         "hover_index": plain("attention_map.hover_index"),
         "colorbar": colorbar,
@@ -417,13 +443,14 @@ def as_figure(data: dict) -> dict:
         shapes.append({"type": "rect", "x0": -0.5, "x1": nk - 0.5, "y0": focus - 0.5, "y1": focus + 0.5})
     axis = {"tickfont": {"size": font}, "type": "category"}
     layout = {
-        "title": {"text": data["texts"]["title"]},
-        "xaxis": {**axis, "ticktext": header["x_text"][k0 : k0 + nk]},
-        "yaxis": {**axis, "ticktext": header["y_text"][q0 : q0 + nq]},
+        "title": {"text": data["texts"]["title"].replace("{layer}", str(view["layer"]))},
+        "xaxis": {**axis, "ticktext": header["x_text"][k0 : k0 + nk], "title": {"text": data["texts"]["key_axis"]}},
+        "yaxis": {**axis, "ticktext": header["y_text"][q0 : q0 + nq], "title": {"text": data["texts"]["query_axis"]}},
         "shapes": shapes,
     }
     png = data["png"]
-    name = f"{png['prefix']}_layer{view['layer']}_head{view['head']}" + (f"_{png['what']}" if png["what"] else "")
+    head_part = f"_head{view['head']}" if data.get("head_axis", True) else ""
+    name = f"{png['prefix']}_layer{view['layer']}{head_part}" + (f"_{png['what']}" if png["what"] else "")
     overview = None
     if header["overview"] is not None:
         entry = header["overview"]
