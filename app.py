@@ -25,9 +25,7 @@ ICON = Path(__file__).resolve().parent / "assets" / "icon.png"  # served by the 
 def main() -> None:
     """One run of the app for one session."""
     st.set_page_config(page_title="attention-viz", page_icon=str(ICON), layout="wide")
-    warming = warmup.start_plotly()  # a cold start: the browser loads plotly.js during the imports below
-
-    with warmup.importing():  # another session's warm-up chart must not be built while torch is half-imported
+    with warmup.importing():  # waits for the preload's imports: no figure is built while numpy is half-imported
         # torch, transformers: seconds when cold
         from attention_viz.ui import controls, recovery, screen, sharing, state
         from attention_viz.ui.i18n import t
@@ -81,7 +79,6 @@ def main() -> None:
             recovery.callback_note()
             navigation.run()
     finally:  # also when the page stops early (st.stop) to show a message
-        warmup.clear(warming)
         if link_note is not None:
             sharing.opened_link(link_note)  # after the page: it names the settings the page had to change too
 

@@ -82,7 +82,9 @@ def test_head_similarity_page(bundled):
 def test_rollout_and_norms_page_and_view_toggles(bundled):
     at = _page(FLOW)
     (raw,) = figures(at)  # one map at a time, chosen with a radio
-    assert raw["layout"]["yaxis"]["scaleanchor"] == "x"  # square cells, as on Compare
+    # the map element, one map per layer: its title and PNG name give the layer, no head
+    assert raw["layout"]["title"]["text"] == f"Raw: mean of the heads, layer {state.EXAMPLE_LAYER}"
+    assert raw["config"]["toImageButtonOptions"]["filename"].endswith(f"_layer{state.EXAMPLE_LAYER}_raw")
     control(at, "radio", "rollout_map").set_value("rollout").run()
     (rollout,) = figures(at)
     control(at, "radio", "rollout_map").set_value("norm").run()

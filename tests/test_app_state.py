@@ -162,15 +162,17 @@ def test_step_buttons_move_the_head_and_the_title_follows(bundled):
     assert at.query_params["layer"] == "2" and at.query_params["head"] == "11"
 
 
-def test_step_buttons_have_keyboard_shortcuts_where_no_map_element_answers_the_keys():
-    """Inside a head: the ‹ › buttons answer the arrow keys. Compare: the map element does (in the browser),
-    so its buttons take none, and a key steps once."""
-    at = run_app()
+def test_step_buttons_leave_the_keys_to_the_map_elements():
+    """Compare, Inside a head, the article's layer and Rollout & norms: a map element answers the arrow
+    keys (in the browser), so the ‹ › buttons take none and a key steps once."""
     keys = ("step_head_next", "step_layer_previous")
-    assert {key: at.button(key=key).proto.shortcut for key in keys} == dict.fromkeys(keys, "")
-    at.switch_page("attention_viz/ui/pages/inside.py").run()
-    shortcuts = {key: at.button(key=key).proto.shortcut for key in keys}
-    assert shortcuts == {"step_head_next": "right", "step_layer_previous": "up"}
+    at = run_app()
+    for page in ("inside", "article", None):
+        assert {key: at.button(key=key).proto.shortcut for key in keys} == dict.fromkeys(keys, "")
+        if page:
+            at.switch_page(f"attention_viz/ui/pages/{page}.py").run()
+    at.switch_page("attention_viz/ui/pages/rollout.py").run()
+    assert at.button(key="step_layer_previous").proto.shortcut == ""
 
 
 def test_a_one_head_model_steps_through_its_layers(tmp_path_factory):

@@ -58,6 +58,18 @@ def test_the_store_gives_a_bundle_back_by_id_and_drops_the_oldest_past_its_budge
     assert first not in store and store.get(second) == b"abcdef" and store.get("guess") is None
 
 
+def test_a_bundle_registered_ahead_is_made_once_on_its_first_request_and_can_be_forgotten():
+    store = serving._Store(budget=100)
+    calls = []
+    later = store.put_later(lambda: calls.append(1) or b"made")
+    assert later in store and calls == []  # nothing made yet
+    assert store.get(later) == b"made" and store.get(later) == b"made" and calls == [1]
+    other = store.put_later(lambda: b"never")
+    store.forget(other)
+    store.forget(later)  # made already: kept
+    assert other not in store and store.get(later) == b"made"
+
+
 def test_only_a_view_of_integers_in_range_is_taken():
     good = {"layer": 5, "head": 11, "focus": -1, "query_start": 0, "key_start": 3, "seq": 9}
     assert element.valid_view(good, 6, 12, 16, 16) == {k: v for k, v in good.items() if k != "seq"}
@@ -94,3 +106,18 @@ def test_a_server_side_change_gets_a_new_revision_and_an_echo_does_not(bundled):
     report = {**data()["view"], "head": state.EXAMPLE_HEAD + 2, "seq": 1}
     replay(at, {}, (element_state(at, element.COMPARE_KEY, {"view": report}),))
     assert data()["rev"] == first + 1  # the element's own report: it keeps its (newer) view
+
+
+def test_rollouts_map_steps_layers_and_never_moves_the_shared_head(bundled):
+    """Rollout & norms has one map per layer: its report moves the layer and its own window, never the head
+    the other pages share; what it draws is that layer's head average."""
+    at = run_app(head=7)
+    at.switch_page("attention_viz/ui/pages/rollout.py").run()
+    no_errors(at)
+    report = {"layer": 5, "head": 0, "focus": -1, "query_start": 0, "key_start": 0, "seq": 1}
+    replay(at, {}, (element_state(at, element.ROLLOUT_KEY, {"view": report}),))
+    no_errors(at)
+    assert (at.session_state["layer"], at.session_state["head"]) == (5, 7)
+    assert at.header[0].value == "Rollout & norms: layer 5"
+    weights = extract(bundled, state.EXAMPLE_TEXT).weights
+    np.testing.assert_allclose(chart(at, element.ROLLOUT_KEY)["data"][0]["z"], weights[5].mean(0), atol=1e-5)

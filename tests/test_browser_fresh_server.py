@@ -12,18 +12,16 @@ import pytest
 from browser import IDLE, MAP_DRAWN, ROOT, streamlit_server
 from playwright.sync_api import expect
 
-from attention_viz.ui import warmup
-
 LIVE_RELOAD = ("--server.fileWatcherType", "auto", "--server.runOnSave", "true")  # README's developer options
 # Appended to the running app's copy of app.py: the session shows it once it has rerun with the new source.
 CHANGED = "Source changed while the server runs."
 CHANGE = f'\n\nif __name__ == "__main__":\n    st.caption("{CHANGED}")\n'
-# Whether the warm-up chart was ever on the page, recorded from the first byte of the page on.
-SEE_WARMUP = f"""
-window.__warmupSeen = false;
-new MutationObserver(() => {{
-    if (document.querySelector('.st-key-{warmup.KEY}')) window.__warmupSeen = true;
-}}).observe(document, {{childList: true, subtree: true}});
+# Whether a Streamlit plotly chart (Streamlit's own plotly.js) was ever on the page, from its first byte on.
+SEE_STREAMLIT_CHART = """
+window.__streamlitChart = false;
+new MutationObserver(() => {
+    if (document.querySelector('[data-testid="stPlotlyChart"]')) window.__streamlitChart = true;
+}).observe(document, {childList: true, subtree: true});
 """
 
 
@@ -44,25 +42,23 @@ def first_visit(live_server, chromium):
     """The server's first session, opened as soon as it answers: ``(page, what its first run left)``."""
     (url, _, _), _ = live_server
     page = chromium.new_page(viewport={"width": 1280, "height": 720})
-    page.add_init_script(SEE_WARMUP)
+    page.add_init_script(SEE_STREAMLIT_CHART)
     page.goto(url)
     page.wait_for_selector(MAP_DRAWN, timeout=120_000)
     page.wait_for_selector(IDLE, timeout=120_000)
     left = {
-        "warmup_drawn": page.evaluate("window.__warmupSeen"),
-        "warmup_left": page.locator(f".st-key-{warmup.KEY}").count(),
+        "streamlit_chart": page.evaluate("window.__streamlitChart"),
         "charts": page.locator(".js-plotly-plot").count(),
     }
     yield page, left
     page.close()
 
 
-def test_a_first_visit_during_the_preload_draws_an_empty_chart_and_clears_it(first_visit):
-    """While the server still imports torch and loads the model, the first run sends an empty chart so the
-    browser fetches plotly.js meanwhile (attention_viz/ui/warmup.py); when the run ends it is gone."""
+def test_a_first_visit_draws_no_streamlit_chart_beside_the_map(first_visit):
+    """The server's first visit (while it may still load the model) gets Compare's map and line view drawn
+    with the app's one plotly.js, and never a Streamlit chart, which would load a second copy."""
     _, left = first_visit
-    assert left["warmup_drawn"], "the first visit found the model loaded: it came too late to test the warm-up"
-    assert (left["warmup_left"], left["charts"]) == (0, 2)  # the map and the line view, nothing above them
+    assert (left["streamlit_chart"], left["charts"]) == (False, 2)  # the map and the line view, nothing more
 
 
 def test_log_is_clean_at_start_and_when_a_source_file_changes(live_server, first_visit):

@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 
 from attention_viz.extraction import extract
 from attention_viz.ui import state
-from attention_viz.ui.attention_map import serving
+from attention_viz.ui.attention_map import element, serving
 
 ELEMENT = '[data-testid="attention-map"]'
 LONG = " ".join(f"word{i % 7} and" for i in range(30))  # about 62 tokens: a window of 24 with an overview
@@ -171,6 +171,34 @@ def test_a_long_input_pans_in_the_browser_and_the_sliders_follow(server, chromiu
     page.keyboard.press("ArrowRight")  # a head step keeps the window
     _settle(page)
     assert _view(page)["keyStart"] == total - 24
+    page.close()
+
+
+def test_a_layer_step_at_a_long_input_paints_from_the_neighbours_fetched_ahead(server, chromium, bundled):
+    """Past the budget for every layer the browser holds one layer and fetches the layers above and below as
+    soon as it has drawn it: ↓ paints the next layer in the key's own event, before any server reply, with
+    the right values; once the page follows, the new layer's own neighbours are fetched."""
+    url, _, _ = server
+    text = " ".join("abcdefg"[i % 7] for i in range(250))  # 252 tokens (a link's text: 1000 characters at most)
+    result = extract(bundled, text)
+    assert 6 * 12 * result.encoding.num_tokens**2 * 4 > element.BUDGET
+    page = _open(chromium, url, "?" + urllib.parse.urlencode({"text": text}))
+    layer, head = state.EXAMPLE_LAYER, state.EXAMPLE_HEAD
+    ahead = lambda: page.eval_on_selector(ELEMENT, "e => e.dataset.ahead")  # noqa: E731
+    wait_until(lambda: ahead() == f"{layer - 1},{layer + 1}", 60, "ahead")
+    painted = page.evaluate(
+        """selector => {
+        document.dispatchEvent(new KeyboardEvent('keydown', {key: 'ArrowDown', bubbles: true}));
+        const map = document.querySelector(selector);
+        return [map.dataset.layer, map.dataset.ready];
+    }""",
+        ELEMENT,
+    )
+    assert painted == [str(layer + 1), "1"]  # painted at once: no "Loading layer"
+    _settle(page)
+    _agrees(page, layer + 1, head)
+    np.testing.assert_allclose(_drawn_z(page), result.weights[layer + 1, head, :24, :24], atol=1e-7)
+    wait_until(lambda: ahead().endswith(str(layer + 2)), 60, "the next layer's neighbours")
     page.close()
 
 

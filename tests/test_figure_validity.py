@@ -60,7 +60,6 @@ FIGURES = {
     "step heatmap": lambda: figures.step_heatmap(W[:, :5], LABELS, "keys (8, 5)", "head_dim"),
     "step heatmap, one vector": lambda: figures.step_heatmap(np.zeros(5, np.float32), ["q"], "q"),
     "key bars, masked": lambda: figures.key_bars(SCORES, LABELS, "scores", [2], ".2f", 1, "masked"),
-    "warm-up chart": plotting.blank_figure,
 }
 
 
@@ -161,10 +160,3 @@ def test_step_heatmap_and_key_bars_carry_values_labels_and_shapes():
         figures.key_bars(SCORES[:3], LABELS, "t")
     with pytest.raises(ValueError, match="expected 8 rows"):
         figures.step_heatmap(W[:3], LABELS, "t")
-
-
-def test_warm_up_chart_is_blank():
-    figure = _json(plotting.blank_figure())
-    assert figure["data"] == []
-    assert figure["layout"]["margin"] == dict.fromkeys("lrtb", 0)
-    assert not figure["layout"]["xaxis"]["visible"] and not figure["layout"]["yaxis"]["visible"]

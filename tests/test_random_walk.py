@@ -44,6 +44,7 @@ from attention_viz.ui import i18n, links, state
 from attention_viz.ui.attention_map import element as attention_map
 from attention_viz.ui.cache import model as loaded_model
 
+MAP_KEYS = {"compare": attention_map.COMPARE_KEY, "inside": attention_map.INSIDE_KEY}  # pages with a map element
 PAGES = ("compare", "all_heads", "head_stats", "head_similarity", "rollout", "inside", "article")
 PAGE_FILE = "attention_viz/ui/pages/{}.py"
 LONG = "The lighthouse keeper retired after forty years, and the village gathered to thank him. " * 30
@@ -153,11 +154,11 @@ class LectureWalk(RuleBasedStateMachine):
         self.layer, self.head = state.stepped(self.layer, self.head, unit, delta, self._shape())
         self._run()
 
-    @precondition(lambda self: self.page == "compare" and self.text_valid)
+    @precondition(lambda self: self.page in MAP_KEYS and self.text_valid)
     @rule(keys=st.lists(st.sampled_from(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown"]), min_size=1, max_size=12))
     def press_map_keys(self, keys):
-        """Arrow keys on Compare's map: the element steps in the browser and reports the whole view once
-        (fast presses merged), as ``attention_viz.ui.attention_map.element`` documents."""
+        """Arrow keys on the map of Compare or Inside a head: the element steps in the browser and reports
+        the whole view once (fast presses merged), as ``attention_viz.ui.attention_map.element`` documents."""
         moves = {
             "ArrowLeft": ("head", -1),
             "ArrowRight": ("head", 1),
@@ -170,7 +171,7 @@ class LectureWalk(RuleBasedStateMachine):
         view = {"layer": self.layer, "head": self.head, "focus": s["focus"]}
         view |= {"query_start": s["query_start"], "key_start": s["key_start"], "seq": len(keys)}
         shown = shown_labels(self.at)
-        replay(self.at, self.previous, (element_state(self.at, attention_map.COMPARE_KEY, {"view": view}),))
+        replay(self.at, self.previous, (element_state(self.at, MAP_KEYS[self.page], {"view": view}),))
         self.previous = shown
         LectureWalk.steps += 1
         self._check()

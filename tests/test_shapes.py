@@ -75,13 +75,13 @@ def test_every_page_opens(shape):
 
     at.switch_page(PAGES["rollout"]).run()
     no_errors(at)
-    assert z(chart(at, "rollout_map")).shape == (t, t)
+    assert z(chart(at, "rollout_chart")).shape == (t, t)
 
     at.switch_page(PAGES["inside"]).run()
     no_errors(at)
     assert z(chart(at, "step_query")).shape == (1, info.head_dim)
     assert z(chart(at, "step_keys")).shape == (t, info.head_dim)
-    assert np.abs(z(chart(at, "inside_all")) - expected.weights[layer, head]).max() <= 1e-5
+    assert np.abs(z(chart(at, "inside_map")) - expected.weights[layer, head]).max() <= 1e-5
 
     at.switch_page(PAGES["article"]).run()
     no_errors(at)

@@ -1,6 +1,5 @@
 """Cold start: the package imports lazily; ``app.py`` is also the server's entry point, whose
-lifespan imports torch and transformers and loads the bundled model as the server starts; and a session that
-arrives before that is done sends an empty chart so the browser loads plotly.js meanwhile."""
+lifespan imports torch and transformers and loads the bundled model as the server starts."""
 
 import logging
 import subprocess
@@ -8,22 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 from streamlit.web.server.app_discovery import discover_asgi_app
 
 import attention_viz
 from attention_viz.ui import warmup
 
 ROOT = Path(__file__).resolve().parent.parent
-
-SCRIPT = """
-import streamlit as st
-from attention_viz.ui import warmup
-slot = warmup.start_plotly()
-st.write("drawn" if slot is not None else "warm")
-if st.session_state.get("clear"):
-    warmup.clear(slot)
-"""
 
 
 def test_importing_the_package_and_the_warmup_loads_neither_torch_nor_transformers():
@@ -48,12 +37,6 @@ def test_every_public_name_resolves_from_its_module():
     code = "import attention_viz as av; print(av.figures.head_grid is av.head_grid, av.analysis.measures.__name__)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["True", "attention_viz.analysis.measures"]  # submodules, as before the lazy imports
-
-
-def _run(clear: bool) -> AppTest:
-    at = AppTest.from_string(SCRIPT)
-    at.session_state["clear"] = clear
-    return at.run()
 
 
 def test_app_py_is_the_servers_entry_point_and_runs_no_session_when_imported():
@@ -86,13 +69,14 @@ def refuse(*args, **kwargs):
 
 loading.load_model = refuse
 import gc
-print(cache.model(loading.BUNDLED_MODEL).info.num_layers, warmup._cold(), gc.get_freeze_count() > 100_000)
+done = warmup._preload.done.is_set()
+print(cache.model(loading.BUNDLED_MODEL).info.num_layers, done, gc.get_freeze_count() > 100_000)
 """
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     # from the cache (all-MiniLM-L6-v2 has 6 layers), and frozen with torch and transformers: Streamlit's
     # collection after every run skips them
-    assert done.stdout.split() == ["6", "False", "True"]
+    assert done.stdout.split() == ["6", "True", "True"]
     assert "missing ScriptRunContext" not in done.stderr  # the preload's cached call outside a run is expected
 
 
@@ -124,30 +108,3 @@ def test_a_model_that_does_not_load_is_left_to_the_first_session_to_report(monke
     with caplog.at_level(logging.DEBUG, logger="attention_viz"):
         preload._run()
     assert preload.done.is_set() and caplog.text == ""
-
-
-def test_a_session_during_the_preload_draws_the_empty_chart_and_after_it_none(monkeypatch):
-    preload = warmup._Preload()  # not started: the imports and the model load are "still running"
-    monkeypatch.setattr(warmup, "_preload", preload)
-    during = _run(clear=False)
-    assert during.markdown[0].value == "drawn" and len(during.get("plotly_chart")) == 1
-    preload.done.set()
-    after = _run(clear=False)
-    assert after.markdown[0].value == "warm" and not after.get("plotly_chart")
-
-
-def test_a_cold_process_draws_an_empty_chart_and_clears_it(monkeypatch):
-    monkeypatch.delitem(sys.modules, "transformers")  # as on the first run after `streamlit run`
-    drawn = _run(clear=False)
-    assert drawn.markdown[0].value == "drawn"
-    (chart,) = drawn.get("plotly_chart")
-    assert chart.proto.spec and '"data":[]' in chart.proto.spec.replace(" ", "")  # nothing to draw: just plotly.js
-    cleared = _run(clear=True)
-    assert cleared.markdown[0].value == "drawn" and not cleared.get("plotly_chart")
-
-
-def test_a_warm_process_draws_nothing():
-    import transformers  # noqa: F401  (the app's imports are done)
-
-    at = _run(clear=False)
-    assert at.markdown[0].value == "warm" and not at.get("plotly_chart")

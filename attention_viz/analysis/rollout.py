@@ -145,3 +145,39 @@ def attention_rollout(weights: np.ndarray, up_to_layer: int | None = None) -> np
         residual = residual / residual.sum(-1, keepdims=True)
         rollout = residual @ rollout
     return rollout
+
+
+def layer_maps(encoder: BertEncoder, encoding, layers, kind: str) -> np.ndarray:
+    """One kind of :class:`RolloutAndNorms` map for several layers, from one forward.
+
+    Args:
+        encoder: the from-scratch encoder with the model's weights (exact variant).
+        encoding: an :class:`~attention_viz.extraction.Encoding`.
+        layers: layer indices (from 0).
+        kind: ``"raw"`` (the head average), ``"rollout"`` (up to each layer) or ``"norm"`` (norm-based).
+
+    Returns:
+        float64 ``(len(layers), t, t)``: the map :func:`rollout_and_norms` gives for each layer.
+
+    Raises:
+        ValueError: a layer out of range or an unknown ``kind``.
+    """
+    count = encoder.config.num_hidden_layers
+    if kind not in ("raw", "rollout", "norm") or any(not 0 <= layer < count for layer in layers):
+        raise ValueError(f"no {kind!r} map for layers {list(layers)}: layers 0-{count - 1}")
+    input_ids = torch.tensor(encoding.input_ids)[None]  # (1, t)
+    token_type_ids = torch.tensor(encoding.token_type_ids)[None]  # (1, t)
+    with torch.inference_mode():
+        output = encoder(input_ids, token_type_ids)
+        seen = [encoder.attention_input(output.hidden_states, layer)[0] for layer in layers] if kind == "norm" else []
+    weights = torch.cat(output.attentions).double().numpy()  # (L, h, t, t)
+    if kind == "raw":
+        return np.stack([weights[layer].mean(0) for layer in layers])
+    if kind == "rollout":
+        return np.stack([attention_rollout(weights, layer) for layer in layers])
+    return np.stack(
+        [
+            norm_based_attention(weights[layer], transformed_values(encoder, layer, x))[1]  # (t, t)
+            for layer, x in zip(layers, seen, strict=True)
+        ]
+    )

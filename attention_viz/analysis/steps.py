@@ -214,3 +214,32 @@ def head_steps(
         temperature=float(temperature),
         masked=masked,
     )
+
+
+def layer_weights(
+    vectors: np.ndarray,
+    query_index: int,
+    scaling: float,
+    temperature: float = 1.0,
+    masked: Iterable[int] = (),
+    causal: bool = False,
+) -> np.ndarray:
+    """Every head's weights of one layer computed as :func:`head_steps` computes one head's.
+
+    Args:
+        vectors: ``(3, h, t, d)`` the layer's queries, keys and values (:func:`layer_vectors`).
+        query_index, scaling, temperature, masked, causal: as for :func:`head_steps`.
+
+    Returns:
+        float32 ``(h, t, t)``: each head's :attr:`HeadSteps.all_weights`.
+
+    Raises:
+        InputError: as :func:`head_steps`.
+    """
+    queries, keys, values = vectors  # each (h, t, d)
+    return np.stack(
+        [
+            head_steps(q, k, v, query_index, scaling, temperature, masked, causal).all_weights  # (t, t)
+            for q, k, v in zip(queries, keys, values, strict=True)
+        ]
+    )  # (h, t, t)

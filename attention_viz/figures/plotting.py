@@ -67,9 +67,3 @@ def figure(data: Sequence[dict], layout: dict, shape_defaults: dict | None = Non
     if shape_defaults is not None:
         template = {**TEMPLATE, "layout": {**TEMPLATE["layout"], "shapedefaults": shape_defaults}}
     return internals.unvalidated_figure(data, {"template": template, **layout})
-
-
-def blank_figure() -> go.Figure:
-    """A figure with no trace, no axes and no margins: drawn 1 px tall, it makes a browser load plotly.js
-    before the first real chart arrives (:mod:`attention_viz.ui.warmup`)."""
-    return figure([], {"xaxis": {"visible": False}, "yaxis": {"visible": False}, "margin": dict.fromkeys("lrtb", 0)})

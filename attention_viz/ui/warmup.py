@@ -9,18 +9,18 @@ The cold-start benchmark (``benchmarks/server.py``, figures in ``benchmarks/READ
   shows its first map in less than half the time it took. One opened at once gains nothing: the server's
   Python work (the imports, serving the page, the first run) runs one thread at a time under the GIL,
   whichever thread starts it.
-- Streamlit's front end fetches and parses plotly.js (several MB) only when the first chart arrives, and
-  the browser then needed seconds more to draw it. :func:`start_plotly` sends an empty 1-px chart while
-  the imports or the model load are still running, so the browser does that work in parallel; it is
-  cleared when the run ends (:func:`clear`).
+- Streamlit's front end fetches and parses its plotly.js only when the first Streamlit chart arrives. The
+  app used to send an empty chart during a cold start so that the browser did it meanwhile; Compare's map
+  and charts now use the app's own copy (preloaded by the page: ``attention_viz/ui/attention_map/``), and
+  that chart only made the first visit load a second copy.
 
 No figure may be built while numpy or pandas is half-imported: plotly looks them up in ``sys.modules``
 (``AttributeError: partially initialized module 'numpy'``, found by the load test). So the preload
-imports them and plotly whole first, under the lock that :func:`start_plotly` takes; and a session that
-finds no preload (AppTest, or the app run other than by ``streamlit run app.py``) imports the app's
-modules under that same lock (:func:`importing`).
+imports them and plotly whole first, under a lock; and a session that finds no preload (AppTest, or the
+app run other than by ``streamlit run app.py``) imports the app's modules under that same lock
+(:func:`importing`).
 
-This module imports streamlit only; plotly and the rest are imported by the functions that need them.
+This module imports nothing heavy; the preload imports the rest.
 """
 
 from __future__ import annotations
@@ -28,15 +28,11 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
-import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
 
-import streamlit as st
-
 from attention_viz.ui import internals
 
-KEY = "plotly_warmup"
 # Imported whole before any figure is built; quick even cold.
 FIGURE_MODULES = ("numpy", "pandas", "plotly.graph_objects", "plotly.io")
 # What the app's first run imports: torch and transformers come with the first three (seconds when cold);
@@ -130,38 +126,11 @@ async def readiness(request: object) -> object:
     return PlainTextResponse(f"not ready: the model is {state}", status_code=503, headers={"Retry-After": "1"})
 
 
-def _cold() -> bool:
-    if _preload is not None:
-        return not _preload.done.is_set()
-    return "transformers" not in sys.modules  # no preload: the session imports them itself
-
-
-def start_plotly() -> object | None:
-    """Draw the empty chart while a cold process is still importing or loading; returns its slot for
-    :func:`clear`, else None."""
-    with _LOCK:  # a preload holds it while it imports numpy, pandas and plotly
-        return _draw() if _cold() else None
-
-
 @contextlib.contextmanager
 def importing() -> Iterator[None]:
-    """Hold around the app's heavy imports: waits for the preload's imports if one runs, and builds no
-    warm-up chart while they run in this thread."""
+    """Hold around the app's heavy imports: waits for the preload's imports if one runs, and keeps another
+    session from importing them at the same time."""
     if _preload is not None:
         _preload.imported.wait()
     with _LOCK:
         yield
-
-
-def _draw() -> object:
-    from attention_viz.figures.plotting import blank_figure
-
-    slot = st.empty()
-    slot.plotly_chart(blank_figure(), height=1, key=KEY, config={"displayModeBar": False, "staticPlot": True})
-    return slot
-
-
-def clear(slot: object | None) -> None:
-    """Remove the chart :func:`start_plotly` drew (nothing when it drew none)."""
-    if slot is not None:
-        slot.empty()

@@ -2,6 +2,8 @@
 //
 // Data (JSON, built by attention_viz/ui/attention_map/__init__.py; every number is computed in Python):
 //   bundle      path (from the app's root) of the held maps, fetched once per path (binary, below)
+//   neighbours  {layer: path} of the bundles of the layers above and below when `bundle` holds one layer
+//               ({} otherwise): fetched once `bundle` is drawn, so that ↑/↓ paints from maps held
 //   plotly      path of plotly.min.js on this app
 //   rev         the server's view revision: a new rev means the server moved the view (a box, a button,
 //               a link, an example) and the map adopts `view`; the same rev means `view` echoes what this
@@ -14,8 +16,13 @@
 //               1000 px wide the sidebar collapsed once
 //   colorscale  [[position, "rgb(r, g, b)"], ...]; zrange [low, high]; zmid (a diverging map) or null
 //   value_format plotly's format of a hover value (".4f"); texts: the words shown, in the user's language
+//               ("{layer}" in texts.title: the layer shown)
 //   png         {prefix, what}: the camera button saves <prefix>_layer<L>_head<H>[_<what>].png
 //   keys        whether this map answers ←/→/↑/↓ (one map per page does)
+//   head_axis   false for one map per layer: ←/→ do nothing, the title and the PNG name no head
+//   focus       whether a click on a cell focuses its query
+//   follow      a map beside the one with the keys (keys false): it shows that map's layer and head as soon
+//               as that map steps (a "av-map-view" event on the document), and reports no step itself
 //
 // Bundle (binary, little-endian): the 4 bytes "AVM1", a uint32 header length n, n bytes of UTF-8 JSON,
 // zero bytes up to a multiple of 4, then float32 arrays at byte offsets (from the start of the arrays):
@@ -61,7 +68,7 @@ function fetchBundle(path) {
     }).then(parseBundle);
     promise.catch(() => bundles.delete(path));
     bundles.set(path, promise);
-    while (bundles.size > 4) bundles.delete(bundles.keys().next().value);
+    while (bundles.size > 8) bundles.delete(bundles.keys().next().value);
   }
   return bundles.get(path);
 }
@@ -100,7 +107,7 @@ document.addEventListener("keydown", (event) => {
   event.preventDefault();
   event.stopPropagation();
   if (event.shiftKey) map.pan(move[0] === "head" ? 0 : move[1], move[0] === "head" ? move[1] : 0);
-  else map.step(move[0], move[1]);
+  else if (move[0] === "layer" || map.data.head_axis !== false) map.step(move[0], move[1]);
 }, true);
 
 let collapsed = false; // the sidebar was collapsed for this Presentation (once: the lecturer may open it)
@@ -138,13 +145,23 @@ class AttentionMap {
     this.windowText = this.root.querySelector(".av-window");
     this.rev = null;
     this.seq = 0;
-    this.bundle = null;
+    this.main = null; // the bundle named by the data
+    this.ahead = new Map(); // layer -> {path, bundle}: the neighbours' bundles fetched ahead
     this.bundlePath = null;
     this.plotlyTimer = null;
     this.reportTimer = null;
     this.resize = new ResizeObserver(() => this.layoutAndPaint());
     this.resize.observe(parent);
     this.overview.addEventListener("pointerdown", (e) => this.dragOverview(e));
+    this.onLead = (event) => {
+      const d = this.data;
+      if (!d || d.keys || !d.follow || !this.root.isConnected) return;
+      this.view.layer = event.detail.layer;
+      this.view.head = event.detail.head;
+      this.paint();
+      this.schedulePlotly(PLOTLY_AFTER_MS);
+    };
+    document.addEventListener("av-map-view", this.onLead);
     this.root.dataset.testid = "attention-map";
   }
 
@@ -162,19 +179,53 @@ class AttentionMap {
       const path = data.bundle;
       fetchBundle(path).then((bundle) => {
         if (this.bundlePath !== path) return;
-        this.bundle = bundle;
+        this.main = bundle;
+        this.mainPath = path;
         this.clampView();
         this.layoutAndPaint();
+        this.fetchAhead();
       }).catch((error) => { this.status.textContent = String(error.message || error); });
     }
+    const named = new Set([data.bundle, ...Object.values(data.neighbours || {})]);
+    for (const [layer, entry] of this.ahead) if (!named.has(entry.path)) this.ahead.delete(layer);
+    if (this.main && this.mainPath === data.bundle) this.fetchAhead(); // else once it is drawn
     this.layoutAndPaint();
     plotly(data.plotly).then((Plotly) => { this.Plotly = Plotly; this.schedulePlotly(0); });
   }
 
+  fetchAhead() {
+    for (const [layer, path] of Object.entries(this.data.neighbours || {})) {
+      const known = this.ahead.get(+layer);
+      if (known && known.path === path) continue;
+      fetchBundle(path).then((bundle) => {
+        if (!Object.values(this.data.neighbours || {}).includes(path) && this.data.bundle !== path) return;
+        this.ahead.set(+layer, { path, bundle });
+        this.root.dataset.ahead = [...this.ahead.keys()].sort((x, y) => x - y).join(",");
+        if (this.view.layer === +layer && !(this.main && this.main.layers.indexOf(+layer) >= 0)) {
+          this.clampView();
+          this.paint();
+          this.schedulePlotly(0);
+        }
+      }).catch(() => {}); // the step then waits for the page as without it
+    }
+  }
+
+  // the bundle holding `layer` (the data's own, else one fetched ahead), or null
+  bundleOf(layer) {
+    if (this.main && this.main.layers.indexOf(layer) >= 0) return this.main;
+    const entry = this.ahead.get(layer);
+    return entry ? entry.bundle : null;
+  }
+
+  // the bundle of the layer shown (its queries, keys and labels are every bundle's of this data)
+  get bundle() {
+    return (this.view && this.bundleOf(this.view.layer)) || this.main;
+  }
+
   // --- the view -----------------------------------------------------------------------------------------
   held(layer, head) {
-    const b = this.bundle;
-    if (!b || b.layers.indexOf(layer) < 0) return false;
+    const b = this.bundleOf(layer);
+    if (!b) return false;
     return b.only_head === null || b.only_head === undefined || head === undefined || b.only_head === head;
   }
 
@@ -208,6 +259,7 @@ class AttentionMap {
   }
 
   focusOn(query) {
+    if (this.data.focus === false) return;
     const v = this.view;
     v.focus = v.focus === query ? -1 : query;
     this.changed(true);
@@ -216,6 +268,10 @@ class AttentionMap {
   changed(now) {
     this.seq += 1;
     this.paint();
+    if (this.data.keys) {
+      const { layer, head } = this.view;
+      document.dispatchEvent(new CustomEvent("av-map-view", { detail: { layer, head } }));
+    }
     this.schedulePlotly(PLOTLY_AFTER_MS);
     clearTimeout(this.reportTimer);
     const report = () => {
@@ -267,7 +323,8 @@ class AttentionMap {
 
   headline() {
     const v = this.view;
-    return this.data.texts.head.replace("{layer}", v.layer).replace("{head}", v.head) + " · " + this.data.texts.title;
+    const t = this.data.texts;
+    return t.head.replace("{layer}", v.layer).replace("{head}", v.head) + " · " + t.title.replace("{layer}", v.layer);
   }
 
   range() {
@@ -465,7 +522,8 @@ class AttentionMap {
       shapes,
     };
     const png = d.png;
-    const filename = `${png.prefix}_layer${v.layer}_head${v.head}` + (png.what ? "_" + png.what : "");
+    const head = d.head_axis === false ? "" : `_head${v.head}`;
+    const filename = `${png.prefix}_layer${v.layer}${head}` + (png.what ? "_" + png.what : "");
     this.plotDiv.dataset.filename = filename;
     const headline = this.headline();
     const save = {

@@ -7,12 +7,17 @@ across reruns and holds the maps it needs for the next steps: a key paints the n
 over plotly's plot at once, and plotly (axes, labels, colour bar, exact hover values, the PNG export)
 catches up when the keys stop. Python computes every number; the browser only draws them.
 
-What the browser holds (:data:`BUDGET`, 16 MiB of float32): every layer's heads when they fit (a
-16-token sentence: 74 KB), else the current layer's (512 tokens: 12.6 MB for 12 heads), else the current
+What the browser holds (:data:`BUDGET`, 16 MiB of float32 per bundle): every layer's heads when they fit
+(a 16-token sentence: 74 KB), else the current layer's (512 tokens: 12.6 MB for 12 heads), else the current
 head only. The maps travel once per bundle as binary over HTTP (:mod:`.serving`, format in
 ``attention_map.js``), not in the element's data, so a step within the held layers re-sends none of them.
-A step to a layer the browser lacks says "Loading layer …" and reports at once; the page's rerun then
-registers that layer's bundle and the element fetches it.
+When one layer is held, the data also names the bundles of the layers above and below (``neighbours``);
+the server makes them only when the browser asks (:meth:`~.serving._Store.put_later`), and the browser
+asks as soon as it has drawn the current layer, so a ↑/↓ step usually paints from maps already there. The
+browser then holds at most three bundles per map (3 × 16 MiB; 512 tokens, 12 heads: 38 MB), the server
+the same per session within :data:`~.serving.STORE_BUDGET`. A step to a layer the browser still lacks says
+"Loading layer …" and reports at once; the page's rerun then registers that layer's bundle and the
+element fetches it.
 
 What the element sends to the server on a step: one state value, under the element's key (``attention_map``
 on Compare, :data:`COMPARE_KEY`; a protocol-level client sets it as the widget value of that element):
@@ -61,8 +66,12 @@ from attention_viz.ui.attention_map.serving import PLOTLY_PATH, ROUTE, STORE, pa
 COMPONENT = "attention-viz.attention_map"  # "<project name>.<component name>" of pyproject.toml
 FIGURE_COMPONENT = "attention-viz.plotly_figure"
 COMPARE_KEY = "attention_map"  # the Compare map's element key
+INSIDE_KEY = "inside_map"  # Inside a head's map of every query
+ROLLOUT_KEY = "rollout_chart"  # Rollout & norms: one map per layer (the page's radio is "rollout_map")
+ARTICLE_KEYS = ("article_correct", "article_changed", "article_difference")  # the article's layer: keys on the first
 BUDGET = 16 * 2**20  # bytes of float32 maps one bundle may hold (see the module docstring)
 OVERVIEW_BINS = 48  # the overview's pooled bins a side (attention_viz.figures.overview's)
+MEMO_BUNDLES = 6  # bundle ids a session remembers per element (the held layer, its neighbours, the last steps)
 VIEW_KEYS = ("layer", "head", "focus", "query_start", "key_start")
 
 
@@ -145,11 +154,17 @@ class MapSpec:
         style: font and window (:func:`attention_viz.figures.map_style`).
         colorscale: a plotly.py colour scale name; zrange its ``(low, high)``; zmid 0.0 for a diverging map.
         value_format: the hover's number format (``".4f"``).
-        texts: the element's words: ``title``, ``query_axis``, ``key_axis``, ``loading``
-            (with ``{layer}``), ``head`` (``{layer}``, ``{head}``), ``window`` (``{q0}`` ... ``{k1}``),
-            ``hover_index``, ``colorbar``.
+        texts: the element's words: ``title`` (``{layer}`` in it: the layer shown), ``query_axis``,
+            ``key_axis``, ``loading`` (with ``{layer}``), ``head`` (``{layer}``, ``{head}``), ``window``
+            (``{q0}`` ... ``{k1}``), ``hover_index``, ``colorbar``.
         png_prefix, png_what: the PNG's name: ``<prefix>_layer<L>_head<H>[_<what>]``.
         keys: whether the map answers the arrow keys.
+        follow: a map beside the one with the keys (``keys`` false): it shows that map's layer and head in
+            the browser as soon as that map steps, before the page's rerun.
+        head_axis: false for one map per layer (``heads`` 1): ↑/↓ step layers, ←/→ do nothing, and the
+            element never reports a head, so the session's head stays as it is.
+        focus: whether a click focuses a query (the session's ``focus``); false: no focus, none stored.
+        window_keys: the session keys of the window's first query and key (a page may keep its own).
         presentation: a projector's map: as tall as the window (the page's header made transparent), the
             title in the colour bar's margin, smaller axis titles, and at under 1000 px the sidebar
             collapsed once (it opens again with its button).
@@ -166,19 +181,35 @@ class MapSpec:
     png_prefix: str
     png_what: str
     keys: bool = True
+    follow: bool = False
+    head_axis: bool = True
+    focus: bool = True
+    window_keys: tuple[str, str] = ("query_start", "key_start")
     presentation: bool = False
 
 
-def _view() -> dict:
+def _stored(spec: MapSpec) -> dict:
+    """The session key of each view value this element shows and reports (none for a value it fixes)."""
+    names = {"layer": "layer", "query_start": spec.window_keys[0], "key_start": spec.window_keys[1]}
+    if spec.head_axis:
+        names["head"] = "head"
+    if spec.focus:
+        names["focus"] = "focus"
+    return names
+
+
+def _view(spec: MapSpec) -> dict:
     s = st.session_state
-    return {name: int(s.get(name, state.DEFAULTS[name])) for name in VIEW_KEYS}
+    view = {"head": 0, "focus": -1}
+    for name, stored in _stored(spec).items():
+        view[name] = int(s.get(stored, state.DEFAULTS.get(stored, 0)))
+    return {name: view[name] for name in VIEW_KEYS}
 
 
-def _revision(key: str) -> int:
+def _revision(key: str, view: dict) -> int:
     """The view's revision for the element ``key``: raised when the server moved the view itself, that is
     when the view is neither the one last sent nor the one the element last reported."""
     s = st.session_state
-    view = _view()
     rev = s.get(f"_{key}_rev", 0)
     if view not in (s.get(f"_{key}_sent"), s.get(f"_{key}_reported")):
         rev += 1
@@ -206,16 +237,42 @@ def valid_view(value: object, layers: int, heads: int, queries: int, keys: int) 
     return view
 
 
-def _on_view(key: str, shape: tuple[int, int, int, int]) -> None:
-    """``on_view_change``: a checked view goes under the view's permanent keys; anything else is ignored."""
+def _on_view(key: str, shape: tuple[int, int, int, int], spec: MapSpec) -> None:
+    """``on_view_change``: a checked view goes under the view's permanent keys (those of :func:`_stored`);
+    anything else is ignored."""
     s = st.session_state
     result = s.get(key)
     value = result.get("view") if hasattr(result, "get") else None
     view = valid_view(value, *shape)
     if view is None:
         return
-    s.update(view)
-    s[f"_{key}_reported"] = view
+    s.update({stored: view[name] for name, stored in _stored(spec).items()})
+    s[f"_{key}_reported"] = _view(spec)
+
+
+def _memo(key: str, content_key: tuple, only_head: int | None) -> dict:
+    """The ids of the element ``key``'s bundles by held layers, for this content (a new content: none)."""
+    s = st.session_state
+    memo = s.get(f"_{key}_bundles")
+    if memo is None or memo["content"] != (content_key, only_head):
+        for bundle_id in () if memo is None else memo["ids"].values():
+            STORE.forget(bundle_id)
+        memo = {"content": (content_key, only_head), "ids": {}}
+        s[f"_{key}_bundles"] = memo
+    return memo
+
+
+def _bundle_id(memo: dict, layers: tuple, register: Callable[[], str]) -> str:
+    """The id of the bundle of ``layers`` (registered now if it is not in the store); the memo keeps the
+    last :data:`MEMO_BUNDLES`."""
+    ids = memo["ids"]
+    bundle_id = ids.pop(layers, None)
+    if bundle_id is None or bundle_id not in STORE:
+        bundle_id = register()
+    ids[layers] = bundle_id  # the newest last
+    while len(ids) > MEMO_BUNDLES:
+        STORE.forget(ids.pop(next(iter(ids))))
+    return bundle_id
 
 
 def draw(
@@ -236,28 +293,33 @@ def draw(
         content_key: what the maps depend on (model, text, variant, view toggles, ...): the bundle is
             rebuilt only when it or the held layers change.
         maps_of: the maps of some layers, ``(len(layers), heads, queries, keys)`` float32, and each head's
-            colour range ``(len(layers), heads, 2)`` when the range is fitted per head (else ``None``).
+            colour range ``(len(layers), heads, 2)`` when the range is fitted per head (else ``None``). It
+            may be called later, from a request handler's thread (a neighbouring layer made when the browser
+            asks for it): it must use no Streamlit call and only data that does not change.
         row_labels, key_labels: one label per query and per key.
     """
-    s = st.session_state
-    view = _view()
+    view = _view(spec)
     queries, keys = len(row_labels), len(key_labels)
     layers = held_layers(spec.layers, spec.heads, queries, keys, view["layer"])
-    memo_key = (content_key, layers)
-    memo = s.get(f"_{key}_bundle")
-    if memo is None or memo[0] != memo_key or memo[1] not in STORE:
-        maps, ranges = maps_of(layers)
+    only_head = None if holds_heads(spec.heads, queries, keys) else view["head"]  # a head step asks the server
+    windowed = max(queries, keys) > spec.style.window
+
+    def make(held: tuple) -> bytes:
+        maps, ranges = maps_of(held)
         maps = np.asarray(maps, dtype=np.float32)
-        only_head = None
-        if not holds_heads(spec.heads, queries, keys):  # only the head shown: a head step asks the server
-            only_head = view["head"]
+        if only_head is not None:
             maps = maps[:, only_head : only_head + 1]
             ranges = None if ranges is None else np.asarray(ranges)[:, only_head : only_head + 1]
-            memo_key = (*memo_key, only_head)
-        windowed = max(queries, keys) > spec.style.window
-        payload = bundle(maps, layers, row_labels, key_labels, windowed, only_head, ranges)
-        memo = (memo_key, STORE.put(payload))
-        s[f"_{key}_bundle"] = memo
+        return bundle(maps, held, row_labels, key_labels, windowed, only_head, ranges)
+
+    memo = _memo(key, content_key, only_head)
+    path = f"{ROUTE}/maps/{_bundle_id(memo, layers, lambda: STORE.put(make(layers)))}"
+    neighbours = {}
+    if len(layers) < spec.layers:  # one layer held: the layers above and below made ahead, on request
+        for layer in sorted({(view["layer"] - 1) % spec.layers, (view["layer"] + 1) % spec.layers} - set(layers)):
+            ahead = (layer,)
+            bundle_id = _bundle_id(memo, ahead, lambda a=ahead: STORE.put_later(lambda: make(a)))
+            neighbours[str(layer)] = f"{ROUTE}/maps/{bundle_id}"
     style = spec.style
     margins = heatmaps.margins(row_labels, key_labels, style)
     axis_font = style.font_size
@@ -269,9 +331,10 @@ def draw(
     else:
         margins["t"] = 2 * style.font_size + 24  # the colour bar and its ticks; the element writes the title above
     data = {
-        "bundle": f"{ROUTE}/maps/{memo[1]}",
+        "bundle": path,
+        "neighbours": neighbours,
         "plotly": PLOTLY_PATH,
-        "rev": _revision(key),
+        "rev": _revision(key, view),
         "view": view,
         "shape": [spec.layers, spec.heads],
         "window": style.window,
@@ -289,17 +352,21 @@ def draw(
         "texts": spec.texts,
         "png": {"prefix": spec.png_prefix, "what": spec.png_what},
         "keys": spec.keys,
+        "follow": spec.follow,
+        "head_axis": spec.head_axis,
+        "focus": spec.focus,
     }
     with place:
         _element(COMPONENT, "attention_map.js")(
             key=key,
             data=data,
-            on_view_change=state.guarded(lambda: _on_view(key, (spec.layers, spec.heads, queries, keys))),
+            on_view_change=state.guarded(lambda: _on_view(key, (spec.layers, spec.heads, queries, keys), spec)),
         )
 
 
-def texts(title: str, colorbar: str = "") -> dict:
-    """The element's words in the user's language (:class:`MapSpec`), for a map titled ``title``."""
+def texts(title: str, colorbar: str = "", head_axis: bool = True) -> dict:
+    """The element's words in the user's language (:class:`MapSpec`), for a map titled ``title``
+    (``head_axis`` false: one map per layer, its title names the layer alone)."""
     from attention_viz.ui.i18n import plain
 
     return {
@@ -307,7 +374,9 @@ def texts(title: str, colorbar: str = "") -> dict:
         "query_axis": plain("figures.axis_query"),
         "key_axis": plain("figures.axis_key"),
         "loading": plain("attention_map.loading", layer="{layer}"),
-        "head": plain("attention_map.head", layer="{layer}", head="{head}"),
+        "head": plain("attention_map.head", layer="{layer}", head="{head}")
+        if head_axis
+        else plain("attention_map.layer", layer="{layer}"),
         "window": plain("attention_map.window", q0="{q0}", q1="{q1}", k0="{k0}", k1="{k1}"),
         "hover_index": plain("attention_map.hover_index"),
         "colorbar": colorbar,
@@ -374,13 +443,14 @@ def as_figure(data: dict) -> dict:
         shapes.append({"type": "rect", "x0": -0.5, "x1": nk - 0.5, "y0": focus - 0.5, "y1": focus + 0.5})
     axis = {"tickfont": {"size": font}, "type": "category"}
     layout = {
-        "title": {"text": data["texts"]["title"]},
-        "xaxis": {**axis, "ticktext": header["x_text"][k0 : k0 + nk]},
-        "yaxis": {**axis, "ticktext": header["y_text"][q0 : q0 + nq]},
+        "title": {"text": data["texts"]["title"].replace("{layer}", str(view["layer"]))},
+        "xaxis": {**axis, "ticktext": header["x_text"][k0 : k0 + nk], "title": {"text": data["texts"]["key_axis"]}},
+        "yaxis": {**axis, "ticktext": header["y_text"][q0 : q0 + nq], "title": {"text": data["texts"]["query_axis"]}},
         "shapes": shapes,
     }
     png = data["png"]
-    name = f"{png['prefix']}_layer{view['layer']}_head{view['head']}" + (f"_{png['what']}" if png["what"] else "")
+    head_part = f"_head{view['head']}" if data.get("head_axis", True) else ""
+    name = f"{png['prefix']}_layer{view['layer']}{head_part}" + (f"_{png['what']}" if png["what"] else "")
     overview = None
     if header["overview"] is not None:
         entry = header["overview"]

@@ -21,23 +21,28 @@ import secrets
 import struct
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 ROUTE = "attention-viz"  # the first segment of the app's own paths
 STORE_BUDGET = 512 * 2**20  # bytes of bundles the server keeps for the browsers to fetch (oldest go first)
 PLOTLY_JS = Path(importlib.util.find_spec("plotly").origin).parent / "package_data" / "plotly.min.js"
 PLOTLY_PATH = f"{ROUTE}/plotly-{importlib.metadata.version('plotly')}.min.js"
+PENDING_MAX = 64  # bundles registered to be made on request (each holds its maps' source, not their bytes)
 MAGIC = b"AVM1"
 
 
 class _Store:
     """Bundles by id, the oldest dropped past :data:`STORE_BUDGET` bytes (thread-safe: sessions and the
-    server's request handlers share it). Ids are random: a bundle is fetched only by the page it was made for."""
+    server's request handlers share it). Ids are random: a bundle is fetched only by the page it was made for.
+
+    A bundle may also be registered before it is made (:meth:`put_later`): it is made on its first
+    :meth:`get` (in the request handler's thread), so that a page can name the bundles the browser will
+    want next without making them in its rerun."""
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
-        self._items: OrderedDict[str, bytes] = OrderedDict()
+        self._items: OrderedDict[str, bytes | Callable[[], bytes]] = OrderedDict()
         self._by_content: dict[str, str] = {}
         self._size = 0
         self._lock = threading.Lock()
@@ -53,18 +58,47 @@ class _Store:
             self._items[bundle_id] = payload
             self._by_content[digest] = bundle_id
             self._size += len(payload)
-            while self._size > self.budget and len(self._items) > 1:
-                old, dropped = self._items.popitem(last=False)
+            self._evict()
+            return bundle_id
+
+    def put_later(self, make: Callable[[], bytes]) -> str:
+        """Register the bundle that ``make()`` returns (called at most once, on the first :meth:`get`, from
+        any thread: it must not use Streamlit); its id now."""
+        bundle_id = secrets.token_urlsafe(16)
+        with self._lock:
+            self._items[bundle_id] = make
+            pending = [i for i, item in self._items.items() if callable(item)]
+            for old in pending[: max(0, len(pending) - PENDING_MAX)]:  # the oldest never asked for
+                del self._items[old]
+        return bundle_id
+
+    def forget(self, bundle_id: str) -> None:
+        """Drop a bundle registered with :meth:`put_later` that was not made yet (a page no longer names it)."""
+        with self._lock:
+            if callable(self._items.get(bundle_id)):
+                del self._items[bundle_id]
+
+    def _evict(self) -> None:
+        while self._size > self.budget and len(self._items) > 1:
+            old, dropped = self._items.popitem(last=False)
+            if isinstance(dropped, bytes):
                 self._size -= len(dropped)
                 self._by_content = {d: i for d, i in self._by_content.items() if i != old}
-            return bundle_id
 
     def get(self, bundle_id: str) -> bytes | None:
         with self._lock:
             payload = self._items.get(bundle_id)
             if payload is not None:
                 self._items.move_to_end(bundle_id)
-            return payload
+        if callable(payload):  # made now, outside the lock (two first requests may both make it)
+            made = payload()
+            with self._lock:
+                if self._items.get(bundle_id) is payload:
+                    self._items[bundle_id] = made
+                    self._size += len(made)
+                    self._evict()
+            payload = made
+        return payload
 
     def __contains__(self, bundle_id: str) -> bool:
         with self._lock:

@@ -1,11 +1,14 @@
 """Inside a head: one query token's attention computed step by step with the model's real weights."""
 
+import numpy as np
 import streamlit as st
 
 from attention_viz import analysis, figures
 from attention_viz.analysis import presets, steps
-from attention_viz.ui import cache, controls, downloads, feedback, fragment, presets_ui, screen, state
-from attention_viz.ui.i18n import t
+from attention_viz.extraction import export
+from attention_viz.ui import cache, controls, downloads, feedback, fragment, presets_ui, state
+from attention_viz.ui.attention_map import element as attention_map
+from attention_viz.ui.i18n import plain, t
 from attention_viz.ui.safe_text import Markdown
 
 PARITY_BOUND = 1e-5
@@ -37,7 +40,10 @@ def _show() -> None:
         return f"{i}: {figures.isolate(labels[i])}"
 
     header = st.empty()
-    controls.head_picker(explanation=(t("inside.intro", head_dim=info.head_dim, hidden=info.hidden_size),))
+    # The map answers the arrow keys itself (in the browser): the step buttons take no shortcuts here.
+    controls.head_picker(
+        explanation=(t("inside.intro", head_dim=info.head_dim, hidden=info.hidden_size),), shortcuts=False
+    )
     left, right = st.columns(2)
     query_index = state.control(
         left.selectbox,
@@ -163,7 +169,7 @@ def _show() -> None:
         )
         st.info(t("inside.changed", token=query_label, model_bits=f"{model_bits:.3f}", our_bits=f"{our_bits:.3f}"))
     style = figures.map_style(st.session_state["presentation"], n)
-    figure = figures.attention_heatmap(
+    figure = figures.attention_heatmap(  # the HTML download's figure; the element draws the map
         result.all_weights,
         labels,
         t("inside.fig_all", layer=layer, head=head),
@@ -172,9 +178,53 @@ def _show() -> None:
         query_title=t("figures.axis_query"),
         key_title=t("figures.axis_key"),
     )
-    box = screen.map_box(st, "inside_box", figures.chart_height_over_width(labels, labels, style))
-    box.plotly_chart(figure, key="inside_all", theme=None, config=config, height="stretch")
+    _map(loaded, selection, (scaling_kind, scaling, temperature, tuple(masked_keys)), query_index, style, labels)
     downloads.buttons(pretrained, result.all_weights, figure, layer, head, "inside", labels)
+
+
+def _map(loaded, selection, settings: tuple, query_index: int, style, labels) -> None:
+    """The map of every query as a browser element: every head of the layers it holds computed with the
+    page's settings, so that ←/→ (and ↑/↓) paint the next head at once and the steps above follow."""
+    info = loaded.info
+    scaling_kind, scaling, temperature, masked = settings
+    hidden = cache.layer_inputs(loaded, selection.text, selection.pair)  # (L, t, hidden), read-only
+    encoder = loaded.encoder
+
+    def maps_of(layers):
+        weights = np.stack(
+            [
+                steps.layer_weights(
+                    steps.layer_vectors(encoder, hidden[layer], layer),  # (3, h, t, d)
+                    query_index,
+                    scaling,
+                    temperature,
+                    masked,
+                    info.causal,
+                )
+                for layer in layers
+            ]
+        )  # (n, h, t, t)
+        if not selection.fit_range:
+            return weights, None
+        low = weights.min(axis=(-2, -1))
+        return weights, np.stack([low, np.maximum(weights.max(axis=(-2, -1)), low + 1e-12)], axis=-1)
+
+    spec = attention_map.MapSpec(
+        layers=info.num_layers,
+        heads=info.num_heads,
+        style=style,
+        colorscale=figures.ATTENTION_COLORSCALE,
+        zrange=(0.0, 1.0),
+        zmid=None,
+        value_format=".4f",
+        texts=attention_map.texts(plain("inside.map_title")),
+        png_prefix=export.file_stem(info.name),
+        png_what="inside",
+        presentation=st.session_state["presentation"],
+    )
+    # the maps hold every query's weights: the chosen query matters only where its row is checked
+    content = (info.name, selection.text, selection.pair, scaling_kind, temperature, masked, selection.fit_range)
+    attention_map.draw(st.container(), attention_map.INSIDE_KEY, spec, content, maps_of, tuple(labels), tuple(labels))
 
 
 @st.fragment

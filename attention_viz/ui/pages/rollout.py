@@ -1,11 +1,13 @@
 """Rollout & norms: for the chosen layer, the raw head average, attention rollout up to it and norm-based attention."""
 
+import numpy as np
 import streamlit as st
 
 from attention_viz import analysis, figures
 from attention_viz.extraction import export
-from attention_viz.ui import cache, controls, downloads, feedback, screen, state
-from attention_viz.ui.i18n import t
+from attention_viz.ui import cache, controls, downloads, feedback, state
+from attention_viz.ui.attention_map import element as attention_map
+from attention_viz.ui.i18n import plain, t
 from attention_viz.ui.view_options import view_caption, view_options
 
 selection = state.selection()
@@ -14,7 +16,10 @@ presentation = st.session_state["presentation"]
 
 map_column, side = st.columns([3, 2], gap="medium")
 title = side.empty()
-layer, _ = controls.head_picker(side, head=False, explanation=(t("rollout.intro"), t("rollout.caption")))
+# The map answers ↑/↓ itself (in the browser): the layer buttons take no shortcuts here.
+layer, _ = controls.head_picker(
+    side, head=False, explanation=(t("rollout.intro"), t("rollout.caption")), shortcuts=False
+)
 title.header(t("rollout.title", layer=layer))
 result = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
 options = view_options(result.encoding.is_pair, side)
@@ -49,26 +54,48 @@ for axis, count in (("query", queries), ("key", keys)):
             min_value=0,
             max_value=count - style.window,
         )
-rows = figures.window_slice(starts["query"], queries, style.window)
-columns = figures.window_slice(starts["key"], keys, style.window)
-row_labels, key_labels = list(view.query_labels[rows]), list(view.key_labels[columns])
-chart = figures.attention_heatmap(
-    view.matrix[rows, columns],
-    row_labels,
-    t(f"rollout.{shown}", layer=layer),
-    (0.0, max(float(view.matrix.max()), 1e-12)) if shown == "norm" else (0.0, 1.0),  # norms: from 0, in hidden units
-    key_labels=key_labels,
+kinds = {"raw": (options, True), "rollout": (options, True), "norm": (norm_options, False)}  # (view, renormalise)
+encoder, encoding = loaded.encoder, result.encoding
+
+
+def _maps_of(layers):
+    """The shown kind of map for each layer, ``(n, 1, query, key)``, from one forward (any thread)."""
+    shown_options, renormalise = kinds[shown]
+    matrices = np.stack(
+        [
+            analysis.apply_view(m, encoding, shown_options, renormalise=renormalise).matrix
+            for m in analysis.rollout.layer_maps(encoder, encoding, list(layers), shown)
+        ]
+    )[:, None]  # (n, 1, query, key)
+    if shown != "norm":
+        return matrices, None
+    high = np.maximum(matrices.max(axis=(-2, -1)), 1e-12)  # norms: from 0, in hidden units
+    return matrices, np.stack([np.zeros_like(high), high], axis=-1)
+
+
+spec = attention_map.MapSpec(
+    layers=loaded.info.num_layers,
+    heads=1,
     style=style,
-    query_start=rows.start,
-    key_start=columns.start,
-    query_title=t("figures.axis_query"),
-    key_title=t("figures.axis_key"),
-    value_title=t("rollout.norm_unit") if shown == "norm" else "",
+    colorscale=figures.ATTENTION_COLORSCALE,
+    zrange=(0.0, 1.0),
+    zmid=None,
+    value_format=".4f",
+    texts=attention_map.texts(
+        plain(f"rollout.{shown}", layer="{layer}"), plain("rollout.norm_unit") if shown == "norm" else "", False
+    ),
+    png_prefix=export.file_stem(loaded.info.name),
+    png_what=shown,
+    presentation=presentation,
+    head_axis=False,  # one map per layer: the session's head stays as the other pages left it
+    focus=False,
+    window_keys=("rollout_query_start", "rollout_key_start"),
 )
+content = (loaded.info.name, selection.text, selection.pair, shown, options)
 with map_column:
     feedback.truncation(result.encoding)
-    box = screen.map_box(map_column, "map_box", figures.chart_height_over_width(row_labels, key_labels, style))
-box.plotly_chart(chart, key="rollout_map", theme=None, height="stretch", config={"displayModeBar": False})
+labels = (tuple(view.query_labels), tuple(view.key_labels))
+attention_map.draw(map_column.container(), attention_map.ROLLOUT_KEY, spec, content, _maps_of, *labels)
 view_caption(raw, options, map_column)
 map_column.caption(t(f"rollout.note_{shown}"))
 with map_column:  # the whole shown map (every token, not only the window), with the view toggles applied
