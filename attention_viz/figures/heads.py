@@ -123,14 +123,16 @@ def _outline(layer_of: np.ndarray, head_of: np.ndarray, selected, plain: tuple[s
 SIMILARITY_HEIGHT = 560  # px
 SIMILARITY_PLOT_PX = 480  # the plot area's smaller side at that height in a narrow column (800 x 600)
 LABEL_FONT = 10  # px
+SELECTED_FONT = 12  # px: the head in focus
 MARKER_PX = 13
 
 
 def _room_labels(positions: np.ndarray, texts: list[str], first: int | None, plot_px: float) -> list[bool]:
     """Which points' labels fit above them without covering another label or another point's marker.
 
-    Greedy, the selected point first then in order: a label (``len * 0.62 * LABEL_FONT`` wide, one line
-    high, centred above its marker) is kept when its box overlaps no kept label and no other marker.
+    Greedy, the selected point first then in order: a label (``len * 0.62 * font`` wide, one line high,
+    centred above its marker, with 2 px to spare on every side; the selected one in its larger font) is kept
+    when its box overlaps no kept label and no other marker.
     ``plot_px``: pixels the data's larger extent spans (the axes keep one scale, ``scaleanchor``).
     """
     extent = np.ptp(positions, axis=0).max() if len(positions) > 1 else 1.0
@@ -140,9 +142,10 @@ def _room_labels(positions: np.ndarray, texts: list[str], first: int | None, plo
     keep = [False] * len(texts)
     order = ([first] if first is not None else []) + [i for i in range(len(texts)) if i != first]
     for i in order:
-        width, height = len(texts[i]) * 0.62 * LABEL_FONT, LABEL_FONT * 1.2
+        font = SELECTED_FONT if i == first else LABEL_FONT
+        width, height = len(texts[i]) * 0.62 * font + 4, font * 1.2 + 4
         x, y = px[i]
-        box = (x - width / 2, x + width / 2, y + half_marker, y + half_marker + height)  # left, right, bottom, top
+        box = (x - width / 2, x + width / 2, y + half_marker - 2, y + half_marker - 2 + height)  # l, r, bottom, top
         clear_of_labels = all(box[1] < b[0] or box[0] > b[1] or box[3] < b[2] or box[2] > b[3] for b in boxes)
         others = np.delete(px, i, axis=0)
         near = (
@@ -188,7 +191,7 @@ def similarity_map(
         "text": [text if fits else "" for text, fits in zip(texts, room, strict=True)],
         "textposition": "top center",
         "textfont": {
-            "size": [12 if is_selected else LABEL_FONT for is_selected in chosen],
+            "size": [SELECTED_FONT if is_selected else LABEL_FONT for is_selected in chosen],
             "color": ["red" if is_selected else "#444" for is_selected in chosen],
         },
         "customdata": np.stack([layer_of, head_of], axis=1),
