@@ -28,6 +28,7 @@ MAIN_BLOCK = ".stMainBlockContainer"  # the main area's content box (its padding
 SIDEBAR = '[data-testid="stSidebar"]'
 SIDEBAR_CONTENT = '[data-testid="stSidebarUserContent"]'  # the sidebar below the navigation
 SIDEBAR_NAV = '[data-testid="stSidebarNav"]'
+SIDEBAR_HEADER = '[data-testid="stSidebarHeader"]'  # above the navigation: the collapse button's row
 SIDEBAR_COLLAPSE_BUTTON = '[data-testid="stSidebarCollapseButton"] button'
 HEADER = 'header[data-testid="stHeader"]'
 HORIZONTAL_BLOCK = '[data-testid="stHorizontalBlock"]'  # the row of an st.columns
@@ -35,7 +36,7 @@ COLUMN = '[data-testid="stColumn"]'
 # The same names in the map element's own script (attention_viz/ui/attention_map/attention_map.js), which
 # collapses the sidebar for Presentation on a narrow screen; the test checks the script uses these only.
 MAP_SCRIPT_SELECTORS = (SIDEBAR, SIDEBAR_COLLAPSE_BUTTON)
-TEST_IDS = ("stMain", "stSidebar", "stSidebarUserContent", "stSidebarNav", "stSidebarCollapseButton")
+TEST_IDS = ("stMain", "stSidebar", "stSidebarUserContent", "stSidebarNav", "stSidebarHeader", "stSidebarCollapseButton")
 TEST_IDS += ("stHeader", "stHorizontalBlock", "stColumn")
 CLASS_NAMES = ("stMainBlockContainer",)
 

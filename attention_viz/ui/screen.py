@@ -16,7 +16,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attention_viz.ui.internals import COLUMN, HEADER, HORIZONTAL_BLOCK, MAIN, MAIN_BLOCK, SIDEBAR_CONTENT, SIDEBAR_NAV
+from attention_viz.ui.internals import (
+    COLUMN,
+    HEADER,
+    HORIZONTAL_BLOCK,
+    MAIN,
+    MAIN_BLOCK,
+    SIDEBAR_CONTENT,
+    SIDEBAR_HEADER,
+    SIDEBAR_NAV,
+)
 
 PRESENTATION_SCALE = 1.2  # Presentation's text size over Streamlit's 16 px
 NOMINAL_MAP_HEIGHT = 640  # the map box's height where CSS does not apply (AppTest, a print)
@@ -26,6 +35,7 @@ _FRAME = f"""
 {MAIN_BLOCK} {{ padding: 3.5rem 1.5rem 2.5rem 1.5rem; container: main / inline-size; }}
 {SIDEBAR_CONTENT} {{ padding-top: 0.5rem; padding-bottom: 2rem; }}
 {SIDEBAR_NAV} {{ padding-top: 0; }}
+{SIDEBAR_HEADER} {{ height: 2.5rem; margin-bottom: 0; }}
 {MAIN}:focus, {MAIN}:focus-visible {{ outline: none; }}
 @container main (max-width: {NARROW}px) {{
   {HORIZONTAL_BLOCK} {{ flex-wrap: wrap; }}
