@@ -28,11 +28,12 @@ new MutationObserver(() => {
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory):
     """``streamlit run app.py`` with the file watcher on, in a folder of its own: a copy of ``app.py`` (the
-    file the test changes) beside links to the package, the assets and the repository's settings."""
+    file the test changes) beside links to the package, the assets, the repository's settings and its
+    ``pyproject.toml`` (where Streamlit finds the map element's declaration: beside the package it imports)."""
     folder = tmp_path_factory.mktemp("live")
     shutil.copy(ROOT / "app.py", folder / "app.py")
-    for name in ("attention_viz", "assets", ".streamlit"):
-        (folder / name).symlink_to(ROOT / name, target_is_directory=True)
+    for name in ("attention_viz", "assets", ".streamlit", "pyproject.toml"):
+        (folder / name).symlink_to(ROOT / name, target_is_directory=(ROOT / name).is_dir())
     with streamlit_server(*LIVE_RELOAD, cwd=folder) as running:
         yield running, folder / "app.py"
 
