@@ -2,8 +2,9 @@
 dir, one real Streamlit server for every browser and server test, and a headless Chromium per test module.
 
 The suite runs on pytest-xdist workers (``-n auto --dist loadgroup`` in pyproject.toml): each test file is one
-unit that one worker runs in order, and every test of the shared server runs on one worker, so the server
-starts once per run. Each worker keeps torch's threads (their count changes the last bits of a result, which
+unit that one worker runs in order, and every test of the shared server, of a browser or of a server of its own
+(the load and benchmark tests) runs on one worker: the server starts once per run, and no two browser tests
+share the two cores, which slowed their timed waits past their limits. Each worker keeps torch's threads (their count changes the last bits of a result, which
 tests compare across processes), and they sleep instead of spinning while they wait (``OMP_WAIT_POLICY``):
 two workers' threads spinning on two cores wait for each other at every operation.
 """
@@ -35,10 +36,14 @@ def pytest_xdist_auto_num_workers(config) -> int:
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """One xdist group per test file, and one for every test of the shared server (see the module's docstring)."""
+    """One xdist group per test file, and one for every test of a server or a browser (see the module's docstring)."""
     for item in items:
-        uses_server = "server" in getattr(item, "fixturenames", ())
+        fixtures = getattr(item, "fixturenames", ())
+        uses_server = "server" in fixtures or "chromium" in fixtures or item.path.name in SERVER_FILES
         item.add_marker(pytest.mark.xdist_group("server" if uses_server else item.path.name))
+
+
+SERVER_FILES = {"test_benchmarks.py", "test_load.py", "test_class_load.py", "test_readiness.py"}  # servers of their own
 
 
 TINY_CONFIGS = {
