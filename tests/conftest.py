@@ -2,11 +2,12 @@
 dir, one real Streamlit server for every browser and server test, and a headless Chromium per test module.
 
 The suite runs on pytest-xdist workers (``-n auto --dist loadgroup`` in pyproject.toml): each test file is one
-unit that one worker runs in order, and every test of the shared server, of a browser or of a server of its own
-(the load and benchmark tests) runs on one worker: the server starts once per run, and no two browser tests
-share the two cores, which slowed their timed waits past their limits. Each worker keeps torch's threads (their count changes the last bits of a result, which
-tests compare across processes), and they sleep instead of spinning while they wait (``OMP_WAIT_POLICY``):
-two workers' threads spinning on two cores wait for each other at every operation.
+unit that one worker runs in order, and every test of the shared server, of a browser or of a server of its
+own (the load and benchmark tests) runs on one worker: the shared server starts once per run, and no two
+browser tests share the two cores, which slowed their timed waits past their limits. Each worker keeps
+torch's threads (their count changes the last bits of a result, which tests compare across processes), and
+they sleep instead of spinning while they wait (``OMP_WAIT_POLICY``): two workers' threads spinning on two
+cores wait for each other at every operation.
 """
 
 from __future__ import annotations
