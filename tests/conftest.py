@@ -32,8 +32,9 @@ from attention_viz.models.loading import bundled_model_path, load_model
 
 
 def pytest_xdist_auto_num_workers(config) -> int:
-    """``-n auto``: two workers, up to four on a larger machine (each loads the models once)."""
-    return max(2, min(4, os.cpu_count() or 1))
+    """``-n auto``: one worker per two cores, at most four (each loads the models once). On a 2-core machine
+    that is one worker: a second one's torch threads took the cores from the browser tests' timed waits."""
+    return max(1, min(4, (os.cpu_count() or 1) // 2))
 
 
 def pytest_collection_modifyitems(config, items) -> None:
