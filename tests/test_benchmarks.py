@@ -1,4 +1,3 @@
-import pytest
 
 """The benchmark suite cannot rot: ``python -m benchmarks --quick`` runs every figure and writes valid results.
 
@@ -12,6 +11,8 @@ processes of its own anyway.
 """
 
 import json
+
+import pytest
 
 from benchmarks.__main__ import main
 
