@@ -77,8 +77,9 @@ def test_markup_from_a_link_shows_as_text_on_every_page(name, server, chromium):
     for key in [*NAMES, "layer", "model"]:
         assert key in shown, (key, shown)
     assert MODEL in error.inner_text()
-    assert page.get_by_label("Sentence", exact=True).input_value() == TEXT
-    assert page.get_by_label("Second sentence (optional)", exact=True).input_value() == PAIR
+    # the boxes keep the link's text (a rerun may still be redrawing the sidebar: wait for it, not a fixed time)
+    expect(page.get_by_label("Sentence", exact=True)).to_have_value(TEXT, timeout=30_000)
+    expect(page.get_by_label("Second sentence (optional)", exact=True)).to_have_value(PAIR, timeout=30_000)
     assert _foreign(requests, url) == []
     page.close()
 

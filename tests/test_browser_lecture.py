@@ -302,9 +302,12 @@ FAULTS = """() => {
             const w = Math.min(a[2], b[2]) - Math.max(a[0], b[0]), h = Math.min(a[3], b[3]) - Math.max(a[1], b[1]);
             if (w > 1.5 && h > 1.5) out.overlaps.push([key, items[i].text, items[j].text]);
         }
-        // what a chart draws: its plot areas, texts, colour bars, legends and shapes (not its empty box)
+        // what a chart draws: its plot areas, texts, colour bars, legends and shapes (not its empty box),
+        // and, for the map element, the title line and the window's overview it draws around the plot
+        const map = chart.closest('.av-map');
+        const around = map ? Array.from(map.querySelectorAll('.av-status, .av-overview-row')) : [];
         const parts = Array.from(chart.querySelectorAll('.nsewdrag, text, .colorbar, .legend, .shapelayer path'))
-            .filter(visible).map(e => box(e.getBoundingClientRect()));
+            .concat(around).filter(visible).map(e => box(e.getBoundingClientRect()));
         if (parts.length) spans.push([Math.min(...parts.map(p => p[1])), Math.max(...parts.map(p => p[3]))]);
     }
     for (const e of main.querySelectorAll('[data-testid="stElementContainer"], [data-testid="stPopover"]')) {

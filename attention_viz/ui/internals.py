@@ -33,11 +33,13 @@ SIDEBAR_COLLAPSE_BUTTON = '[data-testid="stSidebarCollapseButton"] button'
 HEADER = 'header[data-testid="stHeader"]'
 HORIZONTAL_BLOCK = '[data-testid="stHorizontalBlock"]'  # the row of an st.columns
 COLUMN = '[data-testid="stColumn"]'
+CODE = '[data-testid="stCode"]'  # an st.code box (the link box keeps its copy button shown)
+TOOLBAR_BUTTON = '[data-testid="stElementToolbarButton"]'  # a button of an element's hover toolbar
 # The same names in the map element's own script (attention_viz/ui/attention_map/attention_map.js), which
 # collapses the sidebar for Presentation on a narrow screen; the test checks the script uses these only.
 MAP_SCRIPT_SELECTORS = (SIDEBAR, SIDEBAR_COLLAPSE_BUTTON)
 TEST_IDS = ("stMain", "stSidebar", "stSidebarUserContent", "stSidebarNav", "stSidebarHeader", "stSidebarCollapseButton")
-TEST_IDS += ("stHeader", "stHorizontalBlock", "stColumn")
+TEST_IDS += ("stHeader", "stHorizontalBlock", "stColumn", "stCode", "stElementToolbarButton")
 CLASS_NAMES = ("stMainBlockContainer",)
 
 # --- Streamlit's logger of a missing script-run context -----------------------------------------------------

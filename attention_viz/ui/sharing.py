@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from attention_viz.ui import links, state
+from attention_viz.ui import internals, links, state
 from attention_viz.ui.i18n import t
 from attention_viz.ui.safe_text import Markdown
 
@@ -25,11 +25,9 @@ SHARE_BOX = "share_box"  # the popover's key: its state says whether it is open
 SHARE_LINK = "share_link"  # the container inside it (the popover's panel is drawn outside the sidebar)
 SHARE_OPEN = "share_open"  # kept across pages and languages, where the expander is a new widget
 # st.code shows its copy button only while the pointer is over the box: in the link box it is always shown
-_COPY_SHOWN = (
-    f".st-key-{SHARE_LINK} [data-testid='stCode'] div:has(> div > [data-testid='stElementToolbarButton']),"
-    f".st-key-{SHARE_LINK} [data-testid='stCode'] div:has(> div > [data-testid='stElementToolbarButton']) *"
-    " { opacity: 1 !important; visibility: visible !important; }"
-)
+_COPY_BAR = f".st-key-{SHARE_LINK} {internals.CODE} div:has(> div > {internals.TOOLBAR_BUTTON})"
+_COPY_SHOWN = f"{_COPY_BAR}, {_COPY_BAR} * {{ opacity: 1 !important; visibility: visible !important; }}"
+
 
 
 def app_root() -> str:
