@@ -1,4 +1,3 @@
-
 """The benchmark suite cannot rot: ``python -m benchmarks --quick`` runs every figure and writes valid results.
 
 Speed is not asserted here (the machines are shared); what the suite measures is: every row of the table in

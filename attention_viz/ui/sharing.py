@@ -29,7 +29,6 @@ _COPY_BAR = f".st-key-{SHARE_LINK} {internals.CODE} div:has(> div > {internals.T
 _COPY_SHOWN = f"{_COPY_BAR}, {_COPY_BAR} * {{ opacity: 1 !important; visibility: visible !important; }}"
 
 
-
 def app_root() -> str:
     """The app's address without page path or query, e.g. ``http://host:8501`` (plus any base path)."""
     parts = urlsplit(st.context.url or "")
