@@ -14,9 +14,13 @@ loaded = cache.model(selection.model)
 info = loaded.info
 layer, head = selection.layer, selection.head
 
-title = st.container(horizontal=True, vertical_alignment="center", key="experiments_title")
-title.header(t("experiments.title"), width="content")
-controls.explain(title, t("experiments.intro"), t("experiments.help_knockout"), t("experiments.help_pairs"))
+controls.title_row(
+    "experiments_title",
+    t("experiments.title"),
+    t("experiments.intro"),
+    t("experiments.help_knockout"),
+    t("experiments.help_pairs"),
+)
 experiment = state.control(
     st.segmented_control,
     t("experiments.choose"),
@@ -83,18 +87,8 @@ def knockout_view() -> None:
     left.plotly_chart(overview, key="knockout_change", theme=None)
     left.caption(t("experiments.change_caption", first=result.first_changed_layer()))
     difference = result.after[shown_layer, head].astype(np.float64) - result.before[shown_layer, head]
-    right.plotly_chart(
-        figures.difference_heatmap(
-            difference,
-            labels,
-            plain("experiments.difference_title", layer=shown_layer, head=head),
-            True,  # fitted: a knock-out or a word's change moves attention by a few hundredths
-            query_title=t("figures.axis_query"),
-            key_title=t("figures.axis_key"),
-        ),
-        key="knockout_difference",
-        theme=None,
-    )
+    title = plain("experiments.difference_title", layer=shown_layer, head=head)
+    _difference(right, difference, labels, title, "knockout_difference")
     right.caption(t("experiments.difference_caption"))
 
 
@@ -190,19 +184,18 @@ def _pair_difference(place, pair, labels_a: list, labels_b: list, shown_layer: i
         for i, j in zip(rows_a, rows_b, strict=True)
     ]
     difference = minimal_pairs.difference_map(pair.a.weights, pair.b.weights, pair.pairs, shown_layer, shown_head)
-    place.plotly_chart(
-        figures.difference_heatmap(
-            difference,
-            pair_labels,
-            plain("experiments.pair_difference_title", layer=shown_layer, head=shown_head),
-            True,  # fitted: a knock-out or a word's change moves attention by a few hundredths
-            query_title=t("figures.axis_query"),
-            key_title=t("figures.axis_key"),
-        ),
-        key="pairs_difference",
-        theme=None,
-    )
+    title = plain("experiments.pair_difference_title", layer=shown_layer, head=shown_head)
+    _difference(place, difference, pair_labels, title, "pairs_difference")
     place.caption(t("experiments.pair_difference_caption"))
+
+
+def _difference(place, difference: np.ndarray, labels: list, title: str, key: str) -> None:
+    """A ``(query, key)`` change of attention on the diverging scale, its range fitted: a knock-out or a
+    word's change moves attention by a few hundredths."""
+    chart = figures.difference_heatmap(
+        difference, labels, title, True, query_title=t("figures.axis_query"), key_title=t("figures.axis_key")
+    )
+    place.plotly_chart(chart, key=key, theme=None)
 
 
 def _load_preset(chosen: str) -> None:

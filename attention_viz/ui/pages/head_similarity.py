@@ -18,9 +18,7 @@ def _show() -> None:
     loaded = cache.model(selection.model)
     info = loaded.info
 
-    title = st.container(horizontal=True, vertical_alignment="center", key="similarity_title")
-    title.header(t("similarity.title"), width="content")
-    controls.explain(title, t("similarity.intro"))
+    controls.title_row("similarity_title", t("similarity.title"), t("similarity.intro"))
     scope, corpus = corpus_scope("similarity")
     if corpus is None:
         divergence = feedback.or_stop(cache.text_divergence, loaded, selection.text, selection.pair)

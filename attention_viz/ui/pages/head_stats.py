@@ -32,9 +32,7 @@ def _show() -> None:
     selection = state.selection()
     loaded = cache.model(selection.model)
     info = loaded.info
-    title = st.container(horizontal=True, vertical_alignment="center", key="stats_title")
-    title.header(t("stats.title", layers=info.num_layers, heads=info.num_heads), width="content")
-    controls.explain(title, t("stats.intro"))
+    controls.title_row("stats_title", t("stats.title", layers=info.num_layers, heads=info.num_heads), t("stats.intro"))
     scope, frame = _statistics(loaded, selection)
     columns = [c for c in analysis.STATISTICS if frame[c].notna().any()]
     columns += ["importance"] if "importance" in frame else []
