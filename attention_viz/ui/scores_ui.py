@@ -119,13 +119,7 @@ def overview(loaded: LoadedModel, scores: head_scores.HeadScores, name: str, sel
         zrange=(0.0, 1.0),
         tag_labels=labels,
     )
-    st.plotly_chart(
-        figure,
-        key=chart_key,
-        theme=None,
-        on_select=state.guarded(lambda: head_links.on_select(chart_key, info.num_heads)),
-        selection_mode="points",
-    )
+    head_links.chart(figure, chart_key, info.num_heads)
 
 
 def section(loaded: LoadedModel, selected: tuple[int, int]) -> None:

@@ -188,6 +188,19 @@ class MapSpec:
     presentation: bool = False
 
 
+def scale(difference: bool = False) -> dict:
+    """:class:`MapSpec`'s colour fields (``colorscale``, ``zrange``, ``zmid``, ``value_format``): attention
+    weights from 0 to 1, or a difference of two on a diverging scale centred at 0."""
+    if difference:
+        return {
+            "colorscale": heatmaps.DIFFERENCE_COLORSCALE,
+            "zrange": (-1.0, 1.0),
+            "zmid": 0.0,
+            "value_format": "+.3g",
+        }
+    return {"colorscale": heatmaps.ATTENTION_COLORSCALE, "zrange": (0.0, 1.0), "zmid": None, "value_format": ".4f"}
+
+
 def _stored(spec: MapSpec) -> dict:
     """The session key of each view value this element shows and reports (none for a value it fixes)."""
     names = {"layer": "layer", "query_start": spec.window_keys[0], "key_start": spec.window_keys[1]}

@@ -107,15 +107,11 @@ for index, (place, key, maps_of) in enumerate(
         strict=True,
     )
 ):
-    difference = maps_of is _difference
     spec = attention_map.MapSpec(
         layers=info.num_layers,
         heads=info.num_heads,
         style=style,
-        colorscale=figures.DIFFERENCE_COLORSCALE if difference else figures.ATTENTION_COLORSCALE,
-        zrange=(-1.0, 1.0) if difference else (0.0, 1.0),
-        zmid=0.0 if difference else None,
-        value_format="+.3g" if difference else ".4f",
+        **attention_map.scale(maps_of is _difference),
         texts=attention_map.texts(titles[index]),
         png_prefix=export.file_stem(info.name),
         png_what=key,

@@ -272,15 +272,11 @@ def _map(place, loaded, pretrained, scratch, options, view, variant, seed, title
     else:
         probe = analysis.apply_view(pretrained.weights[0, 0], encoding, options)
         row_labels, key_labels = probe.query_labels, probe.key_labels
-    difference = view == "difference"
     spec = attention_map.MapSpec(
         layers=info.num_layers,
         heads=info.num_heads,
         style=style,
-        colorscale=figures.DIFFERENCE_COLORSCALE if difference else figures.ATTENTION_COLORSCALE,
-        zrange=(-1.0, 1.0) if difference else (0.0, 1.0),
-        zmid=0.0 if difference else None,
-        value_format="+.3g" if difference else ".4f",
+        **attention_map.scale(view == "difference"),
         texts=attention_map.texts(title, t("compare.fit_colorbar") if fit else ""),
         png_prefix=export.file_stem(info.name),
         png_what=what,

@@ -35,13 +35,7 @@ def _show() -> None:
         t("stats.axis_head"),
         selected=(selection.layer, selection.head),
     )
-    st.plotly_chart(
-        figure,
-        key=CHART_KEY,
-        theme=None,
-        on_select=state.guarded(lambda: head_links.on_select(CHART_KEY, info.num_heads)),
-        selection_mode="points",
-    )
+    head_links.chart(figure, CHART_KEY, info.num_heads)
     if len(divergence) < 2:  # no pair of heads: no mean divergence
         st.caption(t("similarity.caption_one"))
     else:

@@ -92,10 +92,7 @@ def _map(place, loaded, selection, encoding, options, shown: str, style, view) -
         layers=loaded.info.num_layers,
         heads=1,
         style=style,
-        colorscale=figures.ATTENTION_COLORSCALE,
-        zrange=(0.0, 1.0),
-        zmid=None,
-        value_format=".4f",
+        **attention_map.scale(),
         texts=attention_map.texts(
             plain(f"rollout.{shown}", layer="{layer}"), plain("rollout.norm_unit") if shown == "norm" else "", False
         ),
