@@ -31,7 +31,7 @@ def _show() -> None:
     feedback.truncation(encoding)
     labels = encoding.labels
     changed_map, correct_map = changed[head], correct[head]
-    style = figures.map_style(st.session_state["presentation"], len(labels))
+    style = figures.map_style(selection.presentation, len(labels))
     panels = _panels(correct_map, changed_map, labels, switched_on, selection.fit_range, style)
     _maps(loaded, selection, labels, style, seed, switched_on)
     _numbers(correct_map, changed_map, labels)

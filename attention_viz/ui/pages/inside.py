@@ -67,7 +67,7 @@ def _show() -> None:
 
     st.subheader(t("inside.all_title"))
     _check(result, pretrained.head(layer, head), settings, labels[settings.query])
-    style = figures.map_style(st.session_state["presentation"], encoding.num_tokens)
+    style = figures.map_style(selection.presentation, encoding.num_tokens)
     figure = figures.attention_heatmap(  # the HTML download's figure; the element draws the map
         result.all_weights,
         labels,
@@ -239,7 +239,7 @@ def _map(loaded, selection, settings: _Settings, style, labels) -> None:
         texts=attention_map.texts(plain("inside.map_title")),
         png_prefix=export.file_stem(info.name),
         png_what="inside",
-        presentation=st.session_state["presentation"],
+        presentation=selection.presentation,
     )
     # the maps hold every query's weights: the chosen query matters only where its row is checked
     content = (

@@ -41,7 +41,7 @@ def _show() -> None:
         horizontal=True,
     )
     view = views[shown]
-    style = figures.map_style(st.session_state["presentation"], max(len(view.query_labels), len(view.key_labels)))
+    style = figures.map_style(selection.presentation, max(len(view.query_labels), len(view.key_labels)))
     _window_sliders(side, len(view.query_labels), len(view.key_labels), style.window)
     with map_column:
         feedback.truncation(encoding)
@@ -98,7 +98,7 @@ def _map(place, loaded, selection, encoding, options, shown: str, style, view) -
         ),
         png_prefix=export.file_stem(loaded.info.name),
         png_what=shown,
-        presentation=st.session_state["presentation"],
+        presentation=selection.presentation,
         head_axis=False,  # one map per layer: the session's head stays as the other pages left it
         focus=False,
         window_keys=state.WINDOW_KEYS["rollout"],
