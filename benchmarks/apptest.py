@@ -122,6 +122,26 @@ def head_changes(text: str, page: str | None, warmup: int, repeats: int, shape=(
         return Changes(seconds, cpu, sizes, _chart_bytes(at), probe.forwards - forwards_before, first)
 
 
+def _changes_row(id_: str, figure: str, size: str, changes: Changes, baseline_name: str, target: str) -> Row:
+    """A row of AppTest reruns: their median seconds against the model forwards they ran (the target: none),
+    with their samples; an app error goes in the note."""
+    row = Row(
+        id=id_,
+        figure=figure,
+        size=size,
+        ours=median(changes.seconds) if changes.seconds else None,
+        ours_unit="s",
+        baseline=float(changes.forwards),
+        baseline_unit="forwards",
+        baseline_name=baseline_name,
+        target=target,
+        samples={"seconds": changes.seconds, "cpu_seconds": changes.cpu_seconds, "first_run_s": changes.first_run_s},
+    )
+    if changes.error:
+        row.note = "app error: " + changes.error
+    return row
+
+
 def head_change_rows(loaded: LoadedModel, settings: Settings) -> tuple[list[Row], dict[int, Changes]]:
     """#3 on the opening sentence and at 512 tokens (the 512 session's bytes are reused by #4)."""
     shape = (loaded.info.num_layers, loaded.info.num_heads)
@@ -135,25 +155,15 @@ def head_change_rows(loaded: LoadedModel, settings: Settings) -> tuple[list[Row]
         changes = head_changes(text, None, settings.warmup, settings.repeats + (0 if settings.quick else 4), shape)
         n = len(loaded.tokenizer(text)["input_ids"])
         sessions[n] = changes
-        row = Row(
-            id="3",
-            figure="head change (AppTest rerun)",
-            size=f"{label} ({n} tokens)",
-            ours=median(changes.seconds) if changes.seconds else None,
-            ours_unit="s",
-            baseline=float(changes.forwards),
-            baseline_unit="forwards",
-            baseline_name="model forwards during the head changes",
-            target=f"0 forwards; ≤ {limit * 1000:.0f} ms",
-            samples={
-                "seconds": changes.seconds,
-                "cpu_seconds": changes.cpu_seconds,
-                "first_run_s": changes.first_run_s,
-            },
+        row = _changes_row(
+            "3",
+            "head change (AppTest rerun)",
+            f"{label} ({n} tokens)",
+            changes,
+            "model forwards during the head changes",
+            f"0 forwards; ≤ {limit * 1000:.0f} ms",
         )
-        if changes.error:
-            row.note = "app error: " + changes.error
-        else:
+        if not changes.error:
             row.passed = changes.forwards == 0 and row.ours <= limit
             row.note = (
                 f"{changes.forwards} forwards in {len(changes.seconds) + settings.warmup} head changes; "
@@ -257,21 +267,15 @@ def inside_rows(loaded: LoadedModel, settings: Settings) -> list[Row]:
         EXAMPLE_TEXT, INSIDE, settings.warmup, settings.repeats + (0 if settings.quick else 8), shape
     )
     n = len(loaded.tokenizer(EXAMPLE_TEXT)["input_ids"])
-    row = Row(
-        id="9",
-        figure="Inside a head: head or layer change (AppTest rerun)",
-        size=f"sentence ({n} tokens)",
-        ours=median(changes.seconds) if changes.seconds else None,
-        ours_unit="s",
-        baseline=float(changes.forwards),
-        baseline_unit="forwards",
-        baseline_name="model forwards during the changes",
-        target="0 forwards",
-        samples={"seconds": changes.seconds, "cpu_seconds": changes.cpu_seconds, "first_run_s": changes.first_run_s},
+    row = _changes_row(
+        "9",
+        "Inside a head: head or layer change (AppTest rerun)",
+        f"sentence ({n} tokens)",
+        changes,
+        "model forwards during the changes",
+        "0 forwards",
     )
-    if changes.error:
-        row.note = "app error: " + changes.error
-    else:
+    if not changes.error:
         row.passed = changes.forwards == 0
         row.note = f"{changes.forwards} forwards in {len(changes.seconds) + settings.warmup} changes of head or layer"
     return [row]

@@ -10,7 +10,7 @@ import torch
 
 from attention_viz import extraction
 from attention_viz.models.loading import LoadedModel
-from benchmarks.harness import Row, Settings, corpus, interleaved, median, text_of_tokens
+from benchmarks.harness import Row, Settings, corpus, interleaved, median, seconds_row, text_of_tokens
 
 
 def _bare_inputs(loaded: LoadedModel, text: str) -> dict[str, torch.Tensor]:
@@ -31,23 +31,12 @@ def extraction_rows(loaded: LoadedModel, settings: Settings) -> list[Row]:
         # twice the repeats at 512 tokens: a rep is short, and the shared machine's noise is a tenth of it
         more = settings if settings.quick or n < 512 else Settings(False, settings.warmup, 2 * settings.repeats)
         ours, base = interleaved(lambda text=text: extraction.extract(loaded, text), bare, more)
-        ratio = median(ours) / median(base)
-        rows.append(
-            Row(
-                id="1",
-                figure="extraction",
-                size=f"{n} tokens",
-                ours=median(ours),
-                ours_unit="s",
-                baseline=median(base),
-                baseline_unit="s",
-                baseline_name="bare eager model(**enc, output_attentions=True)",
-                ratio=ratio,
-                target="≤ 1.05× at 128 and 512" if n >= 128 else "reported",
-                passed=(ratio <= 1.05) if n >= 128 else None,
-                samples={"ours_s": ours, "baseline_s": base},
-            )
+        row = seconds_row(
+            "1", "extraction", f"{n} tokens", ours, base, "bare eager model(**enc, output_attentions=True)"
         )
+        row.target = "≤ 1.05× at 128 and 512" if n >= 128 else "reported"
+        row.passed = (row.ratio <= 1.05) if n >= 128 else None
+        rows.append(row)
     return rows
 
 
@@ -72,24 +61,19 @@ def encoder_rows(loaded: LoadedModel, settings: Settings) -> list[Row]:
                 for x, y in zip(ours().attentions, theirs().attentions, strict=True)  # (1, h, t, t) per layer
             )
         )
-        ratio = median(a) / median(b)
-        rows.append(
-            Row(
-                id="2",
-                figure="from-scratch encoder forward",
-                size=f"{n} tokens",
-                ours=median(a),
-                ours_unit="s",
-                baseline=median(b),
-                baseline_unit="s",
-                baseline_name="transformers eager forward, same weights",
-                ratio=ratio,
-                target="≤ 1.0× and max |Δattention| ≤ 1e-5",
-                passed=ratio <= 1.0 and difference <= 1e-5,
-                note=f"max |Δattention| = {difference:.1e}",
-                samples={"ours_s": a, "baseline_s": b, "max_abs_difference": difference},
-            )
+        row = seconds_row(
+            "2",
+            "from-scratch encoder forward",
+            f"{n} tokens",
+            a,
+            b,
+            "transformers eager forward, same weights",
+            target="≤ 1.0× and max |Δattention| ≤ 1e-5",
+            note=f"max |Δattention| = {difference:.1e}",
+            samples={"max_abs_difference": difference},
         )
+        row.passed = row.ratio <= 1.0 and difference <= 1e-5
+        rows.append(row)
     return rows
 
 

@@ -17,7 +17,7 @@ import torch
 from attention_viz import extraction
 from attention_viz.models import families
 from attention_viz.models.loading import LoadedModel, load_model
-from benchmarks.harness import PARAGRAPH, Row, Settings, corpus, interleaved, median, text_of_tokens
+from benchmarks.harness import PARAGRAPH, Row, Settings, corpus, interleaved, seconds_row, text_of_tokens
 
 FAMILIES = ("roberta", "gpt2")
 
@@ -92,20 +92,16 @@ def _measure(loaded: LoadedModel, family: str, n: int, settings: Settings) -> li
 
 
 def _row(family: str, n: int, what: str, ours: list, base: list, baseline: str, exact: bool | None = None) -> Row:
-    ratio = median(ours) / median(base)
     scratch = exact is not None
-    return Row(
-        id="10",
-        figure=f"{family}: {what}",
-        size=f"{n} tokens",
-        ours=median(ours),
-        ours_unit="s",
-        baseline=median(base),
-        baseline_unit="s",
-        baseline_name=baseline,
-        ratio=ratio,
+    row = seconds_row(
+        "10",
+        f"{family}: {what}",
+        f"{n} tokens",
+        ours,
+        base,
+        baseline,
         target="≤ 1.0× and bit for bit" if scratch else "≤ 1.05×",
-        passed=(ratio <= 1.0 and exact) if scratch else ratio <= 1.05,
         note=("attention equal to transformers' bit for bit" if exact else "attention differs") if scratch else "",
-        samples={"ours_s": ours, "baseline_s": base},
     )
+    row.passed = (row.ratio <= 1.0 and exact) if scratch else row.ratio <= 1.05
+    return row

@@ -407,92 +407,96 @@ def felt_rows(tokenizer, settings: Settings) -> list[Row]:
         page.goto(url)
         page.wait_for_selector(MAP_DRAWN, timeout=180_000)
         idle(page)
-        short = map_steps(page, "ArrowRight", changes)
-        rows.append(
-            _row(
-                "11",
-                "head change felt: → key to the map's new head painted",
-                "16 tokens",
-                short,
-                redraw_ms(page),
-                REDRAW,
-                16,
-                note=f"p95 {_percentile(short, 0.95):.1f} ms (target ≤ 50 ms)",
-            )
-        )
+        rows.append(_head_change_row(page, "16 tokens", changes))
         rows.extend(_element_rows(page, "16 tokens"))
-        words = ("cat", "dog", "owl", "fox", "hen", "ant", "bee")[: 2 if settings.quick else 7]
-        typed = [new_sentence(page, f"The {word} sat on the mat near the door.") for word in words]
-        rows.append(
-            _row(
-                "12", "new sentence felt: Ctrl+Enter to its map drawn", "10 tokens", typed, redraw_ms(page), REDRAW, 300
-            )
-        )
+        rows.append(_new_sentence_row(page, 2 if settings.quick else 7))
         new_sentence(page, text_of_tokens(tokenizer, long_tokens))
         page.wait_for_selector(MAP_PAINTED, timeout=180_000)
         _settle(page)
-        long = map_steps(page, "ArrowRight", changes)
-        rows.append(
-            _row(
-                "11",
-                "head change felt: → key to the map's new head painted",
-                f"{long_tokens} tokens",
-                long,
-                redraw_ms(page),
-                REDRAW,
-                16,
-                note=f"p95 {_percentile(long, 0.95):.1f} ms (target ≤ 50 ms)",
-            )
-        )
-        ahead, not_ahead = layer_steps(page, 2 if settings.quick else 5)
-        rows.append(
-            _row(
-                "19",
-                "layer step felt: ↓ key to the new layer's head painted (fetched ahead: its neighbours)",
-                f"{long_tokens} tokens",
-                ahead,
-                statistics.median(not_ahead),
-                "a second ↓ 30 ms later, to a layer not fetched yet (the page's rerun, then its fetch)",
-                300,
-                note=f"p95 {_percentile(ahead, 0.95):.1f} ms; not fetched: p95 {_percentile(not_ahead, 0.95):.0f} ms",
-            )
-        )
+        rows.append(_head_change_row(page, f"{long_tokens} tokens", changes))
+        rows.append(_layer_step_row(page, f"{long_tokens} tokens", 2 if settings.quick else 5))
         rows.extend(_element_rows(page, f"{long_tokens} tokens", presses=False))
-        visits, drawn, scripts, bare = [], [], [], []
-        with streamlit_server(app="benchmarks/bare_page.py") as floor:  # the visits alternate with ours
-            first_text(browser, floor[0])  # its first start (script compiled, caches filled) not counted
-            for _ in range(1 if settings.quick else 3):
-                for found, kept in zip(first_map(browser, url), (visits, drawn, scripts), strict=True):
-                    kept.append(found)
-                bare.append(first_text(browser, floor[0]))
-        rows.append(
-            _row(
-                "13",
-                "first map in a new browser on a warm server: page request to the map's cells painted",
-                "opening sentence",
-                visits,
-                statistics.median(bare),
-                "a one-line Streamlit page's title painted (Streamlit's own floor), same browser",
-                1000,
-                note=f"drawn by plotly (labels, colour bar, hover) at {statistics.median(drawn):.0f} ms; "
-                f"the app page's DOMContentLoaded at {statistics.median(scripts):.0f} ms",
-            )
-        )
-        page.goto(url + "/?page=inside")
-        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=90_000)
-        idle(page)
-        inside = head_changes(page, changes, None)
-        charts = page.evaluate("() => window.__felt.charts")
-        rows.append(
-            _row(
-                "14",
-                "Inside a head felt: → key to every chart's new data drawn",
-                f"{charts} charts",
-                inside,
-                _charts_redraw_ms(page),
-                "plotly.js drawing each of its charts once",
-                200,
-            )
-        )
+        rows.append(_first_map_row(browser, url, 1 if settings.quick else 3))
+        rows.append(_inside_row(page, url, changes))
         browser.close()
     return rows
+
+
+def _head_change_row(page, size: str, changes: int) -> Row:
+    """#11: ``changes`` presses of → on the map, each from the key to the map's new head painted."""
+    felt = map_steps(page, "ArrowRight", changes)
+    return _row(
+        "11",
+        "head change felt: → key to the map's new head painted",
+        size,
+        felt,
+        redraw_ms(page),
+        REDRAW,
+        16,
+        note=f"p95 {_percentile(felt, 0.95):.1f} ms (target ≤ 50 ms)",
+    )
+
+
+def _new_sentence_row(page, count: int) -> Row:
+    """#12: ``count`` new sentences, each from Ctrl+Enter to its map drawn."""
+    words = ("cat", "dog", "owl", "fox", "hen", "ant", "bee")[:count]
+    typed = [new_sentence(page, f"The {word} sat on the mat near the door.") for word in words]
+    return _row(
+        "12", "new sentence felt: Ctrl+Enter to its map drawn", "10 tokens", typed, redraw_ms(page), REDRAW, 300
+    )
+
+
+def _layer_step_row(page, size: str, steps: int) -> Row:
+    """#19: ↓ to a layer fetched ahead, against a second ↓ to a layer not fetched yet."""
+    ahead, not_ahead = layer_steps(page, steps)
+    return _row(
+        "19",
+        "layer step felt: ↓ key to the new layer's head painted (fetched ahead: its neighbours)",
+        size,
+        ahead,
+        statistics.median(not_ahead),
+        "a second ↓ 30 ms later, to a layer not fetched yet (the page's rerun, then its fetch)",
+        300,
+        note=f"p95 {_percentile(ahead, 0.95):.1f} ms; not fetched: p95 {_percentile(not_ahead, 0.95):.0f} ms",
+    )
+
+
+def _first_map_row(browser, url: str, visits: int) -> Row:
+    """#13: ``visits`` new browsers on the warm server, each from the page request to the map's cells painted,
+    in turn with as many visits of a one-line Streamlit page (its title painted): Streamlit's own floor."""
+    felt, drawn, scripts, bare = [], [], [], []
+    with streamlit_server(app="benchmarks/bare_page.py") as floor:
+        first_text(browser, floor[0])  # its first start (script compiled, caches filled) not counted
+        for _ in range(visits):
+            for found, kept in zip(first_map(browser, url), (felt, drawn, scripts), strict=True):
+                kept.append(found)
+            bare.append(first_text(browser, floor[0]))
+    return _row(
+        "13",
+        "first map in a new browser on a warm server: page request to the map's cells painted",
+        "opening sentence",
+        felt,
+        statistics.median(bare),
+        "a one-line Streamlit page's title painted (Streamlit's own floor), same browser",
+        1000,
+        note=f"drawn by plotly (labels, colour bar, hover) at {statistics.median(drawn):.0f} ms; "
+        f"the app page's DOMContentLoaded at {statistics.median(scripts):.0f} ms",
+    )
+
+
+def _inside_row(page, url: str, changes: int) -> Row:
+    """#14: Inside a head, ``changes`` presses of →, each to every chart's new data drawn."""
+    page.goto(url + "/?page=inside")
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=90_000)
+    idle(page)
+    inside = head_changes(page, changes, None)
+    charts = page.evaluate("() => window.__felt.charts")
+    return _row(
+        "14",
+        "Inside a head felt: → key to every chart's new data drawn",
+        f"{charts} charts",
+        inside,
+        _charts_redraw_ms(page),
+        "plotly.js drawing each of its charts once",
+        200,
+    )

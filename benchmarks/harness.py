@@ -69,18 +69,46 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
+def round_robin(functions, settings: Settings) -> list[list[float]]:
+    """Seconds of each function, run in turn (so load on shared cores hits all alike), after the warm-up."""
+    for _ in range(settings.warmup):
+        for function in functions:
+            function()
+    seconds = [[] for _ in functions]
+    for _ in range(settings.repeats):
+        for function, samples in zip(functions, seconds, strict=True):
+            samples.append(timed(function))
+    return seconds
+
+
 def interleaved(
     ours: Callable[[], object], baseline: Callable[[], object], settings: Settings
 ) -> tuple[list[float], list[float]]:
     """Seconds of ``ours`` and ``baseline``, run alternately (so load on shared cores hits both alike)."""
-    for _ in range(settings.warmup):
-        ours()
-        baseline()
-    a, b = [], []
-    for _ in range(settings.repeats):
-        a.append(timed(ours))
-        b.append(timed(baseline))
+    a, b = round_robin((ours, baseline), settings)
     return a, b
+
+
+def seconds_row(
+    id: str, figure: str, size: str, ours: list[float], base: list[float], baseline_name: str, **fields
+) -> Row:
+    """A row of two timings in seconds, ours against the same-run baseline: their medians and ratio, the
+    samples as ``ours_s`` and ``baseline_s`` (before any more in ``fields["samples"]``), the other fields as
+    given."""
+    samples = {"ours_s": ours, "baseline_s": base, **fields.pop("samples", {})}
+    return Row(
+        id=id,
+        figure=figure,
+        size=size,
+        ours=median(ours),
+        ours_unit="s",
+        baseline=median(base),
+        baseline_unit="s",
+        baseline_name=baseline_name,
+        ratio=median(ours) / median(base),
+        samples=samples,
+        **fields,
+    )
 
 
 def median(values: list[float]) -> float:

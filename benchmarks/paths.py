@@ -21,7 +21,7 @@ from attention_viz import extraction
 from attention_viz.extraction import capture
 from attention_viz.models import attention
 from attention_viz.models.loading import LoadedModel
-from benchmarks.harness import Row, Settings, interleaved, median, text_of_tokens, timed
+from benchmarks.harness import Row, Settings, interleaved, median, round_robin, seconds_row, text_of_tokens
 
 
 def _in_place_attention(query, key, value, mask=None, scaling=None, dropout=0.0):
@@ -52,18 +52,6 @@ class _WholeForward(capture._Collector):
             super().__call__(module, inputs, output)
 
 
-def _round_robin(functions, settings: Settings) -> list[list[float]]:
-    """Seconds of each function, run in turn (so load on shared cores hits all alike), after the warm-up."""
-    for _ in range(settings.warmup):
-        for function in functions:
-            function()
-    seconds = [[] for _ in functions]
-    for _ in range(settings.repeats):
-        for function, samples in zip(functions, seconds, strict=True):
-            samples.append(timed(function))
-    return seconds
-
-
 def _sizes(loaded: LoadedModel, settings: Settings) -> list[int]:
     sizes = (16, 128) if settings.quick else (16, 128, 512)
     return [n for n in sizes if n <= loaded.info.max_positions]
@@ -87,20 +75,17 @@ def path_rows(loaded: LoadedModel, settings: Settings) -> list[Row]:
                 return extraction.pretrained_attention(model, encoding)
 
         same = np.array_equal(fast(), reference()) and np.array_equal(no_stop(), reference())
-        ours, base, whole = _round_robin((fast, reference, no_stop), settings)
+        ours, base, whole = round_robin((fast, reference, no_stop), settings)
         rows.append(
-            Row(
-                id="16",
-                figure="extraction: hooks vs output_attentions=True",
-                size=f"{n} tokens",
-                ours=median(ours),
-                ours_unit="s",
-                baseline=median(base),
-                baseline_unit="s",
-                baseline_name="extraction.reference_attention (output_attentions=True, checked)",
-                ratio=median(ours) / median(base),
+            seconds_row(
+                "16",
+                "extraction: hooks vs output_attentions=True",
+                f"{n} tokens",
+                ours,
+                base,
+                "extraction.reference_attention (output_attentions=True, checked)",
                 note=f"same bits: {same}; hooks without the early stop {median(whole) / median(base):.2f}×",
-                samples={"ours_s": ours, "baseline_s": base, "no_stop_s": whole, "same_bits": same},
+                samples={"no_stop_s": whole, "same_bits": same},
             )
         )
     for n in _sizes(loaded, settings)[1:] or _sizes(loaded, settings):
@@ -116,19 +101,17 @@ def path_rows(loaded: LoadedModel, settings: Settings) -> list[Row]:
 
         same = all(map(torch.equal, plain().attentions, in_place().attentions))
         a, b = interleaved(in_place, plain, settings)
+        name = "the encoder's plain attention (models/attention.py)"
         rows.append(
-            Row(
-                id="16",
-                figure="encoder: in-place softmax vs plain",
-                size=f"{n} tokens",
-                ours=median(a),
-                ours_unit="s",
-                baseline=median(b),
-                baseline_unit="s",
-                baseline_name="the encoder's plain attention (models/attention.py)",
-                ratio=median(a) / median(b),
+            seconds_row(
+                "16",
+                "encoder: in-place softmax vs plain",
+                f"{n} tokens",
+                a,
+                b,
+                name,
                 note=f"same bits: {same}",
-                samples={"ours_s": a, "baseline_s": b, "same_bits": same},
+                samples={"same_bits": same},
             )
         )
     return rows

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.harness import ROOT, Row, Settings, median, text_of_tokens
+from benchmarks.harness import ROOT, Row, Settings, median, seconds_row, text_of_tokens
 
 sys.path.insert(0, str(ROOT / "tests"))
 from browser import (
@@ -143,20 +143,16 @@ def cold_start_and_memory(tokenizer, settings: Settings) -> list[Row]:
         late = None if settings.quick else _late_visit(browser)
         browser.close()
     rows = [
-        Row(
-            id="5",
-            figure="cold start to first heatmap",
-            size="bundled model, Chromium",
-            ours=median(cold),
-            ours_unit="s",
-            baseline=median(base_seconds),
-            baseline_unit="s",
-            baseline_name="fresh Python: import torch+transformers, load the model",
-            ratio=median(cold) / median(base_seconds),
+        seconds_row(
+            "5",
+            "cold start to first heatmap",
+            "bundled model, Chromium",
+            cold,
+            base_seconds,
+            "fresh Python: import torch+transformers, load the model",
             target="≤ 1.25×",
             passed=median(cold) / median(base_seconds) <= 1.25,
             note=f"{runs} run(s)",
-            samples={"ours_s": cold, "baseline_s": base_seconds},
         )
     ]
     if late is not None:

@@ -146,9 +146,14 @@ def test_a_stopped_first_run_leaves_the_waiting_session_to_compute_it(forwards):
     one = threading.Thread(target=first)
     one.start()
     assert started.wait(30)
-    two = threading.Thread(target=lambda: results.setdefault("r", cache.corpus_statistics(loaded, corpus, 4, False)))
+    waiting = threading.Event()  # set once the second session is waiting on the first's run
+
+    def second():
+        results["r"] = cache.corpus_statistics(loaded, corpus, 4, False, lambda done, total: waiting.set())
+
+    two = threading.Thread(target=second)
     two.start()
-    time.sleep(0.2)
+    assert waiting.wait(30)  # it passes the running one's progress on while it waits
     release.set()
     one.join(60)
     two.join(120)

@@ -152,6 +152,14 @@ def explain(place, *paragraphs: Markdown) -> None:
         st.markdown(Markdown("\n\n").join(paragraphs))
 
 
+def title_row(key: str, heading: Markdown, *paragraphs: Markdown, subheader: bool = False) -> None:
+    """A page's (or a section's) title with the "?" of its explanation beside it (:func:`explain`), in a
+    row keyed ``key``."""
+    row = st.container(horizontal=True, vertical_alignment="center", key=key)
+    (row.subheader if subheader else row.header)(heading, width="content")
+    explain(row, *paragraphs)
+
+
 def head_picker(
     place=st,
     layer: bool = True,

@@ -45,37 +45,11 @@ def buttons(
     labels = result.encoding.labels if labels is None else labels
     stem = export.file_stem(result.model_name, f"layer{layer}", f"head{head}", what)
     row = st.container(horizontal=True, gap="small")  # wraps on a narrow screen instead of cutting the labels
-    row.download_button(
-        t("links.download_csv"),
-        lambda: export.matrix_csv(matrix, labels, key_labels),
-        file_name=f"{stem}.csv",
-        mime="text/csv",
-        icon=":material/table:",
-        on_click="ignore",
-        key=f"download_csv_{what}",
-        width="content",
-    )
-    row.download_button(
-        t("links.download_json"),
-        lambda: export.attention_json(result),
-        file_name=f"{export.file_stem(result.model_name, 'pretrained', 'all')}.json",
-        help=t("links.download_json_help"),
-        mime="application/json",
-        icon=":material/data_object:",
-        on_click="ignore",
-        key=f"download_json_{what}",
-        width="content",
-    )
-    row.download_button(
-        t("links.download_html"),
-        lambda: export.figure_html(figure),
-        file_name=f"{stem}.html",
-        mime="text/html",
-        icon=":material/code:",
-        on_click="ignore",
-        key=f"download_html_{what}",
-        width="content",
-    )
+    _button(row, t("links.download_csv"), lambda: export.matrix_csv(matrix, labels, key_labels), stem, "csv", what)
+    json_stem = export.file_stem(result.model_name, "pretrained", "all")
+    json_help = t("links.download_json_help")
+    _button(row, t("links.download_json"), lambda: export.attention_json(result), json_stem, "json", what, json_help)
+    _button(row, t("links.download_html"), lambda: export.figure_html(figure), stem, "html", what)
     st.caption(t("links.png_hint"))
 
 
@@ -88,23 +62,29 @@ def data_buttons(stem: str, what: str, csv, json) -> None:
         csv, json: callables returning the files' text.
     """
     row = st.container(horizontal=True, gap="small")
+    _button(row, t("links.download_shown_csv"), csv, stem, "csv", what)
+    _button(row, t("links.download_shown_json"), json, stem, "json", what)
+
+
+# each kind of file: its MIME type and its button's icon
+_KINDS = {
+    "csv": ("text/csv", ":material/table:"),
+    "json": ("application/json", ":material/data_object:"),
+    "html": ("text/html", ":material/code:"),
+}
+
+
+def _button(row, label: str, data, stem: str, kind: str, what: str, help: str | None = None) -> None:
+    """One download button for the file ``stem.kind``, built when clicked; keyed by kind and ``what``."""
+    mime, icon = _KINDS[kind]
     row.download_button(
-        t("links.download_shown_csv"),
-        csv,
-        file_name=f"{stem}.csv",
-        mime="text/csv",
-        icon=":material/table:",
+        label,
+        data,
+        file_name=f"{stem}.{kind}",
+        help=help,
+        mime=mime,
+        icon=icon,
         on_click="ignore",
-        key=f"download_csv_{what}",
-        width="content",
-    )
-    row.download_button(
-        t("links.download_shown_json"),
-        json,
-        file_name=f"{stem}.json",
-        mime="application/json",
-        icon=":material/data_object:",
-        on_click="ignore",
-        key=f"download_json_{what}",
+        key=f"download_{kind}_{what}",
         width="content",
     )

@@ -31,6 +31,17 @@ def on_select(chart_key: str, num_heads: int) -> None:
     state.open_head(*head_of_point(int(index), num_heads))
 
 
+def chart(figure, chart_key: str, num_heads: int) -> None:
+    """Draw a figure of every head (one point per head, layer-major) whose click opens that head in Compare."""
+    st.plotly_chart(
+        figure,
+        key=chart_key,
+        theme=None,
+        on_select=state.guarded(lambda: on_select(chart_key, num_heads)),
+        selection_mode="points",
+    )
+
+
 def follow() -> None:
     """Switch to Compare if a head was just clicked (call at the top of the page)."""
     if state.head_to_open():

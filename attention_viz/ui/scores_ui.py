@@ -119,21 +119,13 @@ def overview(loaded: LoadedModel, scores: head_scores.HeadScores, name: str, sel
         zrange=(0.0, 1.0),
         tag_labels=labels,
     )
-    st.plotly_chart(
-        figure,
-        key=chart_key,
-        theme=None,
-        on_select=state.guarded(lambda: head_links.on_select(chart_key, info.num_heads)),
-        selection_mode="points",
-    )
+    head_links.chart(figure, chart_key, info.num_heads)
 
 
 def section(loaded: LoadedModel, selected: tuple[int, int]) -> None:
     """Head statistics' part on named heads: settings, run, overview, table with controls, download, and
     what published work found for GPT-2 small."""
-    title = st.container(horizontal=True, vertical_alignment="center", key="scores_title")
-    title.subheader(t("scores.title"), width="content")
-    controls.explain(title, *help_text())
+    controls.title_row("scores_title", t("scores.title"), *help_text(), subheader=True)
     count, length, seed = settings(loaded)
     scores = results(loaded, count, length, seed)
     if scores is None:
@@ -150,6 +142,12 @@ def section(loaded: LoadedModel, selected: tuple[int, int]) -> None:
         labels=lambda c: t(f"scores.col_{c}"),
     )
     overview(loaded, scores, name, selected, CHART_KEY)
+    _published(loaded, scores)
+    _table(scores, count, length, seed)
+
+
+def _published(loaded: LoadedModel, scores: head_scores.HeadScores) -> None:
+    """The heads that published work names in this model, with their scores here (none: nothing drawn)."""
     found = published_heads(loaded)
     if found:
         st.caption(t("scores.published_caption", source=published.TRANSFORMER_LENS_GPT2))
@@ -164,6 +162,10 @@ def section(loaded: LoadedModel, selected: tuple[int, int]) -> None:
             hide_index=True,
             key="_scores_published",
         )
+
+
+def _table(scores: head_scores.HeadScores, count: int, length: int, seed: int) -> None:
+    """Every head's scores (and their controls) as a table, and as a CSV named after the run's settings."""
     frame = head_scores.scores_frame(scores)
     frame = frame[[c for c in frame.columns if frame[c].notna().any()]]
     st.dataframe(

@@ -60,7 +60,8 @@ from attention_viz.ui.widgets import (  # noqa: F401
 class Selection:
     """What the shared controls say: model, input and the head in focus (layers and heads from 0).
 
-    ``model`` is the model shown, which is the typed one unless that failed to load.
+    ``model`` is the model shown, which is the typed one unless that failed to load; ``presentation`` is
+    the projector's view (larger text and cells).
     """
 
     model: str
@@ -69,6 +70,7 @@ class Selection:
     layer: int
     head: int
     fit_range: bool
+    presentation: bool = False
 
 
 def model_shape(info: ModelInfo | None) -> tuple[int, int]:
@@ -157,4 +159,6 @@ def active_model() -> str:
 def selection() -> Selection:
     s = st.session_state
     # the model actually shown: a typed model that failed to load leaves the previous one in place
-    return Selection(active_model(), s["text"], s["pair"] or None, s["layer"], s["head"], s["fit_range"])
+    return Selection(
+        active_model(), s["text"], s["pair"] or None, s["layer"], s["head"], s["fit_range"], s["presentation"]
+    )

@@ -137,6 +137,26 @@ def _say_reset(place, label: str, old: object, new: object, format_func: Callabl
     place.caption(t("controls.reset", control=label, old=old, new=shown_new))
 
 
+def _bind(key: str, options: list | None, labels: Callable | None, widget_options: dict) -> str:
+    """The widget key of the setting ``key``; an option widget's shown labels are fixed now, into
+    ``widget_options["format_func"]`` and into the widget key (new labels: a new widget, :func:`widget_key`)."""
+    if options is None:
+        return widget_key(key)
+    shown = {option: str(labels(option) if labels else option) for option in options}
+    widget_options["format_func"] = lambda option: shown.get(option, str(option))
+    return widget_key(key, shown.values() if labels else ())
+
+
+def _seed(widget: str, value: object, widget_options: dict) -> None:
+    """Start the widget from the setting when it is drawn anew or shows another value."""
+    s = st.session_state
+    # what else makes Streamlit a new widget
+    identity = tuple(widget_options.get(name) for name in internals.WIDGET_IDENTITY)
+    if s.get("_drawn_before", {}).get(widget) != identity or widget not in s or s[widget] != value:
+        s[widget] = value
+    s.setdefault("_drawn_now", {})[widget] = identity
+
+
 def control(
     draw: Callable,
     label: str,
@@ -178,26 +198,16 @@ def control(
     stored = s.get(key, DEFAULTS.get(key))
     value = decode(stored) if decode else stored
     low, high = widget_options.get("min_value"), widget_options.get("max_value")
-    if options is not None:
-        options = list(options)
-        shown = {option: str(labels(option) if labels else option) for option in options}
-        widget = widget_key(key, shown.values() if labels else ())
-        widget_options["format_func"] = lambda option: shown.get(option, str(option))
-        positional: tuple = (label, options)
-    else:
-        widget = widget_key(key)
-        positional = (label,)
+    options = None if options is None else list(options)
+    widget = _bind(key, options, labels, widget_options)
+    positional = (label,) if options is None else (label, options)
     valid = _validity(options, decode is not None and isinstance(value, list), low, high)
     if not valid(value):
         fixed = _fallback(key, value, options, low, high, decode)
         if note and value not in (None, -1, [], ""):
             _say_reset(getattr(draw, "__self__", st), label, value, fixed, widget_options.get("format_func"))
         value = fixed
-    # what else makes Streamlit a new widget
-    identity = tuple(widget_options.get(name) for name in internals.WIDGET_IDENTITY)
-    if s.get("_drawn_before", {}).get(widget) != identity or widget not in s or s[widget] != value:
-        s[widget] = value
-    s.setdefault("_drawn_now", {})[widget] = identity
+    _seed(widget, value, widget_options)
     result = draw(
         *positional, key=widget, on_change=guarded(_keep), args=(key, widget, valid, encode, then), **widget_options
     )

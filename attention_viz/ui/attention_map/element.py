@@ -59,7 +59,7 @@ import streamlit as st
 
 from attention_viz.figures import heatmaps, plotting
 from attention_viz.figures.grid import pool_attention
-from attention_viz.figures.layout import FONT_FAMILY, MapStyle, isolate, shorten_label
+from attention_viz.figures.layout import FONT_FAMILY, MapStyle, isolate, shorten_label, window_slice
 from attention_viz.ui import state
 from attention_viz.ui.attention_map.serving import PLOTLY_PATH, ROUTE, STORE, pack
 
@@ -188,6 +188,19 @@ class MapSpec:
     presentation: bool = False
 
 
+def scale(difference: bool = False) -> dict:
+    """:class:`MapSpec`'s colour fields (``colorscale``, ``zrange``, ``zmid``, ``value_format``): attention
+    weights from 0 to 1, or a difference of two on a diverging scale centred at 0."""
+    if difference:
+        return {
+            "colorscale": heatmaps.DIFFERENCE_COLORSCALE,
+            "zrange": (-1.0, 1.0),
+            "zmid": 0.0,
+            "value_format": "+.3g",
+        }
+    return {"colorscale": heatmaps.ATTENTION_COLORSCALE, "zrange": (0.0, 1.0), "zmid": None, "value_format": ".4f"}
+
+
 def _stored(spec: MapSpec) -> dict:
     """The session key of each view value this element shows and reports (none for a value it fixes)."""
     names = {"layer": "layer", "query_start": spec.window_keys[0], "key_start": spec.window_keys[1]}
@@ -314,28 +327,40 @@ def draw(
 
     memo = _memo(key, content_key, only_head)
     path = f"{ROUTE}/maps/{_bundle_id(memo, layers, lambda: STORE.put(make(layers)))}"
-    neighbours = {}
-    if len(layers) < spec.layers:  # one layer held: the layers above and below made ahead, on request
-        for layer in sorted({(view["layer"] - 1) % spec.layers, (view["layer"] + 1) % spec.layers} - set(layers)):
-            ahead = (layer,)
-            bundle_id = _bundle_id(memo, ahead, lambda a=ahead: STORE.put_later(lambda: make(a)))
-            neighbours[str(layer)] = f"{ROUTE}/maps/{bundle_id}"
-    style = spec.style
-    margins = heatmaps.margins(row_labels, key_labels, style)
-    axis_font = style.font_size
-    if spec.presentation:  # the title goes beside the colour bar; the axis titles are smaller than the ticks
-        axis_font = style.font_size - 4
-        margins["t"] = style.font_size + 30
-        margins["l"] -= 2 * (style.font_size - axis_font)
-        margins["b"] -= 2 * (style.font_size - axis_font)
-    else:
-        margins["t"] = 2 * style.font_size + 24  # the colour bar and its ticks; the element writes the title above
     data = {
         "bundle": path,
-        "neighbours": neighbours,
+        "neighbours": _neighbours(memo, spec.layers, view["layer"], layers, make),
         "plotly": PLOTLY_PATH,
         "rev": _revision(key, view),
         "view": view,
+        **_drawing(spec, row_labels, key_labels),
+    }
+    with place:
+        _element(COMPONENT, "attention_map.js")(
+            key=key,
+            data=data,
+            on_view_change=state.guarded(lambda: _on_view(key, (spec.layers, spec.heads, queries, keys), spec)),
+        )
+
+
+def _neighbours(memo: dict, count: int, layer: int, layers: tuple, make: Callable[[tuple], bytes]) -> dict:
+    """The bundles of the layers above and below ``layer`` (of ``count``), made only when the browser asks,
+    by layer; none when every layer is held."""
+    neighbours = {}
+    if len(layers) < count:  # one layer held: the layers above and below made ahead, on request
+        for other in sorted({(layer - 1) % count, (layer + 1) % count} - set(layers)):
+            ahead = (other,)
+            bundle_id = _bundle_id(memo, ahead, lambda a=ahead: STORE.put_later(lambda: make(a)))
+            neighbours[str(other)] = f"{ROUTE}/maps/{bundle_id}"
+    return neighbours
+
+
+def _drawing(spec: MapSpec, row_labels: Sequence[str], key_labels: Sequence[str]) -> dict:
+    """What the element's data says of the drawing itself (sizes, fonts, colours, words, the keys it takes),
+    whatever the view."""
+    style = spec.style
+    margins, axis_font = _margins(row_labels, key_labels, spec)
+    return {
         "shape": [spec.layers, spec.heads],
         "window": style.window,
         "margins": margins,
@@ -356,12 +381,21 @@ def draw(
         "head_axis": spec.head_axis,
         "focus": spec.focus,
     }
-    with place:
-        _element(COMPONENT, "attention_map.js")(
-            key=key,
-            data=data,
-            on_view_change=state.guarded(lambda: _on_view(key, (spec.layers, spec.heads, queries, keys), spec)),
-        )
+
+
+def _margins(row_labels: Sequence[str], key_labels: Sequence[str], spec: MapSpec) -> tuple[dict, int]:
+    """The plot's margins (px) around labels of this length, and the axis titles' font size."""
+    style = spec.style
+    margins = heatmaps.margins(row_labels, key_labels, style)
+    axis_font = style.font_size
+    if spec.presentation:  # the title goes beside the colour bar; the axis titles are smaller than the ticks
+        axis_font = style.font_size - 4
+        margins["t"] = style.font_size + 30
+        margins["l"] -= 2 * (style.font_size - axis_font)
+        margins["b"] -= 2 * (style.font_size - axis_font)
+    else:
+        margins["t"] = 2 * style.font_size + 24  # the colour bar and its ticks; the element writes the title above
+    return margins, axis_font
 
 
 def texts(title: str, colorbar: str = "", head_axis: bool = True) -> dict:
@@ -414,10 +448,10 @@ def as_figure(data: dict) -> dict:
     shape = header["maps"]["shape"]
     maps = values[: int(np.prod(shape))].reshape(shape)
     view, size = data["view"], data["window"]
-    queries, keys = header["queries"], header["keys"]
-    q0 = max(0, min(view["query_start"], queries - min(size, queries)))
-    k0 = max(0, min(view["key_start"], keys - min(size, keys)))
-    nq, nk = min(size, queries - q0), min(size, keys - k0)
+    rows = window_slice(view["query_start"], header["queries"], size)
+    columns = window_slice(view["key_start"], header["keys"], size)
+    q0, k0 = rows.start, columns.start
+    nq, nk = rows.stop - rows.start, columns.stop - columns.start
     held = header["layers"].index(view["layer"])
     head = 0 if shape[1] == 1 else view["head"]
     low, high = header["ranges"][held][head] if header["ranges"] else data["zrange"]
@@ -448,20 +482,28 @@ def as_figure(data: dict) -> dict:
         "yaxis": {**axis, "ticktext": header["y_text"][q0 : q0 + nq], "title": {"text": data["texts"]["query_axis"]}},
         "shapes": shapes,
     }
-    png = data["png"]
-    head_part = f"_head{view['head']}" if data.get("head_axis", True) else ""
-    name = f"{png['prefix']}_layer{view['layer']}{head_part}" + (f"_{png['what']}" if png["what"] else "")
-    overview = None
-    if header["overview"] is not None:
-        entry = header["overview"]
-        pooled = values[entry["offset"] // 4 : entry["offset"] // 4 + int(np.prod(entry["shape"]))]
-        overview = {
-            "z": pooled.reshape(entry["shape"])[held, head].tolist(),
-            "window": {"y0": q0 - 0.5, "y1": q0 + nq - 0.5, "x0": k0 - 0.5, "x1": k0 + nk - 0.5},
-        }
     return {
         "data": [trace],
         "layout": layout,
-        "config": {"toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}},
-        "overview": overview,
+        "config": {"toImageButtonOptions": {"format": "png", "filename": _png_name(data), "scale": 2}},
+        "overview": _overview(header, values, held, head, rows, columns),
+    }
+
+
+def _png_name(data: dict) -> str:
+    """The PNG export's file name at the element's view, as ``attention_map.js`` names it."""
+    png, view = data["png"], data["view"]
+    head_part = f"_head{view['head']}" if data.get("head_axis", True) else ""
+    return f"{png['prefix']}_layer{view['layer']}{head_part}" + (f"_{png['what']}" if png["what"] else "")
+
+
+def _overview(header: dict, values: np.ndarray, held: int, head: int, rows: slice, columns: slice) -> dict | None:
+    """The pooled overview of the head (when the bundle has one) with the window's outline on it."""
+    entry = header["overview"]
+    if entry is None:
+        return None
+    pooled = values[entry["offset"] // 4 : entry["offset"] // 4 + int(np.prod(entry["shape"]))]
+    return {
+        "z": pooled.reshape(entry["shape"])[held, head].tolist(),
+        "window": {"y0": rows.start - 0.5, "y1": rows.stop - 0.5, "x0": columns.start - 0.5, "x1": columns.stop - 0.5},
     }

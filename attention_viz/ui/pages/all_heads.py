@@ -30,9 +30,9 @@ def _show() -> None:
     result = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
     encoding = result.encoding
 
-    title = st.container(horizontal=True, vertical_alignment="center", key="all_heads_title")
-    title.header(t("all_heads.title", layers=info.num_layers, heads=info.num_heads), width="content")
-    controls.explain(title, t("all_heads.intro"))
+    controls.title_row(
+        "all_heads_title", t("all_heads.title", layers=info.num_layers, heads=info.num_heads), t("all_heads.intro")
+    )
     feedback.truncation(encoding)
     pooled = encoding.num_tokens > figures.THUMBNAIL_SIZE
     st.caption(

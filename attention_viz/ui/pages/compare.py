@@ -38,8 +38,7 @@ class _Head:
 def _show() -> None:
     selection = state.selection()
     loaded = cache.model(selection.model)
-    presentation = st.session_state["presentation"]
-    if presentation:  # the map takes the whole width (and height); its controls go under it
+    if selection.presentation:  # the map takes the whole width (and height); its controls go under it
         map_column, side = st.container(), st.container()
     else:
         map_column, side = st.columns([3, 2], gap="medium")
@@ -52,7 +51,7 @@ def _show() -> None:
     options = view_options(encoding.is_pair, side)
     maps = _head_maps(pretrained, scratch, layer, head, options)
     queries, keys = maps.pretrained.shape  # q != k for a pair's A→B and B→A blocks
-    style = figures.map_style(presentation, max(queries, keys))  # smaller labels fit more
+    style = figures.map_style(selection.presentation, max(queries, keys))  # smaller labels fit more
     size = style.window
     focus = _focus_control(side, maps.row_labels, queries, size)
     query_start, key_start = state.set_window("compare", queries, keys, size)
@@ -246,10 +245,10 @@ def _lines(maps: _Head, view: str, rows: slice, columns: slice, style, focus: in
 
 def _map(place, loaded, pretrained, scratch, options, view, variant, seed, title, style, what) -> None:
     """The map element: the shown map of every head the browser holds (see :mod:`attention_viz.ui.attention_map`)."""
-    info = loaded.info
+    info, selection = loaded.info, state.selection()
     encoding = pretrained.encoding
     plain_view = options == analysis.ViewOptions()
-    fit = st.session_state["fit_range"] or options.block in CROSS_BLOCKS
+    fit = selection.fit_range or options.block in CROSS_BLOCKS
 
     def maps_of(layers):
         index = list(layers)
@@ -272,19 +271,15 @@ def _map(place, loaded, pretrained, scratch, options, view, variant, seed, title
     else:
         probe = analysis.apply_view(pretrained.weights[0, 0], encoding, options)
         row_labels, key_labels = probe.query_labels, probe.key_labels
-    difference = view == "difference"
     spec = attention_map.MapSpec(
         layers=info.num_layers,
         heads=info.num_heads,
         style=style,
-        colorscale=figures.DIFFERENCE_COLORSCALE if difference else figures.ATTENTION_COLORSCALE,
-        zrange=(-1.0, 1.0) if difference else (0.0, 1.0),
-        zmid=0.0 if difference else None,
-        value_format="+.3g" if difference else ".4f",
+        **attention_map.scale(view == "difference"),
         texts=attention_map.texts(title, t("compare.fit_colorbar") if fit else ""),
         png_prefix=export.file_stem(info.name),
         png_what=what,
-        presentation=st.session_state["presentation"],
+        presentation=selection.presentation,
     )
     content = (info.name, info.revision, encoding.labels, view, variant, seed, options, fit)
     attention_map.draw(place, attention_map.COMPARE_KEY, spec, content, maps_of, tuple(row_labels), tuple(key_labels))

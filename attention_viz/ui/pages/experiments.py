@@ -9,23 +9,27 @@ from attention_viz.ui import cache, controls, feedback, state
 from attention_viz.ui.i18n import plain, t
 from attention_viz.ui.safe_text import Markdown
 
-selection = state.selection()
-loaded = cache.model(selection.model)
-info = loaded.info
-layer, head = selection.layer, selection.head
 
-title = st.container(horizontal=True, vertical_alignment="center", key="experiments_title")
-title.header(t("experiments.title"), width="content")
-controls.explain(title, t("experiments.intro"), t("experiments.help_knockout"), t("experiments.help_pairs"))
-experiment = state.control(
-    st.segmented_control,
-    t("experiments.choose"),
-    "experiment",
-    state.EXPERIMENTS,
-    labels=lambda e: t(f"experiments.{e}"),
-    label_visibility="collapsed",
-)
-experiment = experiment or "knockout"
+def _show() -> None:
+    selection = state.selection()
+    loaded = cache.model(selection.model)
+    controls.title_row(
+        "experiments_title",
+        t("experiments.title"),
+        t("experiments.intro"),
+        t("experiments.help_knockout"),
+        t("experiments.help_pairs"),
+    )
+    experiment = state.control(
+        st.segmented_control,
+        t("experiments.choose"),
+        "experiment",
+        state.EXPERIMENTS,
+        labels=lambda e: t(f"experiments.{e}"),
+        label_visibility="collapsed",
+    )
+    views = {"knockout": _knockout_view, "pairs": _pairs_view, "predictions": _predictions_view}
+    views[experiment or "knockout"](loaded, selection)
 
 
 def _token_choice(place, key: str, labels, default: int, label: Markdown, options=None) -> int:
@@ -41,7 +45,7 @@ def _token_choice(place, key: str, labels, default: int, label: Markdown, option
     )
 
 
-def _knockout_choice(encoding, place) -> tuple[int, str]:
+def _knockout_choice(encoding, place, layer: int, head: int) -> tuple[int, str]:
     labels, n = encoding.labels, encoding.num_tokens
     first = 1 if n > 1 else 0
     row = place.columns(2)
@@ -57,9 +61,10 @@ def _knockout_choice(encoding, place) -> tuple[int, str]:
     return key, scope
 
 
-def knockout_view() -> None:
+def _knockout_view(loaded, selection) -> None:
+    info, layer, head = loaded.info, selection.layer, selection.head
     encoding = feedback.or_stop(cache.encoding, loaded, selection.text, selection.pair)
-    key, scope = _knockout_choice(encoding, st)
+    key, scope = _knockout_choice(encoding, st, layer, head)
     try:
         result = cache.knockout(loaded, selection.text, selection.pair, key, scope, layer, head)
     except ValueError as exc:
@@ -83,23 +88,13 @@ def knockout_view() -> None:
     left.plotly_chart(overview, key="knockout_change", theme=None)
     left.caption(t("experiments.change_caption", first=result.first_changed_layer()))
     difference = result.after[shown_layer, head].astype(np.float64) - result.before[shown_layer, head]
-    right.plotly_chart(
-        figures.difference_heatmap(
-            difference,
-            labels,
-            plain("experiments.difference_title", layer=shown_layer, head=head),
-            True,  # fitted: a knock-out or a word's change moves attention by a few hundredths
-            query_title=t("figures.axis_query"),
-            key_title=t("figures.axis_key"),
-        ),
-        key="knockout_difference",
-        theme=None,
-    )
+    title = plain("experiments.difference_title", layer=shown_layer, head=head)
+    _difference(right, difference, labels, title, "knockout_difference")
     right.caption(t("experiments.difference_caption"))
 
 
-def pairs_view() -> None:
-    pair = _pair_sentences()
+def _pairs_view(loaded, selection) -> None:
+    pair = _pair_sentences(loaded)
     labels_a, labels_b = list(pair.a.encoding.labels), list(pair.b.encoding.labels)
     queries = [i for i, j in pair.pairs if i is not None and j is not None]
     about = minimal_pairs.PRESET_QUERIES.get(st.session_state.get("pairs_preset"))
@@ -132,7 +127,7 @@ def pairs_view() -> None:
     _pair_difference(right, pair, labels_a, labels_b, *(heads[chosen] if heads else top))
 
 
-def _pair_sentences():
+def _pair_sentences(loaded):
     """The preset, the two sentences and how they align; the pair (:class:`minimal_pairs.MinimalPair`)."""
     preset = state.control(
         st.radio,
@@ -190,19 +185,18 @@ def _pair_difference(place, pair, labels_a: list, labels_b: list, shown_layer: i
         for i, j in zip(rows_a, rows_b, strict=True)
     ]
     difference = minimal_pairs.difference_map(pair.a.weights, pair.b.weights, pair.pairs, shown_layer, shown_head)
-    place.plotly_chart(
-        figures.difference_heatmap(
-            difference,
-            pair_labels,
-            plain("experiments.pair_difference_title", layer=shown_layer, head=shown_head),
-            True,  # fitted: a knock-out or a word's change moves attention by a few hundredths
-            query_title=t("figures.axis_query"),
-            key_title=t("figures.axis_key"),
-        ),
-        key="pairs_difference",
-        theme=None,
-    )
+    title = plain("experiments.pair_difference_title", layer=shown_layer, head=shown_head)
+    _difference(place, difference, pair_labels, title, "pairs_difference")
     place.caption(t("experiments.pair_difference_caption"))
+
+
+def _difference(place, difference: np.ndarray, labels: list, title: str, key: str) -> None:
+    """A ``(query, key)`` change of attention on the diverging scale, its range fitted: a knock-out or a
+    word's change moves attention by a few hundredths."""
+    chart = figures.difference_heatmap(
+        difference, labels, title, True, query_title=t("figures.axis_query"), key_title=t("figures.axis_key")
+    )
+    place.plotly_chart(chart, key=key, theme=None)
 
 
 def _load_preset(chosen: str) -> None:
@@ -211,7 +205,8 @@ def _load_preset(chosen: str) -> None:
             state.set_text(name, text)
 
 
-def predictions_view() -> None:
+def _predictions_view(loaded, selection) -> None:
+    info, layer, head = loaded.info, selection.layer, selection.head
     head_module = cache.lm_head(loaded)
     if head_module is None:
         st.info(t("experiments.no_lm_head", model=info.name, family=info.family_name))
@@ -224,7 +219,7 @@ def predictions_view() -> None:
     position = _token_choice(
         row[0], "predict_position", labels, min(default, encoding.num_tokens - 1), t("experiments.position")
     )
-    key, scope = _knockout_choice(encoding, st)
+    key, scope = _knockout_choice(encoding, st, layer, head)
     if info.causal and key == 0:
         st.warning(t("experiments.refused", reason="in a decoder the first token is the only key of the first query"))
         return
@@ -251,4 +246,4 @@ def predictions_view() -> None:
     st.caption(t("experiments.predict_caption", position=position, token=labels[position]))
 
 
-{"knockout": knockout_view, "pairs": pairs_view, "predictions": predictions_view}[experiment]()
+_show()

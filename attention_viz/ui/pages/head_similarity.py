@@ -18,9 +18,7 @@ def _show() -> None:
     loaded = cache.model(selection.model)
     info = loaded.info
 
-    title = st.container(horizontal=True, vertical_alignment="center", key="similarity_title")
-    title.header(t("similarity.title"), width="content")
-    controls.explain(title, t("similarity.intro"))
+    controls.title_row("similarity_title", t("similarity.title"), t("similarity.intro"))
     scope, corpus = corpus_scope("similarity")
     if corpus is None:
         divergence = feedback.or_stop(cache.text_divergence, loaded, selection.text, selection.pair)
@@ -37,13 +35,7 @@ def _show() -> None:
         t("stats.axis_head"),
         selected=(selection.layer, selection.head),
     )
-    st.plotly_chart(
-        figure,
-        key=CHART_KEY,
-        theme=None,
-        on_select=state.guarded(lambda: head_links.on_select(CHART_KEY, info.num_heads)),
-        selection_mode="points",
-    )
+    head_links.chart(figure, CHART_KEY, info.num_heads)
     if len(divergence) < 2:  # no pair of heads: no mean divergence
         st.caption(t("similarity.caption_one"))
     else:

@@ -32,9 +32,7 @@ def _show() -> None:
     selection = state.selection()
     loaded = cache.model(selection.model)
     info = loaded.info
-    title = st.container(horizontal=True, vertical_alignment="center", key="stats_title")
-    title.header(t("stats.title", layers=info.num_layers, heads=info.num_heads), width="content")
-    controls.explain(title, t("stats.intro"))
+    controls.title_row("stats_title", t("stats.title", layers=info.num_layers, heads=info.num_heads), t("stats.intro"))
     scope, frame = _statistics(loaded, selection)
     columns = [c for c in analysis.STATISTICS if frame[c].notna().any()]
     columns += ["importance"] if "importance" in frame else []
@@ -90,13 +88,7 @@ def _overview(frame, statistic: str, info, found, selected: tuple[int, int]) -> 
         ],
     )
     # The table sits below the overview: side by side, 12 heads per row crowd at laptop widths (checked at 800 × 600).
-    st.plotly_chart(
-        figure,
-        key=CHART_KEY,
-        theme=None,
-        on_select=state.guarded(lambda: head_links.on_select(CHART_KEY, info.num_heads)),
-        selection_mode="points",
-    )
+    head_links.chart(figure, CHART_KEY, info.num_heads)
     st.caption(t("stats.overview_caption") + (" " + t("stats.size_caption") if importance_grid is not None else ""))
 
 

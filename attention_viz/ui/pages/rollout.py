@@ -10,108 +10,121 @@ from attention_viz.ui.attention_map import element as attention_map
 from attention_viz.ui.i18n import plain, t
 from attention_viz.ui.view_options import view_caption, view_options
 
-selection = state.selection()
-loaded = cache.model(selection.model)
-presentation = st.session_state["presentation"]
-
-map_column, side = st.columns([3, 2], gap="medium")
-title = side.empty()
-# The map answers ↑/↓ itself (in the browser): the layer buttons take no shortcuts here.
-layer, _ = controls.head_picker(
-    side, head=False, explanation=(t("rollout.intro"), t("rollout.caption")), shortcuts=False
-)
-title.header(t("rollout.title", layer=layer))
-result = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
-options = view_options(result.encoding.is_pair, side)
-maps = feedback.or_stop(cache.rollout_and_norms, loaded, selection.text, selection.pair, layer)
-raw = analysis.apply_view(maps.raw, result.encoding, options)
-rollout = analysis.apply_view(maps.rollout, result.encoding, options)
-norm_options = analysis.ViewOptions(False, options.hide_special, options.block)  # norms are not distributions
-norm = analysis.apply_view(maps.norm, result.encoding, norm_options, renormalise=False)
-
-# one map at a time, drawn as large and labelled as Compare's: three side by side squash the cells
-shown = state.control(
-    side.radio,
-    t("rollout.view"),
-    "rollout_map",
-    state.ROLLOUT_MAPS,
-    labels=lambda m: t(f"rollout.view_{m}"),
-    horizontal=True,
-)
-view = {"raw": raw, "rollout": rollout, "norm": norm}[shown]
-queries, keys = len(view.query_labels), len(view.key_labels)
-style = figures.map_style(presentation, max(queries, keys))
-starts = {}
-for axis, count in (("query", queries), ("key", keys)):
-    key = f"rollout_{axis}_start"
-    st.session_state[key] = figures.window_start(st.session_state[key], count, style.window)
-    starts[axis] = st.session_state[key]
-    if count > style.window:  # a window of the tokens, as on Compare, instead of thinning the labels
-        starts[axis] = state.control(
-            side.slider,
-            t(f"rollout.{axis}_window", size=style.window, total=count),
-            key,
-            min_value=0,
-            max_value=count - style.window,
-        )
-kinds = {"raw": (options, True), "rollout": (options, True), "norm": (norm_options, False)}  # (view, renormalise)
-encoder, encoding = loaded.encoder, result.encoding
+# what each kind of map is called in its JSON download
+KIND_NAMES = {"raw": "head average", "rollout": "attention rollout", "norm": "norm-based attention"}
 
 
-def _maps_of(layers):
-    """The shown kind of map for each layer, ``(n, 1, query, key)``, from one forward (any thread)."""
-    shown_options, renormalise = kinds[shown]
-    matrices = np.stack(
-        [
-            analysis.apply_view(m, encoding, shown_options, renormalise=renormalise).matrix
-            for m in analysis.rollout.layer_maps(encoder, encoding, list(layers), shown)
-        ]
-    )[:, None]  # (n, 1, query, key)
-    if shown != "norm":
-        return matrices, None
-    high = np.maximum(matrices.max(axis=(-2, -1)), 1e-12)  # norms: from 0, in hidden units
-    return matrices, np.stack([np.zeros_like(high), high], axis=-1)
+def _show() -> None:
+    selection = state.selection()
+    loaded = cache.model(selection.model)
+    map_column, side = st.columns([3, 2], gap="medium")
+    title = side.empty()
+    # The map answers ↑/↓ itself (in the browser): the layer buttons take no shortcuts here.
+    layer, _ = controls.head_picker(
+        side, head=False, explanation=(t("rollout.intro"), t("rollout.caption")), shortcuts=False
+    )
+    title.header(t("rollout.title", layer=layer))
+    encoding = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair).encoding
+    options = view_options(encoding.is_pair, side)
+    maps = feedback.or_stop(cache.rollout_and_norms, loaded, selection.text, selection.pair, layer)
+    views = {
+        kind: analysis.apply_view(getattr(maps, kind), encoding, *_kind_view(options, kind))
+        for kind in state.ROLLOUT_MAPS
+    }
+    # one map at a time, drawn as large and labelled as Compare's: three side by side squash the cells
+    shown = state.control(
+        side.radio,
+        t("rollout.view"),
+        "rollout_map",
+        state.ROLLOUT_MAPS,
+        labels=lambda m: t(f"rollout.view_{m}"),
+        horizontal=True,
+    )
+    view = views[shown]
+    style = figures.map_style(selection.presentation, max(len(view.query_labels), len(view.key_labels)))
+    _window_sliders(side, len(view.query_labels), len(view.key_labels), style.window)
+    with map_column:
+        feedback.truncation(encoding)
+    _map(map_column.container(), loaded, selection, encoding, options, shown, style, view)
+    view_caption(views["raw"], options, map_column)
+    map_column.caption(t(f"rollout.note_{shown}"))
+    with map_column:  # the whole shown map (every token, not only the window), with the view toggles applied
+        _downloads(loaded.info.name, layer, shown, view, options)
 
 
-spec = attention_map.MapSpec(
-    layers=loaded.info.num_layers,
-    heads=1,
-    style=style,
-    colorscale=figures.ATTENTION_COLORSCALE,
-    zrange=(0.0, 1.0),
-    zmid=None,
-    value_format=".4f",
-    texts=attention_map.texts(
-        plain(f"rollout.{shown}", layer="{layer}"), plain("rollout.norm_unit") if shown == "norm" else "", False
-    ),
-    png_prefix=export.file_stem(loaded.info.name),
-    png_what=shown,
-    presentation=presentation,
-    head_axis=False,  # one map per layer: the session's head stays as the other pages left it
-    focus=False,
-    window_keys=("rollout_query_start", "rollout_key_start"),
-)
-content = (loaded.info.name, selection.text, selection.pair, shown, options)
-with map_column:
-    feedback.truncation(result.encoding)
-labels = (tuple(view.query_labels), tuple(view.key_labels))
-attention_map.draw(map_column.container(), attention_map.ROLLOUT_KEY, spec, content, _maps_of, *labels)
-view_caption(raw, options, map_column)
-map_column.caption(t(f"rollout.note_{shown}"))
-with map_column:  # the whole shown map (every token, not only the window), with the view toggles applied
+def _kind_view(options: analysis.ViewOptions, kind: str) -> tuple[analysis.ViewOptions, bool]:
+    """The view toggles a kind of map takes and whether its rows are renormalised: norms are not
+    distributions (no word level, hidden tokens only dropped)."""
+    if kind == "norm":
+        return analysis.ViewOptions(False, options.hide_special, options.block), False
+    return options, True
+
+
+def _window_sliders(side, queries: int, keys: int, size: int) -> None:
+    """The window kept inside the map's tokens, and a slider for each axis over ``size`` tokens: a window
+    of the tokens, as on Compare, instead of thinning the labels."""
+    state.set_window("rollout", queries, keys, size)
+    for axis, key, count in zip(("query", "key"), state.WINDOW_KEYS["rollout"], (queries, keys), strict=True):
+        if count > size:
+            label = t(f"rollout.{axis}_window", size=size, total=count)
+            state.control(side.slider, label, key, min_value=0, max_value=count - size)
+
+
+def _map(place, loaded, selection, encoding, options, shown: str, style, view) -> None:
+    """The map element: the shown kind of map of every layer the browser holds, one map per layer."""
+    encoder = loaded.encoder
+    shown_options, renormalise = _kind_view(options, shown)
+
+    def maps_of(layers):
+        """The shown kind of map for each layer, ``(n, 1, query, key)``, from one forward (any thread)."""
+        matrices = np.stack(
+            [
+                analysis.apply_view(m, encoding, shown_options, renormalise=renormalise).matrix
+                for m in analysis.rollout.layer_maps(encoder, encoding, list(layers), shown)
+            ]
+        )[:, None]  # (n, 1, query, key)
+        if shown != "norm":
+            return matrices, None
+        high = np.maximum(matrices.max(axis=(-2, -1)), 1e-12)  # norms: from 0, in hidden units
+        return matrices, np.stack([np.zeros_like(high), high], axis=-1)
+
+    spec = attention_map.MapSpec(
+        layers=loaded.info.num_layers,
+        heads=1,
+        style=style,
+        **attention_map.scale(),
+        texts=attention_map.texts(
+            plain(f"rollout.{shown}", layer="{layer}"), plain("rollout.norm_unit") if shown == "norm" else "", False
+        ),
+        png_prefix=export.file_stem(loaded.info.name),
+        png_what=shown,
+        presentation=selection.presentation,
+        head_axis=False,  # one map per layer: the session's head stays as the other pages left it
+        focus=False,
+        window_keys=state.WINDOW_KEYS["rollout"],
+    )
+    content = (loaded.info.name, selection.text, selection.pair, shown, options)
+    labels = (tuple(view.query_labels), tuple(view.key_labels))
+    attention_map.draw(place, attention_map.ROLLOUT_KEY, spec, content, maps_of, *labels)
+
+
+def _downloads(model_name: str, layer: int, shown: str, view, options: analysis.ViewOptions) -> None:
     downloads.data_buttons(
-        export.file_stem(loaded.info.name, f"layer{layer}", f"rollout_{shown}"),
+        export.file_stem(model_name, f"layer{layer}", f"rollout_{shown}"),
         "rollout",
         lambda: export.matrix_csv(view.matrix, view.query_labels, view.key_labels),
         lambda: export.view_json(
             view.matrix,
             view.query_labels,
             view.key_labels,
-            {"raw": "head average", "rollout": "attention rollout", "norm": "norm-based attention"}[shown],
-            model=loaded.info.name,
+            KIND_NAMES[shown],
+            model=model_name,
             layer=layer,
             word_level=options.word_level and shown != "norm",
             hide_special=options.hide_special,
             block=options.block,
         ),
     )
+
+
+_show()
