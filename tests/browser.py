@@ -190,3 +190,16 @@ def wait_for_header(page, text: str) -> None:
     from playwright.sync_api import expect
 
     expect(page.get_by_role("heading", name=text)).to_be_visible(timeout=60_000)
+
+
+_MAP_SHOWS = """([layer, head]) => {
+    const map = document.querySelector('[data-testid="attention-map"]');
+    return !!map && map.dataset.ready === '1' && +map.dataset.layer === layer && +map.dataset.head === head;
+}"""
+
+
+def wait_for_map_view(page, layer: int, head: int, timeout_ms: int = 60_000) -> None:
+    """Until the map element has painted ``layer``, ``head`` from its data, as a person sees it before pressing
+    a key: the element answers the arrow keys once its script has loaded, which may be after the page's title
+    shows on a busy machine."""
+    page.wait_for_function(_MAP_SHOWS, arg=[layer, head], timeout=timeout_ms)

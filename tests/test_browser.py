@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from browser import ARTIFACTS, IDLE, MAP, settled
+from browser import ARTIFACTS, IDLE, MAP, settled, wait_for_map_view
 from browser import set_choice as _set_choice
 from browser import wait_for_header as _wait_for_header
 from playwright.sync_api import expect
@@ -182,6 +182,7 @@ def test_type_a_sentence_pick_a_head_click_a_row_and_a_thumbnail(server, chromiu
     _wait_for_header(page, f"Layer {LAYER}, head 1")
     _set_choice(page, "Head", HEAD - 1)
     _wait_for_header(page, f"Layer {LAYER}, head {HEAD - 1}")
+    wait_for_map_view(page, LAYER, HEAD - 1)
     page.evaluate("() => document.activeElement.blur()")  # the arrow keys step the head from anywhere but a box
     changed = time.monotonic()  # one head change, timed from key press to the new header
     page.keyboard.press("ArrowRight")

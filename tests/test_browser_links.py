@@ -3,7 +3,7 @@ gives a link that does the same."""
 
 import re
 
-from browser import ARTIFACTS
+from browser import ARTIFACTS, wait_for_map_view
 from playwright.sync_api import expect
 
 from attention_viz.ui import links
@@ -108,6 +108,7 @@ def test_stepping_off_an_example_empties_the_examples_box_so_it_can_be_chosen_ag
     expect(page.get_by_role("heading", name="Layer 3, head 1")).to_be_visible(timeout=90_000)
     examples = page.get_by_role("combobox", name="Examples", exact=True)
     expect(examples).to_have_value("Pronoun", timeout=60_000)
+    wait_for_map_view(page, 3, 1)
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
     page.keyboard.press("ArrowRight")
     expect(page.get_by_role("heading", name="Layer 3, head 2")).to_be_visible(timeout=60_000)

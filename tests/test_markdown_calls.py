@@ -34,6 +34,16 @@ NUMBER_FORMATS = set("bcdeEfFgGnoxX%")
 TRUSTED = {"attention_viz/ui/safe_text.py", "attention_viz/ui/i18n.py", "attention_viz/ui/presets_ui.py"}
 
 
+def _safe_annotation(annotation: ast.AST | None) -> bool:
+    """A parameter declared as one of :data:`SAFE_ANNOTATIONS`, or as one of them ``| None``."""
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = (annotation.left, annotation.right)
+        return any(_safe_annotation(side) for side in sides) and all(
+            _safe_annotation(side) or (isinstance(side, ast.Constant) and side.value is None) for side in sides
+        )
+    return isinstance(annotation, ast.Name) and annotation.id in SAFE_ANNOTATIONS
+
+
 def _markdown_functions(trees: dict[str, ast.Module]) -> set[str]:
     """Functions declared to return ``Markdown`` (or ``Markdown | None``)."""
     names = set()
@@ -79,7 +89,7 @@ class Checker:
                 every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg]
                 for arg in filter(None, every):
                     if arg.arg == name:
-                        return isinstance(arg.annotation, ast.Name) and arg.annotation.id in SAFE_ANNOTATIONS
+                        return _safe_annotation(arg.annotation)
             values, found = [], False
             for node in self._own_nodes(scope):
                 if not (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)):

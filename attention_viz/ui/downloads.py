@@ -15,6 +15,7 @@ import streamlit as st
 
 from attention_viz.extraction import AttentionResult, export
 from attention_viz.ui.i18n import t
+from attention_viz.ui.safe_text import Markdown
 
 
 def chart_config(model: str, layer: int, head: int, what: str = "") -> dict:
@@ -74,7 +75,7 @@ _KINDS = {
 }
 
 
-def _button(row, label: str, data, stem: str, kind: str, what: str, help: str | None = None) -> None:
+def _button(row, label: Markdown, data, stem: str, kind: str, what: str, help: Markdown | None = None) -> None:
     """One download button for the file ``stem.kind``, built when clicked; keyed by kind and ``what``."""
     mime, icon = _KINDS[kind]
     row.download_button(

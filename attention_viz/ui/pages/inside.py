@@ -11,6 +11,7 @@ from attention_viz.extraction import export
 from attention_viz.ui import cache, controls, downloads, feedback, fragment, presets_ui, state
 from attention_viz.ui.attention_map import element as attention_map
 from attention_viz.ui.i18n import plain, t
+from attention_viz.ui.safe_text import Markdown
 
 PARITY_BOUND = 1e-5
 
@@ -185,9 +186,14 @@ def _steps(result, labels, settings: _Settings, layer: int, head: int, d: int, c
         ),
     ]
     for number, (text, figure, key) in enumerate(shown, start=1):
-        words, chart = st.columns([1, 2])
-        words.markdown(f"**{number}.** {text}")
-        chart.plotly_chart(figure, key=key, theme=None, config=config)
+        _step(number, text, figure, key, config)
+
+
+def _step(number: int, text: Markdown, figure, key: str, config: dict) -> None:
+    """One step of the head's computation: its number and words beside its chart."""
+    words, chart = st.columns([1, 2])
+    words.markdown(f"**{number}.** {text}")
+    chart.plotly_chart(figure, key=key, theme=None, config=config)
 
 
 def _check(result, model_weights, settings: _Settings, token: str) -> None:
