@@ -8,7 +8,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from browser import streamlit_server
+from browser import streamlit_server, wait_until
 
 from attention_viz.models.loading import bundled_model_path
 from attention_viz.ui import warmup
@@ -57,10 +57,7 @@ def test_a_fresh_server_is_healthy_before_it_is_ready_and_ready_once_the_model_i
         first = _status(f"{url}/ready")
         maps = f"/proc/{running.process.pid}/maps"
         assert first == 503 or weights in Path(maps).read_text()  # not ready before the weights are read
-        deadline = time.monotonic() + 240
-        while _status(f"{url}/ready") != 200:
-            assert time.monotonic() < deadline, "never ready"
-            time.sleep(0.25)
+        wait_until(lambda: _status(f"{url}/ready") == 200, 240, "never ready", every_s=0.25)
         assert weights in Path(maps).read_text()  # ready: the model's weights are loaded
     assert first == 503, "ready at once: the model loaded before the first check (a machine this fast?)"
 
