@@ -37,6 +37,7 @@ _FRAME = f"""
 {SIDEBAR_NAV} {{ padding-top: 0; }}
 {SIDEBAR_HEADER} {{ height: 2.5rem; margin-bottom: 0; }}
 {MAIN}:focus, {MAIN}:focus-visible {{ outline: none; }}
+{MAIN}:focus::before, {MAIN}:focus-visible::before {{ box-shadow: none; }}
 @container main (max-width: {NARROW}px) {{
   {HORIZONTAL_BLOCK} {{ flex-wrap: wrap; }}
   {HORIZONTAL_BLOCK} > {COLUMN} {{
