@@ -224,3 +224,48 @@ def test_the_window_stays_on_the_token_in_focus_when_a_pair_changes_its_range(bu
     weights = extract(bundled, preset.text, "🐱").weights[state.EXAMPLE_LAYER, state.EXAMPLE_HEAD]
     shown = z(chart(at, "map"))
     np.testing.assert_array_equal(shown, weights[start : start + shown.shape[0], : shown.shape[1]])
+
+
+def test_back_brings_the_earlier_address_back_but_a_stale_one_never_undoes_a_change(bundled):
+    """The address the browser sends with a run is an earlier one after Back (the view follows it), or one
+    it had not yet replaced when the user typed (a sentence sent while a step's run was writing the address):
+    then the typed sentence and the step stand."""
+    at = run_app()
+    before = dict(at.query_params)
+    at.button(key="step_head_next").click().run()
+    assert at.query_params["head"] == str(state.EXAMPLE_HEAD + 1)
+    for key in list(at.query_params):  # the browser's address as it was before the step
+        del at.query_params[key]
+    at.query_params.update(before)
+    at.text_area(key="text").input("The cat sat on the mat.").run()
+    no_errors(at)
+    assert at.session_state["text"] == "The cat sat on the mat." and at.session_state["head"] == state.EXAMPLE_HEAD + 1
+    _map_is_the_head(at, bundled, "The cat sat on the mat.", None, state.EXAMPLE_LAYER, state.EXAMPLE_HEAD + 1)
+    assert (at.query_params["head"], at.query_params["text"]) == (
+        str(state.EXAMPLE_HEAD + 1),
+        "The cat sat on the mat.",
+    )  # noqa: E501
+    back = dict(at.query_params, head=str(state.EXAMPLE_HEAD + 3))  # Back to an address of a later head
+    at.button(key="step_head_next").click().run()
+    for key in list(at.query_params):
+        del at.query_params[key]
+    at.query_params.update(back)
+    at.run()  # what the browser's Back sends: no widget changed
+    assert at.session_state["head"] == state.EXAMPLE_HEAD + 3 and at.session_state["text"] == "The cat sat on the mat."
+
+
+def test_off_the_examples_head_the_page_leads_back_and_the_box_keeps_its_name(bundled):
+    """The Examples box names the example whose sentence is the input, whatever the head (a head step reruns
+    the page alone, never the box); off its head the page has a button back to it, and there the note."""
+    at = run_app()
+    widget = next(w for w in at.sidebar.get("selectbox") if (w.key or "").startswith("_example"))
+    assert widget.value == "pronoun" and at.info and not [b for b in at.button if b.key == "example_back"]
+    at.button(key="step_head_next").click().run()
+    assert at.header[0].value == f"Layer {state.EXAMPLE_LAYER}, head {state.EXAMPLE_HEAD + 1}"
+    assert next(w for w in at.sidebar.get("selectbox") if (w.key or "").startswith("_example")).value == "pronoun"
+    assert not at.info
+    at.button(key="example_back").click().run()
+    no_errors(at)
+    assert at.header[0].value == f"Layer {state.EXAMPLE_LAYER}, head {state.EXAMPLE_HEAD}"
+    assert at.info and "Pronoun" in at.info[0].value
+    _map_is_the_head(at, bundled, state.EXAMPLE_TEXT, None, state.EXAMPLE_LAYER, state.EXAMPLE_HEAD)

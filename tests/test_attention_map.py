@@ -108,6 +108,34 @@ def test_a_server_side_change_gets_a_new_revision_and_an_echo_does_not(bundled):
     assert data()["rev"] == first + 1  # the element's own report: it keeps its (newer) view
 
 
+def test_a_new_sentences_maps_travel_once_inside_the_data_and_a_step_names_them_only(bundled):
+    """The run that makes a small bundle sends its bytes in the element's data (base64), so the browser paints
+    without a request; a head step's data names the same bundle and carries none of it."""
+    import base64
+
+    at = run_app()
+    data = lambda: json.loads(next(n for n in at._tree if getattr(n, "type", None) == "bidi_component").proto.json)  # noqa: E731
+    first = data()
+    stored = serving.STORE.get(first["bundle"].rsplit("/", 1)[-1])
+    assert first["inline"] is not None and base64.b64decode(first["inline"]) == stored
+    header, _ = serving.unpack(stored)
+    assert header["layers"] == list(range(bundled.info.num_layers))  # every layer of the sentence
+    at.button(key="step_head_next").click().run()
+    assert data()["bundle"] == first["bundle"] and data()["inline"] is None
+    at.text_area(key="text").input("The dog sat on the mat.").run()
+    changed = data()
+    assert changed["bundle"] != first["bundle"] and changed["inline"] is not None
+    header, values = serving.unpack(base64.b64decode(changed["inline"]))
+    weights = extract(bundled, "The dog sat on the mat.").weights
+    np.testing.assert_array_equal(values[: weights.size].reshape(weights.shape), weights.astype(np.float32))
+
+
+def test_a_bundle_over_the_inline_limit_is_only_fetched(monkeypatch):
+    monkeypatch.setattr(element, "INLINE_MAX", 10)
+    assert element._inline([b"x" * 11]) is None and element._inline([]) is None
+    assert element._inline([b"x" * 10]) == "eHh4eHh4eHh4eA=="
+
+
 def test_rollouts_map_steps_layers_and_never_moves_the_shared_head(bundled):
     """Rollout & norms has one map per layer: its report moves the layer and its own window, never the head
     the other pages share; what it draws is that layer's head average."""

@@ -99,9 +99,9 @@ def test_the_page_loads_the_apps_one_plotly_js_at_once(server):
     assert int(head.headers["content-length"]) == len(html)  # what a GET of the page sends
 
 
-def test_stepping_off_an_example_empties_the_examples_box_so_it_can_be_chosen_again(server, chromium):
-    """The Examples box (in the sidebar) shows an example only while the view is on its head. A head change
-    reruns only the page, so the app reruns whole when the box would be out of date."""
+def test_stepping_off_an_example_keeps_its_name_and_the_page_leads_back_to_its_head(server, chromium):
+    """The Examples box names the example whose sentence is in the Sentence box, whatever the head: a head
+    change reruns only the page, which then offers the way back to the example's own head."""
     url, _, _ = server
     page = chromium.new_page(viewport={"width": 1280, "height": 720})
     page.goto(url)
@@ -109,12 +109,15 @@ def test_stepping_off_an_example_empties_the_examples_box_so_it_can_be_chosen_ag
     examples = page.get_by_role("combobox", name="Examples", exact=True)
     expect(examples).to_have_value("Pronoun", timeout=60_000)
     wait_for_map_view(page, 3, 1)
+    back = page.get_by_role("button", name="Back to the example's layer 3, head 1")
+    expect(back).to_have_count(0)
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
     page.keyboard.press("ArrowRight")
     expect(page.get_by_role("heading", name="Layer 3, head 2")).to_be_visible(timeout=60_000)
-    expect(examples).to_have_value("", timeout=60_000)
-    examples.click()
-    page.get_by_role("option", name="Pronoun", exact=True).click()
+    expect(examples).to_have_value("Pronoun")
+    back.click()
     expect(page.get_by_role("heading", name="Layer 3, head 1")).to_be_visible(timeout=60_000)
-    expect(examples).to_have_value("Pronoun", timeout=60_000)
+    wait_for_map_view(page, 3, 1)
+    expect(back).to_have_count(0, timeout=30_000)
+    expect(page.get_by_text("Pronoun.", exact=False).first).to_be_visible()
     page.close()

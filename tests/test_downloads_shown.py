@@ -1,6 +1,7 @@
 """Head similarity and Rollout & norms download what they show; the attention JSON says what it holds; the
 similarity map labels each head where there is room."""
 
+import base64
 import io
 import json
 
@@ -11,6 +12,7 @@ from apptools import no_errors, run_app
 from streamlit.runtime.media_file_manager import MediaFileManager
 
 from attention_viz import analysis, figures
+from attention_viz.extraction import extract
 from attention_viz.figures.heads import LABEL_FONT, MARKER_PX, SIMILARITY_PLOT_PX
 from attention_viz.ui import cache, i18n, state
 
@@ -59,6 +61,26 @@ def test_head_similarity_downloads_each_heads_place_and_the_divergence(bundled, 
         "x": pytest.approx(positions[13, 0]),
         "y": pytest.approx(positions[13, 1]),
     }
+
+
+@pytest.mark.parametrize("view", ["pretrained", "difference"])
+def test_compares_html_download_is_the_head_shown_made_when_asked(bundled, files, view):
+    """Compare's HTML download is a plotly page of the head and map shown (made only when the button asks;
+    the element draws the screen's map)."""
+    at = run_app(head=4, map_view=view)
+    no_errors(at)
+    html = _named(files, f"layer{state.EXAMPLE_LAYER}_head4_{view}.html")
+    call = html[html.rindex("Plotly.newPlot(") :]
+    decoder = json.JSONDecoder()
+    traces, at_layout = decoder.raw_decode(call, call.index("[{"))
+    layout, _ = decoder.raw_decode(call, call.index("{", at_layout))
+    assert layout["title"]["text"] == EN[f"compare.map_title_{view}"].format(variant=EN["compare.variant_exact"])
+    weights = extract(bundled, state.EXAMPLE_TEXT).weights[state.EXAMPLE_LAYER, 4]
+    shown = weights if view == "pretrained" else np.zeros_like(weights)  # the exact variant: no difference
+    z = traces[0]["z"]  # plotly's typed array: base64 of little-endian values, with its dtype and shape
+    values = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]).newbyteorder("<"))
+    shape = tuple(int(n) for n in str(z["shape"]).split(","))
+    np.testing.assert_allclose(values.reshape(shape), shown, atol=1e-5)
 
 
 @pytest.mark.parametrize("shown", ["raw", "rollout", "norm"])

@@ -9,6 +9,8 @@ own toolbar (camera icon), configured by :func:`chart_config`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
@@ -26,7 +28,7 @@ def chart_config(model: str, layer: int, head: int, what: str = "") -> dict:
 def buttons(
     result: AttentionResult,
     matrix: np.ndarray,
-    figure: go.Figure,
+    figure: go.Figure | Callable[[], go.Figure],
     layer: int,
     head: int,
     what: str,
@@ -38,7 +40,7 @@ def buttons(
     Args:
         result: the text's attention (the JSON holds all of it: every layer and head).
         matrix: the ``(query, key)`` matrix shown (CSV).
-        figure: the figure shown (HTML).
+        figure: the figure shown (HTML), or a function that makes it (called only when the HTML is clicked).
         layer, head, what: name the files, e.g. ``attention_all-MiniLM-L6-v2_layer3_head1_inside.csv``.
         labels: the matrix's (query) labels; default the result's.
         key_labels: the matrix's key labels when they differ from ``labels`` (a non-square view).
@@ -50,7 +52,8 @@ def buttons(
     json_stem = export.file_stem(result.model_name, "pretrained", "all")
     json_help = t("links.download_json_help")
     _button(row, t("links.download_json"), lambda: export.attention_json(result), json_stem, "json", what, json_help)
-    _button(row, t("links.download_html"), lambda: export.figure_html(figure), stem, "html", what)
+    html = lambda: export.figure_html(figure() if callable(figure) else figure)  # noqa: E731
+    _button(row, t("links.download_html"), html, stem, "html", what)
     st.caption(t("links.png_hint"))
 
 

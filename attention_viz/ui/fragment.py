@@ -4,9 +4,10 @@ a token in focus) reruns the body alone, not the sidebar, the navigation and the
 That is most of what a head change costs the server besides the page itself, and the browser then
 replaces only the body's elements. What the full run does around a page, a fragment rerun does here:
 the view goes into the address, a failed callback is told, an unexpected error is one message (see
-:mod:`attention_viz.ui.recovery`). Two parts of the sidebar follow the view: the "link to this view"
-box, while it is open, and the Examples box, which shows an example only while the view is on its
-layer and head. When either would be out of date, the change reruns the whole app instead.
+:mod:`attention_viz.ui.recovery`). One part of the sidebar follows the view: the "link to this view"
+box, while it is open; a change then reruns the whole app instead. The Examples box follows the input
+alone, which only a whole run changes. (A whole rerun asked from the fragment's body runs with the widget
+values of the fragment's run: a sentence typed meanwhile, its own run already asked for, was lost.)
 
 Source: Streamlit's ``st.fragment`` (a fragment's widgets rerun only the fragment).
 """
@@ -18,15 +19,15 @@ from collections.abc import Iterator
 
 import streamlit as st
 
-from attention_viz.ui import presets_ui, recovery, sharing, state
+from attention_viz.ui import recovery, sharing, state
 
 
 @contextlib.contextmanager
 def page_body(page: str) -> Iterator[None]:
     """Run a page's body (inside the function that ``st.fragment`` wraps)."""
     if state.begin_fragment_run(page):
-        if st.session_state.get(sharing.SHARE_OPEN) or presets_ui.picker_is_stale():
-            st.rerun(scope="app")  # the sidebar must show the new view
+        if st.session_state.get(sharing.SHARE_OPEN):
+            st.rerun(scope="app")  # the open link box must show the new view
         state.write_url(page)
         recovery.callback_note()
     with recovery.on_error(page):

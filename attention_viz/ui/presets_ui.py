@@ -34,28 +34,18 @@ def _titles_and_widget() -> tuple[dict, str]:
 
 
 def _shown() -> str | None:
-    """The example the box should show: the one whose text, layer and head the view is on."""
+    """The example the box shows: the one whose sentence (and pair) is the input, whatever the head.
+
+    It changes only with the input, which only a run of the whole app changes, so the box is never out of
+    date after a page reran alone (a head step). The way back to the example's own head is on the page
+    (:func:`look_for`)."""
     current = active()
-    on_it = current is not None and (st.session_state["layer"], st.session_state["head"]) == (
-        current.layer,
-        current.head,
-    )
-    return current.id if on_it else None
-
-
-def picker_is_stale() -> bool:
-    """Whether the box, drawn in the last whole run, shows another example than the view is on now (a page
-    that reran alone moved the layer or head; see :mod:`attention_viz.ui.fragment`)."""
-    _, widget = _titles_and_widget()
-    return widget in st.session_state and st.session_state[widget] != _shown()
+    return None if current is None else current.id
 
 
 def picker() -> None:
-    """One box of examples; it shows the example the view is on (its text, layer and head), else none.
-
-    Once the text is edited or the view steps to another head the box is empty, so choosing the same
-    example again goes back to its head.
-    """
+    """One box of examples; it shows the example whose sentence is the input, else none (once the text is
+    edited, the box is empty)."""
     titles, widget = _titles_and_widget()
     shown = _shown()
     if widget not in st.session_state or st.session_state[widget] != shown:
@@ -72,17 +62,29 @@ def picker() -> None:
     )
 
 
+def _back(layer: int, head: int) -> None:
+    st.session_state.update(layer=layer, head=head)
+
+
 def look_for(loaded: LoadedModel, place=st) -> None:
-    """What to look for in the current example, while the view is on its layer and head.
+    """What to look for in the current example, while the view is on its layer and head; elsewhere, a button
+    back to that head.
 
     The weight comes from the model's result; once the layer or head moves away the note goes, as it
     would speak of a head that is not shown.
     """
     preset = active()
     s = st.session_state
-    if preset is None or (s["layer"], s["head"]) != (preset.layer, preset.head):
+    if preset is None or not (preset.layer < loaded.info.num_layers and preset.head < loaded.info.num_heads):
         return
-    if not (preset.layer < loaded.info.num_layers and preset.head < loaded.info.num_heads):
+    if (s["layer"], s["head"]) != (preset.layer, preset.head):
+        place.button(
+            t("presets.back", layer=preset.layer, head=preset.head),
+            key="example_back",
+            icon=":material/undo:",
+            on_click=state.guarded(_back),
+            args=(preset.layer, preset.head),
+        )
         return
     result = cache.pretrained(loaded, preset.text, preset.pair or None)
     found = presets.finding(preset, result.encoding, result.weights[preset.layer, preset.head])

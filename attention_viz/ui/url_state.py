@@ -14,7 +14,7 @@ from attention_viz.ui import links
 from attention_viz.ui.view_schema import DEFAULTS, PAGE_KEY, RENAMED_PAGES, link_rules
 
 _URL_READ, _URL_NOTES, _URL_PAGE, _URL_VALUES = "_url_read", "_url_notes", "_url_page", "_url_values"
-_URL_WRITTEN = "_url_written"
+_URL_WRITTEN, _URL_WRITTEN_VIEW = "_url_written", "_url_written_view"
 
 
 def init() -> None:
@@ -36,10 +36,16 @@ def init() -> None:
 
 def _follow_history() -> None:
     """The browser's Back and Forward: an address other than the one :func:`write_url` last wrote is an
-    earlier view of this session, so its settings become the view again (the address and the view agree)."""
+    earlier view of this session, so its settings become the view again (the address and the view agree).
+
+    Unless the view itself moved since that write (a box, the map's keys: this run's widgets): then the
+    browser sent this run before it had taken the last address (a sentence typed while a step's run was
+    writing it), and following that stale address would undo what the user just did."""
     written = st.session_state.get(_URL_WRITTEN)
     current = st.query_params.to_dict()
     if written is None or not current or current == written:
+        return
+    if _view_values() != st.session_state.get(_URL_WRITTEN_VIEW):
         return
     values, _ = links.from_query(current, link_rules())
     values.pop(PAGE_KEY, None)
@@ -74,10 +80,13 @@ def link_notes() -> list[tuple[str, str]]:
     return notes + [("changed", key) for key, value in given.items() if st.session_state.get(key) != value]
 
 
+def _view_values() -> dict:
+    return {key: st.session_state.get(key, default) for key, default in DEFAULTS.items()}
+
+
 def view_query(page: str) -> tuple[dict[str, str], list[links.Note]]:
     """The current view as query parameters, and a note for each text cut to fit a link."""
-    values = {key: st.session_state.get(key, default) for key, default in DEFAULTS.items()}
-    return links.to_query({**values, PAGE_KEY: page}, link_rules())
+    return links.to_query({**_view_values(), PAGE_KEY: page}, link_rules())
 
 
 def write_url(page: str) -> None:
@@ -86,3 +95,4 @@ def write_url(page: str) -> None:
     if st.query_params.to_dict() != params:
         st.query_params.from_dict(params)
     st.session_state[_URL_WRITTEN] = params
+    st.session_state[_URL_WRITTEN_VIEW] = _view_values()

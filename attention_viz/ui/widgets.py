@@ -52,6 +52,7 @@ def begin_run(page: str) -> None:
     same_page = s.get("_drawn_page") == page
     s["_drawn_before"] = s.get("_drawn_now", {}) if same_page else {}
     s["_drawn_now"], s["_drawn_page"] = {}, page
+    s["_seeded_before"], s["_seeded_now"] = s.get("_seeded_now", set()), set()
     s[_WHOLE_RUN] = True  # the page's fragment (if any) runs inside this run: see begin_fragment_run
 
 
@@ -148,11 +149,17 @@ def _bind(key: str, options: list | None, labels: Callable | None, widget_option
 
 
 def _seed(widget: str, value: object, widget_options: dict) -> None:
-    """Start the widget from the setting when it is drawn anew or shows another value."""
+    """Start the widget from the setting when it is drawn anew or shows another value, and once more in the
+    run after the one that wrote it: a run the browser asked for before the written value reached it
+    carries the value the box showed before (and may set the setting back to it), while the box shows the
+    written one; writing it again makes the box show the setting."""
     s = st.session_state
     # what else makes Streamlit a new widget
     identity = tuple(widget_options.get(name) for name in internals.WIDGET_IDENTITY)
-    if s.get("_drawn_before", {}).get(widget) != identity or widget not in s or s[widget] != value:
+    anew = s.get("_drawn_before", {}).get(widget) != identity
+    if anew or widget not in s or s[widget] != value or widget in s.get("_seeded_before", ()):
+        if anew or widget not in s or s[widget] != value:
+            s.setdefault("_seeded_now", set()).add(widget)
         s[widget] = value
     s.setdefault("_drawn_now", {})[widget] = identity
 

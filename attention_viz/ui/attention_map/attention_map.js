@@ -2,6 +2,8 @@
 //
 // Data (JSON, built by attention_viz/ui/attention_map/__init__.py; every number is computed in Python):
 //   bundle      path (from the app's root) of the held maps, fetched once per path (binary, below)
+//   inline      that bundle's bytes as base64 in the run that made it, when small (else null): used instead
+//               of fetching it
 //   neighbours  {layer: path} of the bundles of the layers above and below when `bundle` holds one layer
 //               ({} otherwise): fetched once `bundle` is drawn, so that ↑/↓ paints from maps held
 //   plotly      path of plotly.min.js on this app
@@ -71,6 +73,17 @@ function fetchBundle(path) {
     while (bundles.size > 8) bundles.delete(bundles.keys().next().value);
   }
   return bundles.get(path);
+}
+
+// the bundle at `path` from its base64 bytes (kept like a fetched one), at once
+function inlineBundle(path, text) {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  const bundle = parseBundle(bytes.buffer);
+  bundles.set(path, Promise.resolve(bundle));
+  while (bundles.size > 8) bundles.delete(bundles.keys().next().value);
+  return bundle;
 }
 
 function parseColor(text) {
@@ -177,14 +190,21 @@ class AttentionMap {
     if (data.bundle !== this.bundlePath) {
       this.bundlePath = data.bundle;
       const path = data.bundle;
-      fetchBundle(path).then((bundle) => {
-        if (this.bundlePath !== path) return;
+      const adopt = (bundle) => {
         this.main = bundle;
         this.mainPath = path;
         this.clampView();
-        this.layoutAndPaint();
-        this.fetchAhead();
-      }).catch((error) => { this.status.textContent = String(error.message || error); });
+      };
+      if (data.inline && !bundles.has(path)) {
+        adopt(inlineBundle(path, data.inline)); // painted below, in this call
+      } else {
+        fetchBundle(path).then((bundle) => {
+          if (this.bundlePath !== path) return;
+          adopt(bundle);
+          this.layoutAndPaint();
+          this.fetchAhead();
+        }).catch((error) => { this.status.textContent = String(error.message || error); });
+      }
     }
     const named = new Set([data.bundle, ...Object.values(data.neighbours || {})]);
     for (const [layer, entry] of this.ahead) if (!named.has(entry.path)) this.ahead.delete(layer);

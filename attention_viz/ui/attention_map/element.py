@@ -10,7 +10,9 @@ catches up when the keys stop. Python computes every number; the browser only dr
 What the browser holds (:data:`BUDGET`, 16 MiB of float32 per bundle): every layer's heads when they fit
 (a 16-token sentence: 74 KB), else the current layer's (512 tokens: 12.6 MB for 12 heads), else the current
 head only. The maps travel once per bundle as binary over HTTP (:mod:`.serving`, format in
-``attention_map.js``), not in the element's data, so a step within the held layers re-sends none of them.
+``attention_map.js``), so a step within the held layers re-sends none of them; a small bundle (at most
+:data:`INLINE_MAX`) also travels once as base64 in the data of the run that made it (a new sentence, a first
+visit), so the browser paints it without a request that would wait for the rest of the page's run.
 When one layer is held, the data also names the bundles of the layers above and below (``neighbours``);
 the server makes them only when the browser asks (:meth:`~.serving._Store.put_later`), and the browser
 asks as soon as it has drawn the current layer, so a ↑/↓ step usually paints from maps already there. The
@@ -50,6 +52,7 @@ reads back what the element would draw (the tests' ``chart(at, "map")``).
 
 from __future__ import annotations
 
+import base64
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -71,6 +74,7 @@ ROLLOUT_KEY = "rollout_chart"  # Rollout & norms: one map per layer (the page's 
 ARTICLE_KEYS = ("article_correct", "article_changed", "article_difference")  # the article's layer: keys on the first
 BUDGET = 16 * 2**20  # bytes of float32 maps one bundle may hold (see the module docstring)
 OVERVIEW_BINS = 48  # the overview's pooled bins a side (attention_viz.figures.overview's)
+INLINE_MAX = 2**20  # bytes of a bundle sent inside the element's data, once (about 60 tokens, every layer)
 MEMO_BUNDLES = 6  # bundle ids a session remembers per element (the held layer, its neighbours, the last steps)
 VIEW_KEYS = ("layer", "head", "focus", "query_start", "key_start")
 
@@ -326,9 +330,16 @@ def draw(
         return bundle(maps, held, row_labels, key_labels, windowed, only_head, ranges)
 
     memo = _memo(key, content_key, only_head)
-    path = f"{ROUTE}/maps/{_bundle_id(memo, layers, lambda: STORE.put(make(layers)))}"
+    made: list[bytes] = []  # the bundle, when this run makes it
+
+    def register() -> str:
+        made.append(make(layers))
+        return STORE.put(made[0])
+
+    path = f"{ROUTE}/maps/{_bundle_id(memo, layers, register)}"
     data = {
         "bundle": path,
+        "inline": _inline(made),
         "neighbours": _neighbours(memo, spec.layers, view["layer"], layers, make),
         "plotly": PLOTLY_PATH,
         "rev": _revision(key, view),
@@ -341,6 +352,16 @@ def draw(
             data=data,
             on_view_change=state.guarded(lambda: _on_view(key, (spec.layers, spec.heads, queries, keys), spec)),
         )
+
+
+def _inline(made: list[bytes]) -> str | None:
+    """A bundle this run made, as base64, when it is at most :data:`INLINE_MAX` bytes: it travels with the
+    element's data, so a new sentence's map is painted without a request that would wait for the rest of
+    the page's run (the server's one interpreter). Later runs name the bundle only (the browser holds it);
+    a browser that missed this run fetches it by its path."""
+    if not made or len(made[0]) > INLINE_MAX:
+        return None
+    return base64.b64encode(made[0]).decode("ascii")
 
 
 def _neighbours(memo: dict, count: int, layer: int, layers: tuple, make: Callable[[tuple], bytes]) -> dict:

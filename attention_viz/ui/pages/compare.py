@@ -1,6 +1,7 @@
 """Compare: one head drawn large (pretrained, from scratch or their difference) beside its controls, a token's
 attention as bars and as bertviz's lines, and the numbers that say how far the two encoders agree."""
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,11 +72,6 @@ def _show() -> None:
     shown = {"pretrained": maps.pretrained, "scratch": maps.scratch, "difference": maps.scratch - maps.pretrained}
     shown = shown[view]
     map_title = plain(f"compare.map_title_{view}", variant=plain(f"compare.variant_{variant.replace('-', '_')}"))
-    if view == "difference":  # the figure of the HTML download; the element draws the map on screen
-        chart = figures.difference_heatmap(shown[rows, columns], maps.row_labels[rows], map_title, fit, **window)
-    else:
-        zrange = figures.shared_range(maps.pretrained, maps.scratch) if fit else (0.0, 1.0)
-        chart = figures.attention_heatmap(shown[rows, columns], maps.row_labels[rows], map_title, zrange, **window)
     with map_column:
         feedback.truncation(encoding)
     _map(map_column, loaded, pretrained, scratch, options, view, variant, int(seed), map_title, style, what)
@@ -89,7 +85,18 @@ def _show() -> None:
     _lines(maps, view, rows, columns, style, window["focus"], config)
     if windowed:
         st.caption(t("compare.download_full", queries=queries, keys=keys))
+    shown_window = (shown[rows, columns], maps.row_labels[rows])
+    chart = functools.partial(_download_figure, maps, view, *shown_window, map_title, fit, window)
     downloads.buttons(pretrained, shown, chart, layer, head, what, tuple(maps.row_labels), tuple(maps.key_labels))
+
+
+def _download_figure(maps: _Head, view: str, matrix, row_labels, title: str, fit: bool, window: dict):
+    """The map as a plotly figure, for the HTML download (made when it is clicked; the element draws the
+    map on screen)."""
+    if view == "difference":
+        return figures.difference_heatmap(matrix, row_labels, title, fit, **window)
+    zrange = figures.shared_range(maps.pretrained, maps.scratch) if fit else (0.0, 1.0)
+    return figures.attention_heatmap(matrix, row_labels, title, zrange, **window)
 
 
 def _head_controls(side, loaded) -> tuple[int, int, str, str, int]:
