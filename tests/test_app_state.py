@@ -244,7 +244,7 @@ def test_back_brings_the_earlier_address_back_but_a_stale_one_never_undoes_a_cha
     assert (at.query_params["head"], at.query_params["text"]) == (
         str(state.EXAMPLE_HEAD + 1),
         "The cat sat on the mat.",
-    )  # noqa: E501
+    )
     back = dict(at.query_params, head=str(state.EXAMPLE_HEAD + 3))  # Back to an address of a later head
     at.button(key="step_head_next").click().run()
     for key in list(at.query_params):
