@@ -156,10 +156,10 @@ def _seed(widget: str, value: object, widget_options: dict) -> None:
     s = st.session_state
     # what else makes Streamlit a new widget
     identity = tuple(widget_options.get(name) for name in internals.WIDGET_IDENTITY)
-    anew = s.get("_drawn_before", {}).get(widget) != identity
-    if anew or widget not in s or s[widget] != value or widget in s.get("_seeded_before", ()):
-        if anew or widget not in s or s[widget] != value:
-            s.setdefault("_seeded_now", set()).add(widget)
+    changed = s.get("_drawn_before", {}).get(widget) != identity or widget not in s or s[widget] != value
+    if changed:
+        s.setdefault("_seeded_now", set()).add(widget)
+    if changed or widget in s.get("_seeded_before", ()):
         s[widget] = value
     s.setdefault("_drawn_now", {})[widget] = identity
 
