@@ -52,8 +52,9 @@ class Deployment:
     access_log: Path | None = None
     logs: list[Path] = field(default_factory=list)
 
-    def served_websockets(self) -> dict[str, int]:
-        """How many app sessions (WebSocket connections) each replica got, by its ``host:port``."""
+    def served_websockets(self, since: dict[str, int] | None = None) -> dict[str, int]:
+        """How many app sessions (WebSocket connections) each replica got, by its ``host:port``; with
+        ``since`` (an earlier answer), only those after it (replicas that got none are left out)."""
         counts: dict[str, int] = {}
         if self.access_log is None or not self.access_log.exists():
             return counts
@@ -61,7 +62,8 @@ class Deployment:
             if '"GET /_stcore/stream' in line:
                 upstream = line.split('" ', 1)[1].split()[1]
                 counts[upstream] = counts.get(upstream, 0) + 1
-        return counts
+        since = since or {}
+        return {upstream: n - since.get(upstream, 0) for upstream, n in counts.items() if n > since.get(upstream, 0)}
 
 
 def free_port() -> int:

@@ -493,7 +493,8 @@ def run(
         interval: seconds from one change of a student to its next.
         new_sentence_share: the share of changes that type a new sentence instead of a layer or head.
         replicas: 0 for one server; else this many behind nginx (deploy/replicas.py).
-        server: a running server (as :func:`browser.streamlit_server` yields), used when ``replicas`` is 0.
+        server: a running server (as :func:`browser.streamlit_server` yields), used when ``replicas`` is 0, or
+            replicas already behind nginx (a :class:`deploy.replicas.Deployment`).
         bundled: the loaded bundled model, for the expected maps (loaded here if not given).
         step: how a change is sent (a key of :data:`STEPS`).
         seed: the students' choices of layer, head and pace.
@@ -510,9 +511,10 @@ def run(
     with _servers(replicas, server) as (url, pids, deployment), _one_thread():
         if urlparse(url).hostname != "127.0.0.1":
             raise ValueError(f"the class talks to 127.0.0.1 only, not {url}")
+        served_before = deployment.served_websockets() if deployment is not None else {}
         asyncio.run(_drive(url, pids, report, bundled, STEPS[step](), seed))
         if deployment is not None:
-            report.sessions_per_replica = deployment.served_websockets()
+            report.sessions_per_replica = deployment.served_websockets(since=served_before)
     report.load_average.append(round(os.getloadavg()[0], 2))
     return report
 

@@ -1,13 +1,14 @@
 """Shared fixtures: the bundled model, tiny random BERTs and tiny models of every family built offline in a temp
 dir, one real Streamlit server for every browser and server test, and a headless Chromium per test module.
 
-The suite runs on pytest-xdist workers (``-n auto --dist loadgroup`` in pyproject.toml): each test file is one
-unit that one worker runs in order, and every test of the shared server, of a browser or of a server of its
-own (the load and benchmark tests) runs on one worker: the shared server starts once per run, and no two
-browser tests share the two cores, which slowed their timed waits past their limits. Each worker keeps
-torch's threads (their count changes the last bits of a result, which tests compare across processes), and
-they sleep instead of spinning while they wait (``OMP_WAIT_POLICY``): two workers' threads spinning on two
-cores wait for each other at every operation.
+The suite runs on pytest-xdist workers (``-n auto`` in pyproject.toml), one per core. The files of
+:data:`SERVER_FILES` (every test of the shared server, of a browser or of a server of its own) are one unit of
+work that one worker runs first and in order, so the shared server starts once per run; every other test file is
+a unit of its own. The other workers run at a lower priority (``os.nice``): the browser tests spend about a
+third of their time waiting for the server or the page, and the other tests fill those gaps without taking a
+core from the browser tests' timed waits. Each worker keeps torch's threads (their count changes the last bits
+of a result, which tests compare across processes), and they sleep instead of spinning while they wait
+(``OMP_WAIT_POLICY``): two workers' threads spinning on two cores wait for each other at every operation.
 """
 
 from __future__ import annotations
@@ -32,20 +33,73 @@ from attention_viz.models.loading import bundled_model_path, load_model
 
 
 def pytest_xdist_auto_num_workers(config) -> int:
-    """``-n auto``: one worker per two cores, at most four (each loads the models once). On a 2-core machine
-    that is one worker: a second one's torch threads took the cores from the browser tests' timed waits."""
-    return max(1, min(4, (os.cpu_count() or 1) // 2))
+    """``-n auto``: one worker per core, at most four (each loads the models once)."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+# Every file with a test of the shared server (``server``) or of a browser (``chromium``), and those that start
+# servers of their own: one unit of work for one worker. Collection fails if a test of a server is elsewhere.
+SERVER_FILES = {
+    "test_benchmarks.py",
+    "test_browser.py",
+    "test_browser_fresh_server.py",
+    "test_browser_hard_to_fool.py",
+    "test_browser_lecture.py",
+    "test_browser_links.py",
+    "test_browser_map.py",
+    "test_browser_newcomer.py",
+    "test_browser_state.py",
+    "test_class_load.py",
+    "test_fonts.py",
+    "test_load.py",
+    "test_readiness.py",
+    "test_server.py",
+}
+SERVER_UNIT = "the server's tests"
+BACKGROUND_NICENESS = 10  # a worker outside the server's unit gets about a tenth of a busy core's share
+
+
+def _in_server_unit(path: str | Path) -> bool:
+    return Path(path).name in SERVER_FILES
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's scheduler by unit of work (its ``loadscope``, the documented way to plug one in), with the units
+    above. xdist's own ``xdist_group`` marks cannot do it under pytest 9.2: xdist 3.8 writes the group into a
+    test's id through an attribute that pytest 9.2 no longer reads, so every test became a unit of its own."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ServerFilesTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return SERVER_UNIT if _in_server_unit(path) else path
+
+    return ServerFilesTogether(config, log)
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """One xdist group per test file, and one for every test of a server or a browser (see the module's docstring)."""
+    """The server's unit first, in its order (pyproject.toml's addopts keep xdist from reordering the units):
+    one worker takes it before any other test, so it never lowers its priority before the unit is done. A
+    test of a server outside :data:`SERVER_FILES` fails the collection."""
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
-        uses_server = "server" in fixtures or "chromium" in fixtures or item.path.name in SERVER_FILES
-        item.add_marker(pytest.mark.xdist_group("server" if uses_server else item.path.name))
+        if ("server" in fixtures or "chromium" in fixtures) and not _in_server_unit(item.path):
+            raise pytest.UsageError(f"{item.nodeid} uses a server or a browser: add its file to SERVER_FILES")
+    items.sort(key=lambda item: not _in_server_unit(item.path))  # stable: each file keeps its order
 
 
-SERVER_FILES = {"test_benchmarks.py", "test_load.py", "test_class_load.py", "test_readiness.py"}  # servers of their own
+def pytest_runtest_setup(item) -> None:
+    """On a run of several workers, a worker lowers its priority before its first test outside the server's
+    unit (once: a process cannot raise it again). The worker of the server's unit, and the server and
+    browsers it starts, keep theirs."""
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) < 2 or _niced:
+        return
+    if not _in_server_unit(item.path):
+        os.nice(BACKGROUND_NICENESS)
+        _niced.append(True)
+
+
+_niced: list[bool] = []  # whether this worker has lowered its priority
 
 
 TINY_CONFIGS = {
@@ -165,6 +219,17 @@ def server():
             wait_until(mapped, 240, "the bundled model was not loaded at server start", every_s=0.25)
             running.preloaded_s = time.monotonic() - running[2]
         yield running
+
+
+@pytest.fixture(scope="session")
+def replicas():
+    """Two app replicas behind nginx (deploy/replicas.py), started once for the load tests that need them
+    (each replica loads torch and the model). Yields the :class:`deploy.replicas.Deployment`; a test counts
+    the sessions it sent with ``served_websockets(since=...)``."""
+    from deploy.replicas import replicas_behind_nginx
+
+    with replicas_behind_nginx(2) as deployment:
+        yield deployment
 
 
 @pytest.fixture(scope="module")

@@ -44,6 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the package, 
 
 from browser import ARTIFACTS, CHROMIUM_ARGS, MAP_DRAWN, Running, chromium_path, streamlit_server
 
+from deploy.replicas import Deployment, replicas_behind_nginx
+
 # Every selector the load test depends on, in one place (the pages' layout may change around them).
 SENTENCE_BOX = "Sentence"  # the text area's label
 BOX_LAYER, BOX_HEAD = "Layer", "Head"  # the layer and head boxes beside the map
@@ -313,11 +315,13 @@ async def _drive(url: str, pids: list[int], report: Report, bundled) -> None:
 
 
 @contextlib.contextmanager
-def _servers(replicas: int, server: Running | None):
-    """``(url, pids, deployment)``: the given server, a new ``streamlit run``, or ``replicas`` behind nginx."""
+def _servers(replicas: int, server: Running | Deployment | None):
+    """``(url, pids, deployment)``: the given server or deployment, a new ``streamlit run``, or ``replicas``
+    behind nginx."""
+    if isinstance(server, Deployment):
+        yield server.url, server.replica_pids, server
+        return
     if replicas:
-        from deploy.replicas import replicas_behind_nginx
-
         with replicas_behind_nginx(replicas) as deployment:
             yield deployment.url, deployment.replica_pids, deployment
         return
@@ -342,8 +346,9 @@ def run(
         interval: seconds from the start of one round to the next (0: at once).
         new_sentence_every: every this many seconds each session types a new sentence (0: never).
         replicas: 0 for one server; else this many replicas behind nginx (deploy/replicas.py).
-        server: a running server (as :func:`browser.streamlit_server` yields) to use when ``replicas`` is 0;
-            without one, one is started for the run.
+        server: a running server (as :func:`browser.streamlit_server` yields) to use when ``replicas`` is 0, or
+            replicas already behind nginx (a :class:`deploy.replicas.Deployment`); without one, what
+            ``replicas`` says is started for the run.
         bundled: the loaded bundled model (loaded here if not given).
     """
     if bundled is None:
@@ -352,6 +357,7 @@ def run(
         bundled = load_model()
     report = Report(sessions, seconds, interval, new_sentence_every, replicas)
     with _servers(replicas, server) as (url, pids, deployment):
+        served_before = deployment.served_websockets() if deployment is not None else {}
         stop = threading.Event()
         watcher = threading.Thread(target=_watch_health, args=(url, report, stop), daemon=True)
         watcher.start()
@@ -361,7 +367,7 @@ def run(
             stop.set()
             watcher.join(timeout=15)
         if deployment is not None:
-            report.sessions_per_replica = deployment.served_websockets()
+            report.sessions_per_replica = deployment.served_websockets(since=served_before)
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "load.json").write_text(json.dumps(report.summary(), indent=2))
     return report

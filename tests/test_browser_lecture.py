@@ -1,6 +1,6 @@
-"""The lecture screen in a real browser (Debian's Chromium): nothing fetched from another host, the click
-sequences that used to end on Streamlit's error page, the keyboard steppers, and the one-screen layout
-measured at a projector's 1280 × 720 and at 800 × 600."""
+"""The lecture screen in a real browser (Debian's Chromium): the click sequences that used to end on
+Streamlit's error page, the keyboard steppers, the one-screen layout measured at a projector's 1280 × 720 and
+at 800 × 600, and on every page nothing fetched from another host and no layout fault."""
 
 import re
 from urllib.parse import urlsplit
@@ -72,29 +72,6 @@ def _choose(page, selector: str, option: str) -> None:
 
 def _click(page, key: str) -> None:
     _act(page, lambda: page.locator(f".st-key-{key} button").first.click())
-
-
-# --- Nothing leaves the server ---------------------------------------------------------------------------
-
-
-def test_no_request_leaves_the_apps_own_origin_on_any_page(server, chromium):
-    url, _, _ = server
-    origin = urlsplit(url).netloc
-    page = chromium.new_page(viewport={"width": 1280, "height": 720})
-    requested = []
-    page.on("request", lambda request: requested.append(request.url))
-    page.on("websocket", lambda socket: requested.append(socket.url))
-    for language in ("en", "zh"):
-        for name in PAGES:
-            page.goto(f"{url}/?page={name}&lang={language}&presentation={int(language == 'zh')}")
-            page.wait_for_selector(".js-plotly-plot .main-svg", timeout=90_000)
-            page.wait_for_selector(IDLE, timeout=90_000)
-            _no_error_page(page)
-    page.close()
-    foreign = sorted(
-        {u for u in requested if urlsplit(u).scheme not in ("data", "blob") and urlsplit(u).netloc != origin}
-    )
-    assert len(requested) > 100 and not foreign, foreign
 
 
 # --- Click sequences -------------------------------------------------------------------------------------
@@ -264,7 +241,7 @@ def test_presentation_enlarges_all_text_and_draws_18_tokens_whole(server, chromi
     assert all(sizes[1][name] >= 1.15 * sizes[0][name] for name in sizes[0]), sizes
 
 
-# --- Layout faults, as kinds -----------------------------------------------------------------------------
+# --- Every page: nothing from another host, no layout fault ---------------------------------------------
 
 # On the whole main area: text cut by its box (an ellipsis), text on text inside a chart, chart text under
 # 9 px or outside its chart, and vertical bands of more than 80 px with nothing in them.
@@ -346,20 +323,33 @@ def _draw_every_chart(page) -> None:
 
 @pytest.mark.parametrize("mode", ["en", "zh-presentation"])
 @pytest.mark.parametrize("viewport", ["1280x720", "800x600"])
-def test_no_cut_label_overlap_tiny_text_or_blank_band_on_any_page(server, chromium, viewport, mode):
+def test_every_page_fetches_only_from_its_own_origin_and_has_no_cut_label_overlap_tiny_text_or_blank_band(
+    server, chromium, viewport, mode
+):
+    """Every page in English and in Chinese Presentation, at both sizes: nothing requested from another host
+    (every request and WebSocket, from the first byte on), and none of the layout faults above."""
     url, _, _ = server
     width, height = map(int, viewport.split("x"))
     language, presentation = ("zh", 1) if mode == "zh-presentation" else ("en", 0)
     page = chromium.new_page(viewport={"width": width, "height": height})
+    requested = []
+    page.on("request", lambda request: requested.append(request.url))
+    page.on("websocket", lambda socket: requested.append(socket.url))
     faults = {}
     for name in PAGES:
         page.goto(f"{url}/?page={name}&lang={language}&presentation={presentation}")
         page.wait_for_selector(".js-plotly-plot .main-svg", timeout=90_000)
         page.wait_for_selector(IDLE, timeout=90_000)
+        _no_error_page(page)
         _draw_every_chart(page)
         found = {kind: items for kind, items in page.evaluate(FAULTS).items() if items}
         if found:
             faults[name] = found
             page.screenshot(path=ARTIFACTS / f"fault_{name}_{viewport}_{mode}.png", full_page=True)
     page.close()
+    origin = urlsplit(url).netloc
+    foreign = sorted(
+        {u for u in requested if urlsplit(u).scheme not in ("data", "blob") and urlsplit(u).netloc != origin}
+    )
+    assert len(requested) > 100 and not foreign, foreign
     assert not faults, faults

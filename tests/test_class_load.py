@@ -1,5 +1,5 @@
 """The short form of the class at the server (tests/class_load.py): simulated students that speak Streamlit's
-protocol, against the suite's shared server and against 2 replicas behind nginx."""
+protocol, against the suite's shared server and against the suite's 2 replicas behind nginx."""
 
 from __future__ import annotations
 
@@ -56,8 +56,8 @@ def test_a_map_of_another_students_sentence_counts_as_cross_talk(server, bundled
     assert report.cross_talk == 1 and "another student" in report.errors[0], report.summary()
 
 
-def test_two_replicas_behind_nginx_spread_the_class(bundled):
-    report = run(sessions=4, seconds=8, interval=2, replicas=2, bundled=bundled)
+def test_two_replicas_behind_nginx_spread_the_class(replicas, bundled):
+    report = run(sessions=4, seconds=8, interval=2, replicas=2, server=replicas, bundled=bundled)
     summary = report.summary()
     assert report.passed and report.cross_talk == 0, summary
     assert len(report.sessions_per_replica) == 2 and sum(report.sessions_per_replica.values()) >= 4, summary

@@ -1,5 +1,5 @@
 """The short forms of the load test (tests/load.py): 3 browser sessions for 10 s against the shared server, and
-4 sessions against 2 replicas behind nginx."""
+4 sessions against the suite's 2 replicas behind nginx (conftest.py's ``replicas``)."""
 
 from load import run
 
@@ -13,10 +13,10 @@ def test_three_sessions_each_see_their_own_sentence(server, bundled):
     assert report.rss_growth <= 0.10, summary
 
 
-def test_two_replicas_behind_nginx_keep_each_session_on_its_own():
+def test_two_replicas_behind_nginx_keep_each_session_on_its_own(replicas, bundled):
     """deploy/: 2 app replicas behind nginx; each browser stays on one replica (its WebSocket and every
     request after the first page), sessions are spread over both, and each sees its own sentence."""
-    report = run(sessions=4, seconds=8, replicas=2)
+    report = run(sessions=4, seconds=8, replicas=2, server=replicas, bundled=bundled)
     summary = report.summary()
     assert not report.failures, summary
     assert report.checks == 4 * report.rounds and report.rounds >= 5, summary
