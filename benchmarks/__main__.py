@@ -29,9 +29,6 @@ def main(argv: list[str] | None = None) -> int:
         "and 2 replicas; 18, corpus statistics on a local Ray cluster)",
     )
     parser.add_argument("--output", type=Path, help="results file (default benchmarks/results/<date>-<mode>.json)")
-    parser.add_argument(
-        "--url", help="measure the figures felt in Chromium on the app already running here (default: start one)"
-    )
     args = parser.parse_args(argv)
     wanted = {part.strip() for part in args.only.split(",")}
 
@@ -97,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks import felt
 
         def felt_section():
-            return [row for row in felt.felt_rows(loaded.tokenizer, settings, args.url) if row.id in wanted]
+            return [row for row in felt.felt_rows(loaded.tokenizer, settings) if row.id in wanted]
 
         section(felt_wanted[0], "felt in Chromium (#11-#14, #19)", felt_section)
     if "15" in wanted:

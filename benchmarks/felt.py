@@ -27,7 +27,6 @@ drawing that no server could save the browser; the ratio says how many drawings 
 
 from __future__ import annotations
 
-import contextlib
 import statistics
 import sys
 
@@ -392,17 +391,16 @@ def _element_rows(page, size: str, presses: bool = True) -> list[Row]:
     return rows
 
 
-def felt_rows(tokenizer, settings: Settings, url: str | None = None) -> list[Row]:
+def felt_rows(tokenizer, settings: Settings) -> list[Row]:
     """#11 head change (16 and 512 tokens; 256 in --quick), #12 new sentence, #13 warm first map, #14 Inside a
     head, #19 the map element (layer step, fast presses, bytes), all felt in Chromium on one
-    ``streamlit run app.py``: the one at ``url``, already running, or one started for them."""
+    ``streamlit run app.py``."""
     from playwright.sync_api import sync_playwright
 
     changes = 5 if settings.quick else 15
     long_tokens = 256 if settings.quick else 512  # 256: over the budget for every layer, so #19 fetches ahead
     rows: list[Row] = []
-    started = contextlib.nullcontext([url]) if url else streamlit_server(env={"PYTHONPATH": str(ROOT)})
-    with started as running, sync_playwright() as playwright:
+    with streamlit_server(env={"PYTHONPATH": str(ROOT)}) as running, sync_playwright() as playwright:
         url = running[0]
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 720})

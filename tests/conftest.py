@@ -2,9 +2,9 @@
 dir, one real Streamlit server for every browser and server test, and a headless Chromium per test module.
 
 The suite runs on pytest-xdist workers (``-n auto`` in pyproject.toml), one per core. The files of
-:data:`SERVER_FILES` (every test of the shared server, of a browser or of a server of its own) are one unit of
-work that one worker runs first and in order, so the shared server starts once per run; every other test file is
-a unit of its own. The other workers run at a lower priority (``os.nice``): the browser tests spend about a
+:data:`SERVER_FILES` (every test of the shared server or of a browser, and the load tests) are one unit of work
+that one worker runs first and in order, so the shared server starts once per run; every other test file is a
+unit of its own. The other workers run at a lower priority (``os.nice``): the browser tests spend about a
 third of their time waiting for the server or the page, and the other tests fill those gaps without taking a
 core from the browser tests' timed waits. Each worker keeps torch's threads (their count changes the last bits
 of a result, which tests compare across processes), and they sleep instead of spinning while they wait
@@ -37,10 +37,11 @@ def pytest_xdist_auto_num_workers(config) -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-# Every file with a test of the shared server (``server``) or of a browser (``chromium``), and those that start
-# servers of their own: one unit of work for one worker. Collection fails if a test of a server is elsewhere.
+# Every file with a test of the shared server (``server``) or of a browser (``chromium``), and those whose load
+# tests count rounds in a fixed time: one unit of work for one worker, at full priority. Collection fails if a
+# test of a server is elsewhere. The files that start servers of their own but time nothing they assert (the
+# quick benchmark run, the readiness checks) run on the other workers like any file.
 SERVER_FILES = {
-    "test_benchmarks.py",
     "test_browser.py",
     "test_browser_fresh_server.py",
     "test_browser_hard_to_fool.py",
@@ -52,7 +53,6 @@ SERVER_FILES = {
     "test_class_load.py",
     "test_fonts.py",
     "test_load.py",
-    "test_readiness.py",
     "test_server.py",
 }
 SERVER_UNIT = "the server's tests"

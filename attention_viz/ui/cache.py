@@ -5,8 +5,8 @@ every session. Results are cached by everything that changes them, with the mode
 in the key, so changing only the layer or head never runs the model again.
 
 Results are shared too, not copied: ``st.cache_data`` unpickles a fresh copy on every call, which at 512
-tokens is 75 MB of weights per result on every rerun (about 145 ms of a 512-token head change, measured
-with ``python -m benchmarks.profile_rerun``). ``st.cache_resource`` hands every session the same
+tokens is 75 MB of weights per result on every rerun (most of a 512-token head change's time then:
+``python -m benchmarks.profile_rerun`` measures it). ``st.cache_resource`` hands every session the same
 :class:`AttentionResult`, its arrays made read-only so no caller can change what another one sees.
 """
 

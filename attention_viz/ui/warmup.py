@@ -116,8 +116,8 @@ READY_PATH = "/ready"  # the readiness check, beside Streamlit's /_stcore/health
 
 async def readiness(request: object) -> object:
     """``GET /ready``: 200 ``ok`` once the bundled model is loaded (the server can draw a map), 503 before
-    (and for good if it failed to load). Streamlit's ``/_stcore/health`` answers about 1 s after the start,
-    8-10 s before that; a proxy or a replica setup sends browsers only to a replica that answers here."""
+    (and for good if it failed to load). Streamlit's ``/_stcore/health`` answers soon after the start, long
+    before the model is loaded; a proxy or a replica setup sends browsers only to a replica that answers here."""
     from starlette.responses import PlainTextResponse
 
     if _preload is not None and _preload.ready.is_set():

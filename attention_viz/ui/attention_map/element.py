@@ -1,11 +1,12 @@
 """The attention map as a browser element: one head drawn large, stepped with the keys in the browser.
 
 Streamlit's plotly element gives a changed figure a new element id, so every head step was a server rerun,
-a remount and a full plotly draw (160-280 ms, fast presses dropped). This element (Streamlit's custom
-components v2, declared in ``pyproject.toml`` with this folder as its ``asset_dir``) keeps its DOM node
-across reruns and holds the maps it needs for the next steps: a key paints the new head into a canvas laid
-over plotly's plot at once, and plotly (axes, labels, colour bar, exact hover values, the PNG export)
-catches up when the keys stop. Python computes every number; the browser only draws them.
+a remount and a full plotly draw, and fast presses were dropped (benchmarks/README.md has the figures). This
+element (Streamlit's custom components v2, declared in ``pyproject.toml`` with this folder as its
+``asset_dir``) keeps its DOM node across reruns and holds the maps it needs for the next steps: a key
+paints the new head into a canvas laid over plotly's plot at once, and plotly (axes, labels, colour bar,
+exact hover values, the PNG export) catches up when the keys stop. Python computes every number; the
+browser only draws them.
 
 What the browser holds (:data:`BUDGET`, 16 MiB of float32 per bundle): every layer's heads when they fit
 (a 16-token sentence: 74 KB), else the current layer's (512 tokens: 12.6 MB for 12 heads), else the current
