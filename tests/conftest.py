@@ -37,10 +37,11 @@ def pytest_xdist_auto_num_workers(config) -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-# Every file with a test of the shared server (``server``) or of a browser (``chromium``), and those whose load
-# tests count rounds in a fixed time: one unit of work for one worker, at full priority. Collection fails if a
-# test of a server is elsewhere. The files that start servers of their own but time nothing they assert (the
-# quick benchmark run, the readiness checks) run on the other workers like any file.
+# Every file with a test of the shared server (``server``), of a browser (``chromium``) or of the replicas
+# (``replicas``), and so the load tests, which count rounds in a fixed time: one unit of work for one worker,
+# at full priority. A test of these fixtures elsewhere fails, saying so. The files that start servers (and a
+# browser) of their own but time nothing they assert (the quick benchmark run, the readiness checks) run on
+# the other workers like any file.
 SERVER_FILES = {
     "test_browser.py",
     "test_browser_fresh_server.py",
@@ -64,9 +65,12 @@ def _in_server_unit(path: str | Path) -> bool:
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """xdist's scheduler by unit of work (its ``loadscope``, the documented way to plug one in), with the units
-    above. xdist's own ``xdist_group`` marks cannot do it under pytest 9.2: xdist 3.8 writes the group into a
-    test's id through an attribute that pytest 9.2 no longer reads, so every test became a unit of its own."""
+    """For ``--dist loadscope`` (pyproject.toml's addopts), xdist's scheduler by unit of work with the units
+    above (the hook is xdist's documented way to plug one in); any other ``--dist`` is left to xdist. xdist's
+    own ``xdist_group`` marks cannot do it under pytest 9.2: xdist 3.8 writes the group into a test's id
+    through an attribute that pytest 9.2 no longer reads, so every test became a unit of its own."""
+    if config.getoption("dist") != "loadscope":
+        return None
     from xdist.scheduler import LoadScopeScheduling
 
     class ServerFilesTogether(LoadScopeScheduling):
@@ -77,29 +81,32 @@ def pytest_xdist_make_scheduler(config, log):
     return ServerFilesTogether(config, log)
 
 
+SERVER_FIXTURES = {"server", "chromium", "replicas"}
+
+
 def pytest_collection_modifyitems(config, items) -> None:
     """The server's unit first, in its order (pyproject.toml's addopts keep xdist from reordering the units):
-    one worker takes it before any other test, so it never lowers its priority before the unit is done. A
-    test of a server outside :data:`SERVER_FILES` fails the collection."""
-    for item in items:
-        fixtures = getattr(item, "fixturenames", ())
-        if ("server" in fixtures or "chromium" in fixtures) and not _in_server_unit(item.path):
-            raise pytest.UsageError(f"{item.nodeid} uses a server or a browser: add its file to SERVER_FILES")
+    one worker takes it before any other test, so it does not lower its priority before the unit is done.
+    Not so after pytest's ``--ff`` or ``--nf``, which reorder the tests after this, or a worker's crash (xdist
+    queues its unit last): the server's unit may then run on a worker of lower priority, only slower."""
     items.sort(key=lambda item: not _in_server_unit(item.path))  # stable: each file keeps its order
 
 
 def pytest_runtest_setup(item) -> None:
-    """On a run of several workers, a worker lowers its priority before its first test outside the server's
-    unit (once: a process cannot raise it again). The worker of the server's unit, and the server and
-    browsers it starts, keep theirs."""
-    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) < 2 or _niced:
-        return
-    if not _in_server_unit(item.path):
-        os.nice(BACKGROUND_NICENESS)
+    """A test of a server outside :data:`SERVER_FILES` fails, saying so. On a run of several workers, a worker
+    lowers its priority before its first test outside the server's unit (once: a process cannot raise it
+    again; where the system refuses, it carries on as it is). The worker of the server's unit, and the server
+    and browsers it starts, keep theirs."""
+    outside = not _in_server_unit(item.path)
+    if outside and SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+        pytest.fail(f"{item.nodeid} uses a server or a browser: add its file to SERVER_FILES in tests/conftest.py")
+    if outside and int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1 and not _niced:
         _niced.append(True)
+        with contextlib.suppress(OSError):
+            os.nice(BACKGROUND_NICENESS)
 
 
-_niced: list[bool] = []  # whether this worker has lowered its priority
+_niced: list[bool] = []  # whether this worker has lowered its priority (or tried to)
 
 
 TINY_CONFIGS = {
