@@ -56,6 +56,7 @@ SERVER_FILES = {
     "test_load.py",
     "test_server.py",
 }
+SERVER_FIXTURES = {"server", "chromium", "replicas"}
 SERVER_UNIT = "the server's tests"
 BACKGROUND_NICENESS = 10  # a worker outside the server's unit gets about a tenth of a busy core's share
 
@@ -79,9 +80,6 @@ def pytest_xdist_make_scheduler(config, log):
             return SERVER_UNIT if _in_server_unit(path) else path
 
     return ServerFilesTogether(config, log)
-
-
-SERVER_FIXTURES = {"server", "chromium", "replicas"}
 
 
 def pytest_collection_modifyitems(config, items) -> None:
