@@ -89,8 +89,84 @@ def test_predictions_of_a_tiny_masked_lm_as_is_with_a_head_off_and_a_key_out(tmp
     tables = [d.value for d in at.dataframe]
     assert len(tables) == 3
     for table, expected in zip(tables, (plain, switched, knocked), strict=True):
-        assert list(table.iloc[:, 0]) == list(expected.tokens)
-        assert_allclose(table.iloc[:, 1], expected.probabilities, atol=1e-9)
+        assert list(table.columns) == ["prediction", "piece", "probability"]
+        assert list(table["prediction"]) == list(expected.labels)  # WordPiece: "␣the", "##s" as "s"
+        assert list(table["piece"]) == list(expected.tokens)
+        assert_allclose(table["probability"], expected.probabilities, atol=1e-9)
+    assert any("mask token, `[MASK]`," in c.value for c in at.caption)  # the model's own, shown literally
+
+
+@pytest.fixture(scope="module")
+def lm_folder(tmp_path_factory):
+    from test_lm_head import _save_lm
+
+    saved = {}
+
+    def folder(family: str) -> str:
+        if family not in saved:
+            saved[family] = _save_lm(family, tmp_path_factory.mktemp(f"lm-{family}"))
+        return saved[family]
+
+    return folder
+
+
+def _expected_predictions(folder: str, text: str, position: int):
+    from attention_viz.models.lm_head import load_lm_head, predict
+    from attention_viz.models.loading import load_model
+
+    loaded = load_model(folder)
+    encoding = encode(loaded.tokenizer, text, None, loaded.info.max_positions)
+    return encoding, predict(loaded.encoder, load_lm_head(loaded.info), loaded.tokenizer, encoding, position, 8)
+
+
+def test_roberta_predictions_read_as_text_at_its_own_mask_token(lm_folder):
+    folder, text = lm_folder("roberta"), "The cat sat on the <mask>."
+    at = _page(model=folder, text=text, pair="", experiment="predictions")
+    encoding, expected = _expected_predictions(folder, text, 7)
+    assert encoding.tokens[7] == "<mask>" and control(at, "selectbox", "predict_position").value == 7
+    assert any("mask token, `<mask>`," in c.value for c in at.caption)
+    assert not at.info  # no note: the text has the mask token
+    table = at.dataframe[0].value
+    assert list(table["piece"]) == list(expected.tokens)
+    assert list(table["prediction"]) == list(expected.labels)
+    assert not any("Ġ" in label for label in table["prediction"])
+    assert any(label.startswith("byte 0x") for label in table["prediction"])  # a lone byte, named
+    at.session_state["lang"] = "zh"
+    at.run()
+    no_errors(at)
+    shown = list(at.dataframe[0].value.iloc[:, 0])
+    assert shown == [label.replace("byte 0x", "字节 0x").replace("bytes 0x", "字节 0x") for label in expected.labels]
+
+
+def test_a_masked_lm_text_without_its_mask_token_gets_a_note_until_it_has_one(lm_folder):
+    folder = lm_folder("roberta")
+    at = _page(model=folder, text="The cat sat on the [MASK].", pair="", experiment="predictions")
+    assert control(at, "selectbox", "predict_position").value == 1  # the first token after <s>
+    notes = [i.value for i in at.info]
+    assert len(notes) == 1 and "The text has no `<mask>`" in notes[0] and "position 1 (“The”)" in notes[0]
+    at.text_area(key="text").input("The cat sat on the <mask>.").run()  # the note's advice, followed
+    no_errors(at)
+    assert control(at, "selectbox", "predict_position").value == 7 and not at.info
+    _, expected = _expected_predictions(folder, "The cat sat on the <mask>.", 7)
+    assert list(at.dataframe[0].value["piece"]) == list(expected.tokens)
+
+
+def test_a_causal_lm_predicts_after_the_last_token_by_default(lm_folder):
+    folder, text = lm_folder("gpt2"), "The cat sat on the"
+    at = _page(model=folder, text=text, pair="", experiment="predictions")
+    encoding, expected = _expected_predictions(folder, text, 4)
+    assert encoding.num_tokens == 5 and control(at, "selectbox", "predict_position").value == 4
+    assert not at.info
+    table = at.dataframe[0].value
+    assert list(table["prediction"]) == list(expected.labels) and list(table["piece"]) == list(expected.tokens)
+
+
+def test_a_minimal_pair_where_no_token_aligns_says_so(family_dir):
+    at = run_app(model=family_dir("gpt2"), text="Hi", pair="", experiment="pairs", pairs_a="Hi", pairs_b="Bye now")
+    at.switch_page(EXPERIMENTS).run()
+    no_errors(at)
+    assert any("No token of sentence A aligns with a token of sentence B" in i.value for i in at.info)
+    assert control(at, "text_input", "pairs_b").value == "Bye now"  # kept
 
 
 @pytest.mark.parametrize("family", FAMILIES)

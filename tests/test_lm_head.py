@@ -11,8 +11,9 @@ from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
 
 from attention_viz.analysis import knockout
 from attention_viz.extraction import encode
+from attention_viz.extraction.tokens import visible
 from attention_viz.models import families
-from attention_viz.models.lm_head import load_lm_head, predict
+from attention_viz.models.lm_head import PieceText, byte_label, load_lm_head, piece_text, predict
 from attention_viz.models.loading import load_model
 
 LM_FAMILIES = ("albert", "bert", "distilbert", "electra", "gpt2", "roberta", "xlm-roberta")
@@ -112,3 +113,66 @@ def test_a_position_out_of_range_is_refused(lm_model):
     loaded, head = lm_model("gpt2")
     with pytest.raises(ValueError, match="out of range"):
         predict(loaded.encoder, head, loaded.tokenizer, _encoding(loaded), 99)
+
+
+# What a prediction reads as: the text its piece decodes to, "␣" before a piece that starts a word, bytes that
+# are no whole character named. One table per tokenizer kind the project supports, on the tiny tokenizers.
+PIECES = {
+    "bert": {"the": "␣the", "##ja": "ja", "[MASK]": "[MASK]", "[SEP]": "[SEP]"},  # WordPiece
+    "distilbert": {"the": "␣the", "##ja": "ja", "[MASK]": "[MASK]"},
+    "electra": {"the": "␣the", "##ja": "ja", "[MASK]": "[MASK]"},
+    "roberta": {  # byte-level BPE
+        "Ġanim": "␣anim",
+        "ĠcafÃ©": "␣café",
+        "The": "The",
+        "Ä": "byte 0xC4",  # the first byte of a two-byte character
+        "¦": "byte 0xA6",  # a continuation byte
+        "jÃ": "j + byte 0xC3",
+        "Ġ": "␣",
+        "Ċ": "⏎",
+        "<mask>": "<mask>",
+        "</s>": "</s>",
+    },
+    "gpt2": {"Ġanim": "␣anim", "ĠcafÃ©": "␣café", "Ä": "byte 0xC4", "¦": "byte 0xA6", "<|endoftext|>": "<|endoftext|>"},
+    "xlm-roberta": {"▁d": "␣d", "he": "he", "é": "é", "▁": "␣", "<mask>": "<mask>"},  # SentencePiece
+    "albert": {"▁d": "␣d", "he": "he", "▁": "␣", "[MASK]": "[MASK]"},
+}
+
+
+@pytest.mark.parametrize("family", LM_FAMILIES)
+def test_a_piece_reads_as_its_decoded_text_with_the_word_start_marked(family):
+    tokenizer = _tokenizer(family)
+    vocabulary = tokenizer.get_vocab()
+    for piece, label in PIECES[family].items():
+        found = piece_text(tokenizer, vocabulary[piece])
+        assert (found.piece, found.label()) == (piece, label)
+        assert found.special == (piece in tokenizer.all_special_tokens)
+    # every other piece reads as transformers decodes it (control characters drawn), less the word's space
+    wordpiece = family in ("bert", "distilbert", "electra")
+    for piece, token_id in vocabulary.items():
+        found = piece_text(tokenizer, token_id)
+        decoded = visible(tokenizer.decode([token_id]))
+        if found.special or any(isinstance(part, bytes) for part in found.parts) or not decoded.strip():
+            continue
+        text = "".join(found.parts)
+        starts = not piece.startswith("##") if wordpiece else decoded.startswith(" ") or piece.startswith("▁")
+        assert found.new_word == starts, (piece, found)
+        written = {"##" + text} if wordpiece and not starts else {text, " " + text}  # SentencePiece drops the space
+        assert decoded in written, (piece, decoded, found)
+
+
+def test_bytes_that_are_no_whole_character_are_named():
+    assert byte_label(b"\xc4") == "byte 0xC4" and byte_label(b"\xe4\xb8") == "bytes 0xE4 0xB8"
+    found = PieceText("ä¸", (b"\xe4\xb8",), False)
+    assert found.label() == "bytes 0xE4 0xB8"
+    assert found.label(lambda run: f"<{run.hex()}>") == "<e4b8>"
+    assert PieceText("Ġx", ("x",), True).label() == "␣x"
+
+
+@pytest.mark.parametrize("family", ["roberta", "xlm-roberta", "gpt2"])
+def test_predictions_carry_the_exact_pieces_and_what_they_read_as(family, lm_model):
+    loaded, head = lm_model(family)
+    found = predict(loaded.encoder, head, loaded.tokenizer, _encoding(loaded), 2, k=40)
+    assert found.tokens == tuple(loaded.tokenizer.convert_ids_to_tokens(found.ids.tolist()))
+    assert found.labels == tuple(piece_text(loaded.tokenizer, i).label() for i in found.ids.tolist())
+    assert not any("Ġ" in label or "▁" in label or "\ufffd" in label for label in found.labels)

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from attention_viz.analysis import minimal_pairs as mp
+from attention_viz.extraction import InputError
 
 
 def test_alignment_pairs_equal_and_same_length_runs_and_says_what_has_no_counterpart():
@@ -72,3 +73,15 @@ def test_unequal_tokenisations_pool_the_keys_without_counterpart(bundled):
     np.testing.assert_allclose(q[..., -1], weights_b[:, :, 1, unpaired].sum(-1), atol=1e-6)
     with pytest.raises(ValueError, match="no counterpart"):
         mp.comparable_rows(pair.a.weights, pair.b.weights, pair.pairs, pair.changed_a[0])
+
+
+def test_a_pair_where_no_token_aligns_is_refused_with_its_own_error(family_model):
+    gpt2 = family_model("gpt2")  # no special tokens to align on
+    assert mp.align(["H", "i"], ["B", "y", "e", "Ġ", "n", "o", "w"]) == [(0, None), (1, None)] + [
+        (None, j) for j in range(7)
+    ]
+    with pytest.raises(mp.NothingAlignedError, match="no token of the first sentence aligns") as caught:
+        mp.minimal_pair(gpt2, "Hi", "Bye now")
+    assert isinstance(caught.value, InputError) and caught.value.code == "nothing_aligned"
+    pair = mp.minimal_pair(gpt2, "Hi", "Hi now")  # one token in common is enough
+    assert (0, 0) in pair.pairs and not pair.one_to_one

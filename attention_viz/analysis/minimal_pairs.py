@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from attention_viz.analysis import measures
+from attention_viz.extraction.tokens import InputError
 
 MEASURES = ("js", "tv")  # Jensen-Shannon divergence (bits), total variation
 # The classic pairs: Winograd coreference (Levesque et al. 2012) and subject-verb agreement across an
@@ -32,6 +33,19 @@ PRESETS = {
     "agreement": ("The keys to the cabinet are", "The keys to the cabinet is"),
 }
 PRESET_QUERIES = {"winograd": "it", "agreement": "keys"}  # the token whose attention each pair is about
+
+
+class NothingAlignedError(InputError):
+    """No token of one sentence has a counterpart in the other (``"Hi"`` / ``"Bye now"`` on GPT-2, which adds
+    no special tokens to align on): there is no token whose attention could be compared. Code
+    ``nothing_aligned``."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "no token of the first sentence aligns with a token of the second: give two sentences that differ "
+            "in a word or two",
+            "nothing_aligned",
+        )
 
 
 def align(tokens_a, tokens_b) -> list[tuple[int | None, int | None]]:
@@ -149,11 +163,14 @@ def minimal_pair(loaded, text_a: str, text_b: str) -> MinimalPair:
 
     Raises:
         InputError: an empty or too long sentence.
+        NothingAlignedError: an :class:`InputError` too: no token has a counterpart.
     """
     from attention_viz.extraction import extract
 
     a, b = extract(loaded, text_a), extract(loaded, text_b)
     pairs = align(a.encoding.tokens, b.encoding.tokens)
+    if not any(i is not None and j is not None for i, j in pairs):
+        raise NothingAlignedError()
     in_a, in_b = changed(a.encoding.tokens, b.encoding.tokens, pairs)
     one_to_one = all(i is not None and j is not None for i, j in pairs)
     return MinimalPair(a, b, pairs, in_a, in_b, one_to_one)

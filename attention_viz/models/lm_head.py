@@ -18,6 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from tokenizers.models import WordPiece
+
+from attention_viz.extraction.tokens import visible, whitespace_label
 
 # The head's module(s) in each family's LM class, applied to the last hidden state ``(b, t, hidden)``.
 _HEADS: dict[str, Callable] = {
@@ -85,6 +88,118 @@ def load_lm_head(info) -> LanguageModelHead | None:
     return LanguageModelHead(model.eval(), kind, info.family)
 
 
+WORD_START = "␣"  # drawn before a piece that starts a new word (a space before it, or no ``##``)
+SENTENCEPIECE_SPACE = "\u2581"  # ▁, SentencePiece's mark for a space (Kudo & Richardson 2018)
+
+
+def _byte_of() -> dict[str, int]:
+    """GPT-2's byte-level alphabet inverted: the character that stands for each byte → the byte.
+
+    Byte-level BPE (GPT-2, RoBERTa; Radford et al. 2019, ``bytes_to_unicode`` in OpenAI's ``encoder.py``)
+    writes each byte as one printable character: the printable Latin-1 bytes as themselves, the other 68
+    (controls, space, ...) as U+0100 onwards in byte order (space is ``Ġ``, line feed ``Ċ``).
+    """
+    kept = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    moved = [b for b in range(256) if b not in kept]
+    return {chr(b): b for b in kept} | {chr(256 + n): b for n, b in enumerate(moved)}
+
+
+_BYTE_OF = _byte_of()
+
+
+def _utf8_parts(data: bytes) -> tuple[str | bytes, ...]:
+    """``data`` as text where it is whole UTF-8 characters and as ``bytes`` runs where it is not (a piece of
+    byte-level BPE can hold the first or last bytes of a character that the next or previous piece completes)."""
+    parts: list[str | bytes] = []
+    while data:
+        try:
+            parts.append(data.decode("utf-8"))
+            break
+        except UnicodeDecodeError as exc:
+            if exc.start:
+                parts.append(data[: exc.start].decode("utf-8"))
+            if parts and isinstance(parts[-1], bytes):
+                parts[-1] += data[exc.start : exc.end]
+            else:
+                parts.append(data[exc.start : exc.end])
+            data = data[exc.end :]
+    return tuple(parts)
+
+
+def _shown(text: str) -> str:
+    """Text drawn visibly: a run of whitespace as ``␣``/``⏎``/``⇥`` per character, control characters as their
+    pictures (as token labels are, :func:`attention_viz.extraction.tokens.visible`)."""
+    return whitespace_label(text) if text and not text.strip() else visible(text)
+
+
+def byte_label(run: bytes) -> str:
+    """``byte 0xC4`` / ``bytes 0xE4 0xB8``: a run of bytes that is no whole UTF-8 character."""
+    return ("bytes " if len(run) > 1 else "byte ") + " ".join(f"0x{b:02X}" for b in run)
+
+
+@dataclass(frozen=True)
+class PieceText:
+    """One vocabulary piece as a reader sees it, whatever the tokenizer.
+
+    Attributes:
+        piece: the piece as the tokenizer writes it (``Ġanim``, ``▁d``, ``##s``, ``<mask>``).
+        parts: what it decodes to, without the space that starts a word: text, and ``bytes`` runs that are
+            no whole UTF-8 character (a byte-level piece such as ``Ä`` is byte 0xC4 alone). Control
+            characters and spaces inside are drawn visibly (``⏎`` for a line break, as token labels are).
+        new_word: the piece starts a new word: a space before it (byte-level ``Ġ``, SentencePiece ``▁``),
+            or a WordPiece piece without the ``##`` that continues a word.
+        special: a special token of the tokenizer (``[SEP]``, ``</s>``, ``<|endoftext|>``), shown as it is.
+    """
+
+    piece: str
+    parts: tuple[str | bytes, ...]
+    new_word: bool
+    special: bool = False
+
+    def label(self, bytes_label: Callable[[bytes], str] = byte_label) -> str:
+        """``␣`` for a new word, then the text, each bytes run as ``bytes_label`` writes it (``byte 0xC4``),
+        `` + `` between text and bytes: ``␣anim``, ``␣café``, ``s``, ``byte 0xC4``, ``j + byte 0xC3``; a piece
+        of only a space is ``␣``."""
+        text = " + ".join(bytes_label(part) if isinstance(part, bytes) else part for part in self.parts)
+        return (WORD_START if self.new_word else "") + text
+
+
+def piece_text(tokenizer, token_id: int) -> PieceText:
+    """What vocabulary entry ``token_id`` reads as: the text ``tokenizer.decode([token_id])`` gives, as
+    transformers' ``fill-mask`` pipeline shows it, with the word start made visible and the bytes that
+    are no whole character named instead of decoded to U+FFFD.
+
+    Three kinds of tokenizer, told apart by the pieces themselves:
+
+    - WordPiece (BERT, DistilBERT, ELECTRA): a piece continues a word when it starts with the model's
+      ``continuing_subword_prefix`` (``##``); any other piece starts one.
+    - Byte-level BPE (GPT-2, RoBERTa): every character of the piece stands for one byte (see
+      :func:`_byte_of`) and the tokenizer decodes it to those bytes; a leading space starts a word.
+    - SentencePiece (XLM-R, ALBERT): ``▁`` (U+2581) stands for a space; a leading one starts a word.
+
+    Args:
+        tokenizer: a fast (Rust-backed) transformers tokenizer.
+        token_id: 0 to the vocabulary size − 1.
+    """
+    piece = tokenizer.convert_ids_to_tokens(int(token_id))
+    if int(token_id) in tokenizer.all_special_ids:
+        return PieceText(piece, (piece,), False, True)
+    model = getattr(getattr(tokenizer, "backend_tokenizer", None), "model", None)
+    if isinstance(model, WordPiece):
+        prefix = model.continuing_subword_prefix
+        new_word = not piece.startswith(prefix)
+        return PieceText(piece, (_shown(piece if new_word else piece[len(prefix) :]),), new_word)
+    if all(c in _BYTE_OF for c in piece):
+        data = bytes(_BYTE_OF[c] for c in piece)
+        if tokenizer.convert_tokens_to_string([piece]) == data.decode("utf-8", "replace"):  # byte-level indeed
+            new_word = data.startswith(b" ")
+            parts = _utf8_parts(data[1:] if new_word else data)
+            return PieceText(piece, tuple(p if isinstance(p, bytes) else _shown(p) for p in parts), new_word)
+    new_word = piece.startswith(SENTENCEPIECE_SPACE)
+    text = _shown((piece[1:] if new_word else piece).replace(SENTENCEPIECE_SPACE, " "))
+    return PieceText(piece, (text,) if text else (), new_word)
+
+
 @dataclass(frozen=True)
 class Predictions:
     """The top-k predictions at one position.
@@ -92,7 +207,8 @@ class Predictions:
     Attributes:
         position: the position read (a masked LM: the token there; causal: the token after it).
         ids: ``(k,)`` token ids, most probable first.
-        tokens: their tokens as the tokenizer writes them.
+        tokens: their pieces exactly as the tokenizer writes them (``Ġanim``, ``▁d``).
+        pieces: the same as a reader sees them (:func:`piece_text`; ``pieces[i].label()`` is ``␣anim``).
         probabilities: ``(k,)`` softmax probabilities (0 to 1).
     """
 
@@ -100,6 +216,12 @@ class Predictions:
     ids: np.ndarray
     tokens: tuple[str, ...]
     probabilities: np.ndarray
+    pieces: tuple[PieceText, ...] = ()
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Each prediction's :meth:`PieceText.label` (``␣anim``, ``byte 0xC4``)."""
+        return tuple(piece.label() for piece in self.pieces)
 
 
 def predict(
@@ -117,7 +239,7 @@ def predict(
     Args:
         encoder: the from-scratch encoder (its weights are the LM model's base).
         head: from :func:`load_lm_head`.
-        tokenizer: the model's tokenizer (for the tokens' names).
+        tokenizer: the model's tokenizer (for the pieces and their text, :func:`piece_text`).
         encoding: the input, ``t`` tokens.
         position: 0 to ``t − 1``.
         k: how many.
@@ -136,4 +258,5 @@ def predict(
         probabilities = torch.softmax(head.logits(hidden)[0, position].double(), -1)  # (vocab,)
     top = torch.topk(probabilities, k)
     chosen = top.indices.numpy()
-    return Predictions(position, chosen, tuple(tokenizer.convert_ids_to_tokens(chosen.tolist())), top.values.numpy())
+    pieces = tuple(piece_text(tokenizer, i) for i in chosen.tolist())
+    return Predictions(position, chosen, tuple(p.piece for p in pieces), top.values.numpy(), pieces)

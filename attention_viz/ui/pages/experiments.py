@@ -205,6 +205,23 @@ def _load_preset(chosen: str) -> None:
             state.set_text(name, text)
 
 
+def _prediction_position(kind: str, encoding, tokenizer, text_key: tuple) -> tuple[int, bool]:
+    """``(default position, whether the text has the mask token)``: a masked LM's first mask token, else its first
+    token that is no special token; a causal LM's last token (what comes after the text). A new text starts the
+    position from its default again, so the mask token typed after the note below is the one read."""
+    s = st.session_state
+    if s.get("_predict_text", text_key) != text_key:
+        s["predict_position"] = -1  # the stored index is a position of the old text
+    s["_predict_text"] = text_key
+    if kind == "causal":
+        return encoding.num_tokens - 1, False
+    masks = np.flatnonzero(encoding.input_ids == tokenizer.mask_token_id) if tokenizer.mask_token_id is not None else []
+    if len(masks):
+        return int(masks[0]), True
+    plain_tokens = np.flatnonzero(~encoding.special)
+    return (int(plain_tokens[0]) if len(plain_tokens) else 0), False
+
+
 def _predictions_view(loaded, selection) -> None:
     info, layer, head = loaded.info, selection.layer, selection.head
     head_module = cache.lm_head(loaded)
@@ -212,16 +229,17 @@ def _predictions_view(loaded, selection) -> None:
         st.info(t("experiments.no_lm_head", model=info.name, family=info.family_name))
         return
     encoding = feedback.or_stop(cache.encoding, loaded, selection.text, selection.pair)
-    labels = encoding.labels
-    st.caption(t(f"experiments.lm_{head_module.kind}"))
+    labels, tokenizer = encoding.labels, loaded.tokenizer
+    mask = str(tokenizer.mask_token or "")
+    st.caption(t(f"experiments.lm_{head_module.kind}", mask=mask))
+    default, masked = _prediction_position(head_module.kind, encoding, tokenizer, (selection.text, selection.pair))
     row = st.columns(2)
-    default = next((i for i, tok in enumerate(encoding.tokens) if tok == loaded.tokenizer.mask_token), 1)
-    position = _token_choice(
-        row[0], "predict_position", labels, min(default, encoding.num_tokens - 1), t("experiments.position")
-    )
+    position = _token_choice(row[0], "predict_position", labels, default, t("experiments.position"))
+    if head_module.kind == "masked" and not masked:
+        st.info(t("experiments.no_mask", mask=mask, position=position, token=labels[position]))
     key, scope = _knockout_choice(encoding, st, layer, head)
     if info.causal and key == 0:
-        st.warning(t("experiments.refused", reason="in a decoder the first token is the only key of the first query"))
+        st.warning(t("experiments.first_key_causal"))
         return
     k = 8
     runs = {
@@ -236,7 +254,8 @@ def _predictions_view(loaded, selection) -> None:
         column.markdown(t(f"experiments.predict_{name}", layer=layer, head=head, token=labels[key]))
         column.dataframe(
             {
-                plain("experiments.col_token"): [str(tok) for tok in found.tokens],
+                plain("experiments.col_prediction"): [piece.label(_bytes_label) for piece in found.pieces],
+                plain("experiments.col_piece"): list(found.tokens),
                 plain("experiments.col_probability"): found.probabilities,
             },
             hide_index=True,
@@ -244,6 +263,12 @@ def _predictions_view(loaded, selection) -> None:
             column_config={plain("experiments.col_probability"): st.column_config.NumberColumn(format="%.4f")},
         )
     st.caption(t("experiments.predict_caption", position=position, token=labels[position]))
+
+
+def _bytes_label(run: bytes) -> str:
+    """A run of bytes that is no whole character, in the user's language (``byte 0xC4``)."""
+    hexes = " ".join(f"0x{b:02X}" for b in run)
+    return plain("experiments.piece_bytes" if len(run) > 1 else "experiments.piece_byte", hex=hexes)
 
 
 _show()
