@@ -1,6 +1,7 @@
-"""Command line: ``python -m attention_viz attention TEXT [options]`` prints attention as JSON or CSV;
-``python -m attention_viz stats FILE [options]`` prints per-head statistics over a corpus, and with
-``--scores induction,previous,duplicate,sink`` named head scores on seeded random tokens.
+"""Command line, as ``attention-viz`` (the console script) or ``python -m attention_viz``:
+``attention TEXT [options]`` prints attention as JSON or CSV; ``stats FILE [options]`` prints per-head
+statistics over a corpus, and with ``--scores induction,previous,duplicate,sink`` named head scores on seeded
+random tokens; ``app [streamlit options]`` starts the web app (``streamlit run app.py`` in the checkout).
 
 Exit status 0 on success; 2 with one ``error: ...`` line on stderr for bad input, a corpus over the
 limits, an invalid ``ATTENTION_VIZ_*`` setting (checked first) or a model that cannot be loaded. A note on
@@ -13,10 +14,9 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 from attention_viz import settings
-from attention_viz.extraction import SOURCES
-from attention_viz.models.encoder import Variant
 
 
 class _Parser(argparse.ArgumentParser):
@@ -29,7 +29,11 @@ class _UsageError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m attention_viz", description="Attention weights of a BERT-family model or GPT-2.")
+    from attention_viz.extraction import SOURCES  # torch: here, not at import, so that `app` starts at once
+    from attention_viz.models.encoder import Variant
+
+    prog = "attention-viz" if Path(sys.argv[0]).name == "attention-viz" else "python -m attention_viz"
+    parser = _Parser(prog=prog, description="Attention weights of a BERT-family model or GPT-2, and the web app.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     attention = commands.add_parser("attention", help="print the attention for a text or a sentence pair")
     attention.add_argument("text", help="the sentence (sentence A of a pair)")
@@ -50,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     attention.add_argument("--head", type=int, help="only this head (from 0)")
     attention.add_argument("--format", choices=("json", "csv"), default="json")
     _add_stats_parser(commands)
+    app = commands.add_parser(
+        "app",
+        help="start the web app (streamlit run app.py); Streamlit's options follow, e.g. --server.port 8600",
+        description=APP_HELP,
+    )
+    app.add_argument("options", nargs="*", metavar="STREAMLIT_OPTION", help="passed on to `streamlit run app.py`")
     return parser
 
 
@@ -61,6 +71,8 @@ def _check_options(args: argparse.Namespace) -> None:
         raise _UsageError("--format csv prints one head: give both --layer and --head")
     if args.source == "pretrained" and (args.variant or args.seed is not None):
         raise _UsageError("--variant and --seed apply to the from-scratch encoder: add --source scratch")
+    from attention_viz.models.encoder import Variant
+
     if args.seed is not None and (args.variant != Variant.RANDOM or args.seed < 0):
         raise _UsageError("--seed takes a number from 0, and only with --variant random")
 
@@ -75,6 +87,7 @@ ONE_SEGMENT = "note: this model has one token type, so both sentences of a pair 
 
 def _run(args: argparse.Namespace) -> str:
     from attention_viz.extraction import export, extract
+    from attention_viz.models.encoder import Variant
     from attention_viz.models.loading import load_model
 
     limits = settings.load().limits  # an invalid ATTENTION_VIZ_* setting stops here, before any model loads
@@ -95,7 +108,15 @@ def _run(args: argparse.Namespace) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 done, 1 output failed, 2 bad input)."""
+    """Run the command line; returns the exit status (0 done, 1 output failed, 2 bad input). ``app`` does not
+    return: the process becomes the Streamlit server (see :func:`run_app`)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["app"] and not {"-h", "--help"} & set(argv[1:]):
+        try:
+            run_app(argv[1:])
+        except _UsageError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     from huggingface_hub.utils import logging as hub_logging
 
     from attention_viz.extraction import AttentionError, InputError
@@ -116,6 +137,47 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
         return 1
     return 0
+
+
+# --- app: the web app -------------------------------------------------------------------------------------
+
+APP_HELP = (
+    "Start the web app: `streamlit run app.py` in the source checkout this package is installed from (with "
+    "`pip install -e .`, as requirements.txt does), from any folder. It runs in the checkout, so the "
+    "checkout's .streamlit/config.toml and secrets.toml apply and a model folder typed in the app is read "
+    "from there (type an absolute path). Every further option goes to `streamlit run` (see `streamlit run "
+    "--help`), e.g. --server.port 8600 --server.address 0.0.0.0."
+)
+NO_CHECKOUT = (
+    "`app` runs app.py from the source checkout, and this install has only the package (app.py and the map "
+    "element's declaration in pyproject.toml are not part of it): clone the repository and install it with "
+    "`pip install -e .` (requirements.txt does), then run `attention-viz app` or `streamlit run app.py` there"
+)
+
+
+def checkout_app(package: Path | None = None) -> Path | None:
+    """The app's script: ``app.py`` in the source checkout this package was installed from, or ``None``.
+
+    With an editable install (``pip install -e .``) the package folder (``package``, default this one) is the
+    checkout's ``attention_viz/``, so ``app.py`` and ``pyproject.toml`` sit beside it. An install from a
+    wheel has neither (both live outside the package), and then there is no app to run."""
+    root = (package or Path(__file__).resolve().parent).parent
+    app = root / "app.py"
+    return app if app.is_file() and (root / "pyproject.toml").is_file() else None
+
+
+def run_app(options: list[str]) -> None:
+    """Replace this process with ``python -m streamlit run app.py OPTIONS`` in the checkout (its
+    ``.streamlit/`` settings apply, as for ``streamlit run app.py`` typed there).
+
+    A new interpreter, not Streamlit's CLI called in this one: ``app.py`` sets torch's OpenMP wait policy
+    before torch is imported, and the process that stops on Ctrl+C or SIGTERM is the server itself (its exit
+    status is the server's). Raises :class:`_UsageError` (exit status 2) without a checkout."""
+    app = checkout_app()
+    if app is None:
+        raise _UsageError(NO_CHECKOUT)
+    os.chdir(app.parent)
+    os.execv(sys.executable, [sys.executable, "-m", "streamlit", "run", app.name, *options])
 
 
 # --- stats: per-head statistics over a corpus file --------------------------------------------------

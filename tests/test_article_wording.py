@@ -1,5 +1,5 @@
-"""The article's page and the README say the same true thing: both maps are random layers (weights from a
-seed), the left one a correct layer of BERT's design, not the loaded model's pretrained head."""
+"""The article's page and its page in the docs say the same true thing: both maps are random layers (weights
+from a seed), the left one a correct layer of BERT's design, not the loaded model's pretrained head."""
 
 import re
 from pathlib import Path
@@ -10,19 +10,24 @@ from apptools import figures, no_errors, run_app, z
 from attention_viz.analysis import article_compare
 from attention_viz.ui import cache, i18n
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
 ARTICLE = "attention_viz/ui/pages/article.py"
 
 
-def _readme_bullet() -> str:
-    text = README.read_text()
-    return re.search(r"- \*\*The article's layer\*\*:(.*?)\n- \*\*", text, re.S).group(1)
+README_LINE = re.compile(r"- \[\*\*The article's layer\*\*\]\(docs/pages/article\.md\):(.*?)\n(- |\n)", re.S)
 
 
-def test_the_readme_says_the_left_map_is_a_correct_layer_with_random_weights():
-    bullet = " ".join(_readme_bullet().split())
-    assert "beside BERT's on the same input" not in bullet  # it read as the pretrained BERT head
-    assert "random" in bullet and "not the loaded model's heads" in bullet and "seed" in bullet
+def _readme_line() -> str:
+    """The README's one line on the page, in its list of pages."""
+    return README_LINE.search((ROOT / "README.md").read_text()).group(1)
+
+
+def test_the_docs_say_the_left_map_is_a_correct_layer_with_random_weights():
+    page = " ".join((ROOT / "docs" / "pages" / "article.md").read_text().split())
+    for text in (page, " ".join(_readme_line().split())):
+        assert "beside BERT's on the same input" not in text  # it read as the pretrained BERT head
+    assert "random" in page and "not the loaded model's heads" in page and "seed" in page
+    assert "correct layer" in _readme_line()
 
 
 def test_the_page_says_so_and_its_left_map_is_the_seeded_correct_layer_not_the_model(bundled):

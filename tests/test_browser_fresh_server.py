@@ -12,7 +12,8 @@ import pytest
 from browser import IDLE, MAP_DRAWN, ROOT, streamlit_server
 from playwright.sync_api import expect
 
-LIVE_RELOAD = ("--server.fileWatcherType", "auto", "--server.runOnSave", "true")  # README's developer options
+# The developer options for live reload (docs/getting-started.md).
+LIVE_RELOAD = ("--server.fileWatcherType", "auto", "--server.runOnSave", "true")
 # Appended to the running app's copy of app.py: the session shows it once it has rerun with the new source.
 CHANGED = "Source changed while the server runs."
 CHANGE = f'\n\nif __name__ == "__main__":\n    st.caption("{CHANGED}")\n'

@@ -2,16 +2,25 @@
 
 import io
 import json
+import os
+import re
 import runpy
 import subprocess
 import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from browser import free_port, wait_until
 
+from attention_viz import cli
 from attention_viz.cli import main
 from attention_viz.extraction import extract
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _run(capsys, *argv):
@@ -190,3 +199,80 @@ def test_model_outside_the_allow_list_exits_2(capsys, monkeypatch):
     monkeypatch.setenv("ATTENTION_VIZ_ALLOWED_MODELS", "prajjwal1/bert-tiny")
     status, _, err = _run(capsys, "attention", "hi", "--model", "bert-base-uncased")
     assert status == 2 and "not on this server's list of models" in err
+
+
+# --- the console script, `attention-viz` ---------------------------------------------------------------
+
+SCRIPT = Path(sys.executable).parent / "attention-viz"  # installed by `pip install -e .` (pyproject's scripts)
+
+
+def test_the_console_script_has_the_module_s_subcommands(tmp_path):
+    shown = {}
+    for name, command in {"script": [str(SCRIPT)], "module": [sys.executable, "-m", "attention_viz"]}.items():
+        done = subprocess.run([*command, "--help"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        shown[name] = re.search(r"\{([a-z,]+)\}", done.stdout).group(1).split(",")
+    assert shown["script"] == shown["module"] == ["attention", "stats", "app"]
+    assert 'attention-viz = "attention_viz.cli:main"' in (ROOT / "pyproject.toml").read_text()
+
+
+def test_the_console_script_prints_attention_from_another_folder(tmp_path, bundled):
+    done = subprocess.run(
+        [str(SCRIPT), "attention", "The cat sat.", "--layer", "1", "--head", "2"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, HF_HUB_OFFLINE="1"),
+    )
+    assert done.returncode == 0, done.stderr
+    expected = extract(bundled, "The cat sat.").weights[1, 2]
+    np.testing.assert_allclose(np.array(json.loads(done.stdout)["attention"]), expected, atol=1e-6)
+
+
+def test_app_starts_the_checkout_s_server_from_another_folder(tmp_path):
+    """`attention-viz app --server.port P`, run in an empty folder: the process becomes `streamlit run app.py`
+    in the checkout, which answers Streamlit's health check and the app's own readiness route."""
+    port = free_port()
+    log = tmp_path / "server.log"
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [str(SCRIPT), "app", "--server.port", str(port), "--server.address", "127.0.0.1"],
+            cwd=tmp_path,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=dict(os.environ, HF_HUB_OFFLINE="1"),
+        )
+    url = f"http://127.0.0.1:{port}"
+
+    def answers(path: str) -> int | None:
+        if server.poll() is not None:
+            raise AssertionError(f"the app exited with {server.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            return urllib.request.urlopen(url + path, timeout=2).status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+        except OSError:
+            return None
+
+    try:
+        wait_until(lambda: answers("/_stcore/health") == 200, 180, f"no health check:\n{log.read_text()[-3000:]}")
+        assert answers("/ready") in (200, 503)  # app.py's own route: this is the checkout's app, served by st.App
+        command = Path(f"/proc/{server.pid}/cmdline").read_bytes().split(b"\0")[1:]
+        assert command[:4] == [b"-m", b"streamlit", b"run", b"app.py"]  # the script's process became the server
+        assert Path(f"/proc/{server.pid}/cwd").resolve() == ROOT  # the checkout's .streamlit/ settings apply
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def test_app_without_a_checkout_is_one_error_line(capsys, monkeypatch, tmp_path):
+    installed = tmp_path / "site-packages" / "attention_viz"  # a wheel's install: the package, no app.py
+    installed.mkdir(parents=True)
+    assert cli.checkout_app(installed) is None
+    assert cli.checkout_app(ROOT / "attention_viz") == ROOT / "app.py"
+    monkeypatch.setattr(cli, "checkout_app", lambda: None)
+    status, out, err = _run(capsys, "app", "--server.port", "8600")
+    assert status == 2 and out == ""
+    assert len(err.splitlines()) == 1 and err.startswith("error: `app` runs app.py from the source checkout")
+    assert "pip install -e ." in err

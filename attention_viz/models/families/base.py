@@ -79,7 +79,7 @@ class Family:
     Attributes:
         model_type: transformers' ``config.model_type`` (``"roberta"``).
         name: the family as people write it (``"RoBERTa"``).
-        differs: one line on what differs from BERT (shown in the app and the README).
+        differs: one line on what differs from BERT (shown in the app and in docs/models.md).
         encoder_config: transformers config -> :class:`EncoderConfig`; raises
             :class:`~attention_viz.models.encoder.WeightMismatchError` for settings the encoder lacks.
         checkpoint_name: ``(our parameter name, encoder config)`` -> the name in the transformers model's

@@ -1,0 +1,88 @@
+"""Take every screenshot the documentation shows, from the running app.
+
+    .venv/bin/python docs/screenshots.py            # all of them, into docs/img/
+    .venv/bin/python docs/screenshots.py compare    # only those whose file name starts with "compare"
+
+It starts ``streamlit run app.py`` on a free loopback port and drives Debian's chromium through playwright
+(``tests/browser.py``: ``executable_path=shutil.which("chromium")``; never ``playwright install``). Each shot
+opens a new session at the address of one view (the app's links: ``?page=...`` and the view's settings),
+waits until the page's script has stopped running and its charts have stopped moving, and saves the window
+(not the whole page) as a PNG. ``tests/test_docs.py`` checks that every image the docs show is listed here.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+IMAGES = Path(__file__).resolve().parent / "img"
+
+
+@dataclass(frozen=True)
+class Shot:
+    """One screenshot: ``file`` in docs/img/, the view's link ``query`` and the window in CSS pixels."""
+
+    file: str
+    query: str
+    width: int = 1280
+    height: int = 720
+
+
+SHOTS = (
+    Shot("compare.png", "?page=compare"),
+    Shot("compare-800x600.png", "?page=compare", 800, 600),
+    Shot("presentation.png", "?page=compare&presentation=1"),
+    Shot("presentation-800x600.png", "?page=compare&presentation=1", 800, 600),
+    Shot("all_heads.png", "?page=all_heads"),
+    Shot("head_stats.png", "?page=head_stats"),
+    Shot("head_similarity.png", "?page=head_similarity"),
+    Shot("rollout.png", "?page=rollout"),
+    Shot("inside.png", "?page=inside"),
+    Shot("experiments.png", "?page=experiments"),
+    Shot("article.png", "?page=article"),
+)
+
+
+def take(page_factory, url: str, shot: Shot) -> Path:
+    """Open ``shot``'s view in a new page and save what the window shows; return the file."""
+    from browser import idle, settled
+
+    page = page_factory(viewport={"width": shot.width, "height": shot.height})
+    try:
+        page.goto(f"{url}/{shot.query}")
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=180_000)
+        idle(page, timeout_ms=180_000)
+        settled(page, ".js-plotly-plot", timeout_ms=120_000)
+        page.mouse.move(shot.width - 5, shot.height - 5)  # no hover label over a chart
+        time.sleep(0.5)  # a hover label fading out
+        path = IMAGES / shot.file
+        page.screenshot(path=path)
+        return path
+    finally:
+        page.close()
+
+
+def main(argv: list[str]) -> int:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from browser import CHROMIUM_ARGS, chromium_path, streamlit_server
+    from playwright.sync_api import sync_playwright
+
+    chosen = [shot for shot in SHOTS if not argv or any(shot.file.startswith(prefix) for prefix in argv)]
+    IMAGES.mkdir(exist_ok=True)
+    with streamlit_server(timeout_s=240) as running, sync_playwright() as playwright:
+        url = running[0]
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        try:
+            for shot in chosen:
+                path = take(browser.new_page, url, shot)
+                print(f"{path.relative_to(ROOT)}: {shot.width}×{shot.height}, {path.stat().st_size // 1024} KB")
+        finally:
+            browser.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
