@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import io
 import json
+from types import SimpleNamespace
 
 import numpy as np
-from apptools import decode, figures, no_errors, run_app, z
+import pandas as pd
+from apptools import decode, downloaded, figures, no_errors, run_app, z
 from numpy.testing import assert_allclose
 from replay import control
 
 from attention_viz import analysis
 from attention_viz.extraction import extract
 from attention_viz.figures import label_text
-from attention_viz.ui import head_links, state
+from attention_viz.ui import head_links, i18n, state
+from attention_viz.ui.corpus_picker import corpus_caption
 
 STATS = "attention_viz/ui/pages/head_stats.py"
 SIMILARITY = "attention_viz/ui/pages/head_similarity.py"
@@ -47,6 +51,31 @@ def test_head_statistics_page_shows_the_core_numbers(bundled):
     no_errors(at)
     assert_allclose(_marker_colors(figures(at)[0]), expected["previous"], atol=1e-6)
     assert any("more than 0.5 of its attention" in c.value for c in at.caption)  # tag rules, thresholds filled in
+
+
+def test_head_statistics_leave_what_does_not_apply_missing_and_say_where_the_tags_are(bundled, media):
+    at = _page(STATS)
+    table = at.dataframe[0]
+    assert table.value["a_to_b"].isna().all() and table.value["b_to_a"].isna().all()  # one sentence: no pair
+    assert table.proto.placeholder == "—"  # shown as "—", not "None"
+    csv = pd.read_csv(io.StringIO(downloaded(media, at.get("download_button")[0])))
+    assert csv["a_to_b"].isna().all() and len(csv) == 72  # empty in the CSV, never 0
+    (overview,) = figures(at)
+    sides = overview["data"][0]["textposition"]
+    assert sides[0] == sides[2] == "bottom center" and sides[1] == sides[3] == "top center"
+    caption = next(c.value for c in at.caption if c.value.startswith("Rows are layers"))
+    assert "below the mark in even-numbered columns and above it in odd-numbered ones" in caption
+    assert "under a mark" not in caption
+
+
+def test_a_corpus_caption_counts_one_text_token_and_skipped_line_in_the_singular(monkeypatch):
+    one = SimpleNamespace(num_texts=1, num_tokens=1, num_skipped=1)
+    two = SimpleNamespace(num_texts=2, num_tokens=9, num_skipped=0)
+    assert corpus_caption(one) == "Over 1 text (1 token; 1 empty line skipped), every query token counted once."
+    assert corpus_caption(two) == "Over 2 texts (9 tokens; 0 empty lines skipped), every query token counted once."
+    monkeypatch.setattr(i18n, "language", lambda: "zh")
+    assert corpus_caption(one) == "基于 1 条文本（1 个词元；跳过 1 个空行），每个查询词元计一次。"
+    assert corpus_caption(two) == "基于 2 条文本（9 个词元；跳过 0 个空行），每个查询词元计一次。"
 
 
 def test_head_statistics_over_the_bundled_corpus(bundled):

@@ -242,3 +242,34 @@ def test_type_a_sentence_pick_a_head_click_a_row_and_a_thumbnail(server, chromiu
     (ARTIFACTS / "timings.json").write_text(
         json.dumps({"open_to_first_heatmap_s": round(first_heatmap_s, 2), "head_change_s": round(head_change_s, 2)})
     )
+
+
+def test_a_missing_score_is_painted_grey_not_at_the_bottom_of_the_scale(server, chromium):
+    """Duplicate-token on a text where no token repeats has no value: every head's mark grey, none purple."""
+    import io
+
+    from PIL import Image
+
+    url, _, _ = server
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(f"{url}/?page=all_heads&text=A%20cat%20sat.&all_heads_colour=duplicate")
+    chart = ".st-key-all_heads_scores .js-plotly-plot"
+    page.wait_for_selector(f"{chart} .scatterlayer .point", timeout=90_000)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    settled(page, chart)
+    page.screenshot(path=ARTIFACTS / "all_heads_missing.png")
+    shot = page.locator(chart).screenshot()
+    # the plot area (the colour bar, purple at its foot, lies outside it), and the marks' opacity: plotly.js
+    # draws marks of several sizes at 0.7 over the white paper
+    s, opacity = page.eval_on_selector(chart, "el => [el._fullLayout._size, el._fullData[0].marker.opacity]")
+    page.close()
+    pixels = np.asarray(Image.open(io.BytesIO(shot)).convert("RGB")).astype(float)
+    pixels = pixels[int(s["t"]) : int(s["t"] + s["h"]), int(s["l"]) : int(s["l"] + s["w"])]
+
+    def drawn(colour) -> np.ndarray:
+        return opacity * np.asarray(colour, dtype=float) + (1 - opacity) * 255
+
+    grey = drawn([int(figures.MISSING_COLOUR[i : i + 2], 16) for i in (1, 3, 5)])
+    viridis_low = drawn([0x44, 0x01, 0x54])  # the bottom of the scale, where a missing value was drawn
+    assert (np.abs(pixels - grey).max(-1) <= 3).sum() >= 72 * 100  # 72 marks of 20 px a side, grey inside
+    assert (np.abs(pixels - viridis_low).max(-1) <= 16).sum() == 0

@@ -27,7 +27,7 @@ def _attention(*shape):
 LABELS = ["[CLS]", "the", "animal", "the", "##s", "a" * 30, "it", "[SEP]"]
 W = _attention(8, 8)
 GRID = rng.random((6, 12))
-GRID[2, 3] = np.nan  # a statistic with no value for one head: drawn at the low end
+GRID[2, 3] = np.nan  # a statistic with no value for one head: drawn grey
 TAGS = ["previous-token, broad" if i % 5 == 0 else "[CLS]" if i % 7 == 0 else "" for i in range(72)]
 IMPORTANCE = rng.random((6, 12))
 POSITIONS = rng.normal(size=(72, 2))
@@ -106,9 +106,10 @@ def test_head_overview_carries_every_head_s_values_tags_and_size():
     assert trace["text"][0] == "prev+broad" and trace["text"][7] == "CLS" and trace["text"][1] == ""
     finite = GRID[np.isfinite(GRID)]
     low, high = finite.min(), finite.max()
-    colors = decode(trace["marker"]["color"])
-    assert colors[2 * 12 + 3] == low  # NaN drawn at the low end
-    np.testing.assert_array_equal(np.delete(colors, 27), np.delete(GRID.reshape(-1), 27))
+    colors = trace["marker"]["color"]
+    assert colors[2 * 12 + 3] == figures.MISSING_COLOUR  # NaN: grey, not the low end of the scale
+    np.testing.assert_array_equal(np.delete(np.asarray(colors, dtype=object), 27), np.delete(GRID.reshape(-1), 27))
+    assert trace["customdata"][27][3] == "—" and trace["customdata"][0][3] == f"{GRID[0, 0]:.4f}"
     assert (trace["marker"]["cmin"], trace["marker"]["cmax"]) == (low, high)
     sizes = decode(trace["marker"]["size"])
     np.testing.assert_allclose(sizes, 8 + 18 * np.sqrt(IMPORTANCE.reshape(-1) / IMPORTANCE.max()))  # MARK_SIZE (8, 26)

@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 
 from attention_viz.figures import (
+    MISSING_COLOUR,
     attention_heatmap,
     difference_heatmap,
     head_grid,
+    head_overview,
     isolate,
     label_text,
     pool_attention,
@@ -136,3 +138,30 @@ def test_label_widths_count_wide_characters_and_emoji_as_wider():
     assert text_width("\U0001f600", 12) >= 1.2 * 12
     assert text_width("e\u0301", 12) == text_width("e", 12)  # a combining accent adds no width
     assert text_width("\u2068ab\u2069", 10) == text_width("ab", 10)  # bidi isolates add none either
+
+
+def test_head_overview_draws_a_missing_value_grey_and_says_why_never_zero():
+    """A score with no value (duplicate-token on a text where no token repeats) was painted at the bottom of the
+    scale, and its hover said 0.0000."""
+    grid = np.array([[0.25, np.nan, 0.75], [np.nan, np.nan, 0.5]])
+    importance = np.array([[1.0, 4.0, np.nan], [0.0, 1.0, 1.0]])
+    figure = json.loads(
+        head_overview(
+            grid, [""] * 6, "t", "duplicate-token", importance=importance, missing="no token occurs twice"
+        ).to_json()
+    )
+    (trace,) = figure["data"]
+    missing = [1, 3, 4]
+    assert [trace["marker"]["color"][i] for i in missing] == [MISSING_COLOUR] * 3
+    assert [trace["marker"]["color"][i] for i in (0, 2, 5)] == [0.25, 0.75, 0.5]  # the others keep their values
+    assert (trace["marker"]["cmin"], trace["marker"]["cmax"]) == (0.25, 0.75)  # the range is the values'
+    shown = [row[3] for row in trace["customdata"]]
+    assert [shown[i] for i in missing] == ["— (no token occurs twice)"] * 3
+    assert [shown[i] for i in (0, 2, 5)] == ["0.2500", "0.7500", "0.5000"]
+    assert "duplicate-token: %{customdata[3]}" in trace["hovertemplate"]
+    assert "marker.color" not in trace["hovertemplate"] and not any("0.0000" in text for text in shown)
+    sizes = _decode(trace["marker"]["size"])
+    assert sizes[2] == 20.0  # no importance: the plain size, not the smallest mark (importance 0)
+    assert sizes[3] == 8.0 and sizes[1] == 26.0  # importance 0 and the largest
+    every = json.loads(head_overview(np.full((2, 3), np.nan), [""] * 6, "t", "c").to_json())["data"][0]
+    assert every["marker"]["color"] == [MISSING_COLOUR] * 6 and {row[3] for row in every["customdata"]} == {"—"}

@@ -33,12 +33,15 @@ from attention_viz.figures.layout import (
     window_slice,
     window_start,
 )
+from attention_viz.figures.plotting import MISSING_COLOUR, MISSING_TEXT
 from attention_viz.figures.steps import key_bars, step_heatmap
 
 __all__ = [
     "ATTENTION_COLORSCALE",
     "DENSE",
     "DIFFERENCE_COLORSCALE",
+    "MISSING_COLOUR",
+    "MISSING_TEXT",
     "NORMAL",
     "PRESENTATION",
     "THUMBNAIL_SIZE",

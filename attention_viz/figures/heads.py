@@ -19,19 +19,33 @@ OVERVIEW_COLORSCALE = "Viridis"
 MARK_SIZE = (8, 26)  # px: smallest and largest mark; 12 heads across 450 px leave 37 px per mark
 
 
+PLAIN_SIZE = float(MARK_SIZE[1] - 6)  # px: a mark without an importance
+
+
 def _mark_sizes(importance: np.ndarray | None, count: int) -> np.ndarray:
+    """Mark sizes in px, area proportional to ``importance``; a head whose importance is missing (NaN) gets the
+    plain size of a figure without importance, not the smallest mark (that would say "0")."""
     if importance is None:
-        return np.full(count, float(MARK_SIZE[1] - 6))
-    values = np.nan_to_num(np.asarray(importance, dtype=np.float64).reshape(-1))
-    top = values.max() if values.size and values.max() > 0 else 1.0
-    return MARK_SIZE[0] + (MARK_SIZE[1] - MARK_SIZE[0]) * np.sqrt(np.clip(values, 0, None) / top)  # area ∝ value
+        return np.full(count, PLAIN_SIZE)
+    values = np.asarray(importance, dtype=np.float64).reshape(-1)
+    known = np.isfinite(values)
+    top = values[known].max() if known.any() and values[known].max() > 0 else 1.0
+    scaled = MARK_SIZE[0] + (MARK_SIZE[1] - MARK_SIZE[0]) * np.sqrt(np.clip(np.where(known, values, 0), 0, None) / top)
+    return np.where(known, scaled, PLAIN_SIZE)  # area ∝ value
+
+
+def _value_texts(values: np.ndarray, missing: str) -> list[str]:
+    """Each value as the hover writes it (4 decimals), or :data:`~attention_viz.figures.plotting.MISSING_TEXT`
+    and the reason ``missing`` where it is NaN."""
+    absent = plotting.MISSING_TEXT + (f" ({missing})" if missing else "")
+    return [f"{value:.4f}" if np.isfinite(value) else absent for value in values]
 
 
 _SHORT_TAGS = {"previous-token": "prev", "next-token": "next", "[CLS]": "CLS", "[SEP]": "SEP", "punctuation": "punct"}
 
 
 def _short_tags(tags: str) -> str:
-    """Tags shortened for the text under a mark (the hover and the table have them in full)."""
+    """Tags shortened for the text beside a mark (the hover and the table have them in full)."""
     return "+".join(_SHORT_TAGS.get(tag, tag) for tag in tags.split(", ") if tag)
 
 
@@ -45,28 +59,35 @@ def head_overview(
     selected: tuple[int, int] | None = None,
     zrange: tuple[float, float] | None = None,
     tag_labels: Sequence[str] | None = None,
+    missing: str = "",
 ) -> go.Figure:
     """Every head as a square mark at (head, layer), coloured by a statistic, sized by importance.
 
     Args:
-        grid: ``(layers, heads)`` the statistic (NaN allowed: drawn grey).
+        grid: ``(layers, heads)`` the statistic; NaN where it is missing (not applicable, nothing to measure).
         tags: ``layers * heads`` tag strings, layer-major (shown on the mark's hover and as text).
         title, colorbar_title: texts.
         axis_titles: x and y axis titles.
-        importance: ``(layers, heads)`` head importance; the mark's area is proportional to it.
-            ``None``: all marks the same size.
+        importance: ``(layers, heads)`` head importance; the mark's area is proportional to it (a NaN
+            head gets the plain size). ``None``: all marks the same size.
         selected: ``(layer, head)`` outlined in red.
         zrange: the colour range; ``None`` fits it to the values.
-        tag_labels: ``layers * heads`` texts under the marks (e.g. short tags in the user's language);
+        tag_labels: ``layers * heads`` texts beside the marks, below them in even columns and above them in
+            odd ones (e.g. short tags in the user's language);
             ``None``: ``tags`` shortened ("previous-token" → "prev").
+        missing: why a NaN head has no value (in the user's language), said in its hover after
+            :data:`~attention_viz.figures.plotting.MISSING_TEXT`.
 
     Returns:
-        A figure with one scatter trace (``customdata`` = ``[layer, head]``), selectable by click.
+        A figure with one scatter trace, selectable by click: ``customdata`` = ``[layer, head, tags, value]``
+        with the value as the hover writes it (4 decimals, or "—" and ``missing``). ``marker.color`` is the
+        statistic, a float array; where a head's value is missing it is a list with
+        :data:`~attention_viz.figures.plotting.MISSING_COLOUR` (grey, outside the colour scale) in its place.
     """
     grid = np.asarray(grid, dtype=np.float64)
     layers, heads = grid.shape
     layer_of, head_of = np.repeat(np.arange(layers), heads), np.tile(np.arange(heads), layers)  # layer-major
-    values = grid.reshape(-1)
+    values = grid.reshape(-1).copy()  # (layers * heads,), layer-major; the figure keeps its own
     finite = values[np.isfinite(values)]
     zmin, zmax = zrange or (
         (float(finite.min()), float(max(finite.max(), finite.min() + 1e-12))) if finite.size else (0, 1)
@@ -83,15 +104,22 @@ def head_overview(
         # and two "broad" side by side ran together ("broadbroad") at 800 x 600.
         "textposition": ["bottom center" if head % 2 == 0 else "top center" for head in head_of],
         "textfont": {"size": 10, "color": "#444"},
-        "customdata": [[int(lay), int(hd), tag] for lay, hd, tag in zip(layer_of, head_of, tags, strict=True)],
+        "customdata": [
+            [int(lay), int(hd), tag, shown]
+            for lay, hd, tag, shown in zip(layer_of, head_of, tags, _value_texts(values, missing), strict=True)
+        ],
         "hovertemplate": (
             f"{axis_titles[1]} %{{customdata[0]}}, {axis_titles[0]} %{{customdata[1]}}<br>"
-            f"{colorbar_title}: %{{marker.color:.4f}}<br>%{{customdata[2]}}<extra></extra>"
+            f"{colorbar_title}: %{{customdata[3]}}<br>%{{customdata[2]}}<extra></extra>"
         ),
         "marker": {
             "symbol": "square",
             "size": sizes,
-            "color": np.where(np.isfinite(values), values, zmin),
+            # plotly.js draws a colour string in a numeric colour array as that colour, outside the scale
+            # (makeColorScaleFunc, src/components/colorscale/helpers.js); tests/test_browser.py checks the pixels
+            "color": values
+            if finite.size == values.size
+            else [float(v) if np.isfinite(v) else plotting.MISSING_COLOUR for v in values],
             "colorscale": plotting.colorscale(OVERVIEW_COLORSCALE),
             "cmin": zmin,
             "cmax": zmax,

@@ -24,6 +24,10 @@ from attention_viz import internals
 from attention_viz.figures.layout import FONT_FAMILY
 
 TRACE_TYPES = ("heatmap", "scatter", "bar")  # the trace types our figures draw
+# A value that is missing (not applicable, nothing to measure) is drawn in this grey, outside every colour scale
+# the figures use, and written as this dash, never as 0.
+MISSING_COLOUR = "#c8c8c8"
+MISSING_TEXT = "—"
 
 
 def _slim_template() -> dict:

@@ -11,7 +11,7 @@ import streamlit as st
 from attention_viz import analysis
 from attention_viz.models.loading import LoadedModel
 from attention_viz.ui import cache, feedback, state
-from attention_viz.ui.i18n import t
+from attention_viz.ui.i18n import counted, t
 from attention_viz.ui.safe_text import Markdown
 
 SCOPES = state.SCOPES
@@ -64,6 +64,17 @@ def duration(seconds: float) -> Markdown:
         return t("stats.about_whole_minutes", m=round(seconds / 60))
     minutes, rest = divmod(round(seconds / 10) * 10, 60)
     return t("stats.about_minutes", m=minutes, s=rest)
+
+
+def corpus_caption(result: analysis.CorpusResult) -> Markdown:
+    """What a corpus run counted: its texts, tokens and skipped empty lines, each in the right number
+    ("1 text", "1 empty line skipped")."""
+    return t(
+        "stats.corpus_caption",
+        texts=counted("stats.corpus_texts", result.num_texts),
+        tokens=counted("stats.corpus_tokens", result.num_tokens),
+        skipped=counted("stats.corpus_skipped", result.num_skipped),
+    )
 
 
 def _stop(run: str) -> None:

@@ -63,3 +63,11 @@ def plain(key: str, /, **values: object) -> str:
     """The text ``key`` with ``values`` filled in as they are: for what does not render Markdown (a
     chart's title, an option of a select box), never for a Streamlit call that does."""
     return table(language())[key].format(**values)
+
+
+def counted(key: str, n: int, /, **values: object) -> Markdown:
+    """:func:`t` for a text about ``n`` things (the field ``{n}``): ``key_one`` when ``n`` is 1 and the table has
+    it ("1 empty line skipped"), else ``key`` ("0 empty lines skipped", "2 empty lines skipped"). Both tables
+    have both ids; where a language has no plural (Chinese) the two texts differ only in the number."""
+    chosen = f"{key}_one" if n == 1 and f"{key}_one" in table(language()) else key
+    return t(chosen, n=n, **values)

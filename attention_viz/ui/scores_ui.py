@@ -11,7 +11,7 @@ from attention_viz.analysis import head_scores, published
 from attention_viz.models.loading import LoadedModel
 from attention_viz.ui import cache, controls, head_links, state
 from attention_viz.ui.corpus_picker import duration
-from attention_viz.ui.i18n import plain, t
+from attention_viz.ui.i18n import counted, plain, t
 
 SCORES = tuple(head_scores.SCORES)  # induction, previous, duplicate, sink, cls_sep
 CHART_KEY = "scores_overview"
@@ -53,7 +53,7 @@ def results(loaded: LoadedModel, count: int, length: int, seed: int, place=st) -
     asked = st.session_state.get(_RAN) == (loaded.info.name, count, length, seed)
     if not asked:
         place.button(
-            t("scores.run", time=duration(seconds), sequences=2 * count),
+            t("scores.run", time=duration(seconds), sequences=counted("scores.run_sequences", count)),
             on_click=_run,
             args=(loaded, count, length, seed),
             icon=":material/play_arrow:",
@@ -81,24 +81,21 @@ def published_heads(loaded: LoadedModel) -> tuple[published.PublishedHead, ...]:
 
 
 def hover_texts(scores: head_scores.HeadScores, name: str, found) -> list[str]:
-    """Per head, layer-major: the score and its control, and a published finding (★)."""
+    """Per head, layer-major: the score and its control, and a published finding (★). Without a control (a
+    score of the current text) nothing but the ★: the overview's hover says the score (or why it is missing)."""
     layers, heads = scores.repeated[name].shape
     marks = {(h.layer, h.head): plain(f"scores.col_{h.task}") for h in found}
     texts = []
     for layer in range(layers):
         for head in range(heads):
             value, control = scores.repeated[name][layer, head], scores.control[name][layer, head]
-            text = (
-                plain("scores.hover", score=_number(value), control=_number(control))
-                if np.isfinite(control)
-                else _number(value)
-            )
+            text = plain("scores.hover", score=_number(value), control=_number(control)) if np.isfinite(control) else ""
             texts.append(text + (f" ★ {marks[(layer, head)]}" if (layer, head) in marks else ""))
     return texts
 
 
 def _number(value: float) -> str:
-    return "—" if not np.isfinite(value) else f"{value:.3f}"
+    return figures.MISSING_TEXT if not np.isfinite(value) else f"{value:.3f}"
 
 
 def overview(loaded: LoadedModel, scores: head_scores.HeadScores, name: str, selected, chart_key: str) -> None:
@@ -118,8 +115,12 @@ def overview(loaded: LoadedModel, scores: head_scores.HeadScores, name: str, sel
         selected=selected,
         zrange=(0.0, 1.0),
         tag_labels=labels,
+        missing=plain(f"scores.missing_{name}"),
     )
     head_links.chart(figure, chart_key, info.num_heads)
+    if np.isnan(scores.repeated[name]).any():
+        reason = t(f"scores.missing_{name}")
+        st.caption(t("stats.missing_caption", statistic=t(f"scores.col_{name}"), reason=reason))
 
 
 def section(loaded: LoadedModel, selected: tuple[int, int]) -> None:
@@ -130,9 +131,8 @@ def section(loaded: LoadedModel, selected: tuple[int, int]) -> None:
     scores = results(loaded, count, length, seed)
     if scores is None:
         return
-    st.caption(
-        t("scores.caption", count=scores.count, length=scores.length, tokens=scores.num_tokens, seconds=scores.seconds)
-    )
+    numbers = {"count": scores.count, "length": scores.length, "tokens": scores.num_tokens, "seconds": scores.seconds}
+    st.caption(counted("scores.caption", scores.count, **numbers))
     shown = [name for name in SCORES if np.isfinite(scores.repeated[name]).any()]
     name = state.control(
         st.columns([2, 3])[0].selectbox,
@@ -160,6 +160,7 @@ def _published(loaded: LoadedModel, scores: head_scores.HeadScores) -> None:
                 t("scores.col_previous"): [scores.repeated["previous"][h.layer, h.head] for h in found],
             },
             hide_index=True,
+            placeholder=figures.MISSING_TEXT,
             key="_scores_published",
         )
 
@@ -171,6 +172,7 @@ def _table(scores: head_scores.HeadScores, count: int, length: int, seed: int) -
     st.dataframe(
         frame,
         hide_index=True,
+        placeholder=figures.MISSING_TEXT,  # a score that does not apply: "—", never "None" or 0
         height=min(38 + 35 * len(frame), 420),
         column_config={
             "layer": st.column_config.NumberColumn(t("stats.col_layer")),

@@ -1,12 +1,13 @@
 """Head statistics: what each head attends to, on the current text or a corpus; click a head to open it."""
 
+import numpy as np
 import streamlit as st
 
 from attention_viz import analysis, figures
 from attention_viz.analysis import published
 from attention_viz.ui import cache, controls, feedback, head_links, model_notes, scores_ui, state
-from attention_viz.ui.corpus_picker import corpus_scope, run_corpus
-from attention_viz.ui.i18n import t
+from attention_viz.ui.corpus_picker import corpus_caption, corpus_scope, run_corpus
+from attention_viz.ui.i18n import plain, t
 from attention_viz.ui.screen import header_width
 
 CHART_KEY = "stats_overview"
@@ -20,6 +21,17 @@ def _tag_id(tag: str) -> str:
 def _shown_tags(tags: str, prefix: str) -> str:
     """A head's tags (", "-joined English from the core) in the user's language; translated only for display."""
     return ", ".join(t(f"stats.{prefix}_{_tag_id(tag)}") for tag in tags.split(", ") if tag)
+
+
+# Why a statistic has no value (NaN: it counted no query token), by column; the others count every query token.
+_MISSING = {"cls": "cls", "sep": "sep", "previous": "previous", "next": "next", "a_to_b": "pair", "b_to_a": "pair"}
+
+
+def _missing_reason(statistic: str, causal: bool) -> str:
+    """The id part of ``stats.missing_*``: why ``statistic`` can be missing for this model."""
+    if causal and statistic in analysis.stats.CAUSAL_NOT_APPLICABLE:
+        return "causal"
+    return _MISSING.get(statistic, "counted")
 
 
 def _header_width(column: str) -> int:
@@ -63,7 +75,7 @@ def _statistics(loaded, selection):
         return scope, frame
     importance = state.control(st.checkbox, t("stats.corpus_importance"), "stats_importance")
     result = run_corpus(loaded, corpus, importance)
-    st.caption(t("stats.corpus_caption", texts=result.num_texts, skipped=result.num_skipped, tokens=result.num_tokens))
+    st.caption(corpus_caption(result))
     return scope, result.statistics
 
 
@@ -71,8 +83,10 @@ def _overview(frame, statistic: str, info, found, selected: tuple[int, int]) -> 
     """Every head's statistic as a grid (a click opens the head in Compare), tagged, the published heads starred."""
     importance_grid = analysis.statistic_grid(frame, "importance") if "importance" in frame else None
     notes = published.head_notes(found, info.num_layers, info.num_heads)  # layer-major, like the frame
+    grid = analysis.statistic_grid(frame, statistic)
+    reason = _missing_reason(statistic, info.causal)
     figure = figures.head_overview(
-        analysis.statistic_grid(frame, statistic),
+        grid,
         [
             _shown_tags(tags, "tag") + (f" ★ {note}" if note else "")
             for tags, note in zip(frame["tags"], notes, strict=True)
@@ -86,10 +100,15 @@ def _overview(frame, statistic: str, info, found, selected: tuple[int, int]) -> 
             _shown_tags(tags, "short").replace(", ", "+") + ("★" if note else "")
             for tags, note in zip(frame["tags"], notes, strict=True)
         ],
+        missing=plain(f"stats.missing_{reason}"),
     )
     # The table sits below the overview: side by side, 12 heads per row crowd at laptop widths (checked at 800 × 600).
     head_links.chart(figure, CHART_KEY, info.num_heads)
-    st.caption(t("stats.overview_caption") + (" " + t("stats.size_caption") if importance_grid is not None else ""))
+    caption = t("stats.overview_caption") + (" " + t("stats.size_caption") if importance_grid is not None else "")
+    if np.isnan(grid).any():
+        name = t(f"stats.col_{statistic}")
+        caption += " " + t("stats.missing_caption", statistic=name, reason=t(f"stats.missing_{reason}"))
+    st.caption(caption)
 
 
 def _published(found) -> None:
@@ -104,6 +123,7 @@ def _published(found) -> None:
             t("families.published_col_accuracy"): [h.accuracy for h in found],
         },
         hide_index=True,
+        placeholder=figures.MISSING_TEXT,
         key="_stats_published",
     )
 
@@ -117,6 +137,7 @@ def _table(frame, statistic: str, scope: str) -> None:
     st.dataframe(
         shown,
         hide_index=True,
+        placeholder=figures.MISSING_TEXT,  # a statistic that does not apply: "—", never "None" or 0
         height=min(38 + 35 * len(frame), 420),
         column_config={
             "layer": st.column_config.NumberColumn(t("stats.col_layer")),
