@@ -19,7 +19,7 @@ from tiny_families import DECODERS, GEMMA_WINDOW, MISTRAL_WINDOW, make_tiny
 
 from attention_viz.analysis import head_scores as hs
 from attention_viz.analysis import steps
-from attention_viz.extraction import encode, extract, model_inputs, pretrained_attention
+from attention_viz.extraction import InputError, encode, extract, model_inputs, pretrained_attention
 from attention_viz.models import families
 from attention_viz.models.decoder import Decoder, apply_rotary, rope_frequencies, rotary_angles
 from attention_viz.models.encoder import Variant
@@ -87,8 +87,9 @@ def test_every_variant_keeps_the_causal_mask_and_a_pair_is_refused(family_model,
     exact = extract(loaded, TEXT, source="scratch").weights
     assert not np.allclose(extract(loaded, TEXT, source="scratch", variant="no-scaling").weights, exact)
     np.testing.assert_array_equal(exact, extract(loaded, TEXT).weights)
-    with pytest.raises(Exception, match="one text, not a sentence pair"):
+    with pytest.raises(InputError, match="one text, not a sentence pair") as refused:
         extract(loaded, "Where is it?", "It is in the box.")
+    assert refused.value.code == "pair_unsupported"
 
 
 def test_mistral_sees_only_its_window_below_and_above_it(family_model):
