@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from apptools import chart, no_errors, run_app, view, z
-from tiny_families import FAMILIES
+from tiny_families import DECODERS, FAMILIES
 
 from attention_viz.extraction import extract
 from attention_viz.ui import cache, i18n
@@ -36,6 +36,27 @@ def test_compare_matches_transformers_exactly_and_every_page_opens(family_dir, f
     assert ("shares its layer weights" in captions) == (family == "albert")
     assert ("is a decoder" in captions) == (family == "gpt2")
     for page in PAGES:
+        at.switch_page(page).run()
+        no_errors(at)
+        assert not at.error, (page, [e.value for e in at.error])
+
+
+@pytest.mark.parametrize("family", DECODERS)
+def test_every_page_opens_on_a_llama_style_decoder(family_dir, family):
+    """Llama, Qwen2, Qwen3, Mistral and Gemma 2: the map is transformers' (per query head), Compare finds the
+    from-scratch decoder equal, and every page opens, the experiments and scores included."""
+    folder = family_dir(family)
+    at = run_app(model=folder, text=TEXT, pair="", layer=1, head=2)
+    no_errors(at)
+    assert not at.error, [e.value for e in at.error]
+    expected = extract(cache.model(folder), TEXT).weights[1, 2]
+    shown = z(chart(at, "map"))
+    assert shown.shape[0] >= 10 and np.array_equal(shown, expected[: shown.shape[0], : shown.shape[1]])
+    assert np.all(shown[np.triu_indices(len(shown), k=1)] == 0) and np.all(shown.diagonal() > 0)
+    assert "Matches transformers" in at.success[0].value
+    assert np.all(z(chart(view(at, "difference"), "map")) == 0)
+    assert "is a decoder" in _captions(at)
+    for page in [*PAGES, "attention_viz/ui/pages/experiments.py"]:
         at.switch_page(page).run()
         no_errors(at)
         assert not at.error, (page, [e.value for e in at.error])

@@ -4,6 +4,9 @@ Each has 2-3 layers of 4 heads (hidden 32) and a real tokenizer of its kind: the
 BERT, DistilBERT and ELECTRA; a byte-level BPE (RoBERTa, GPT-2) or a SentencePiece-style Unigram
 (XLM-R, ALBERT) trained here on a few lines with the ``tokenizers`` library. Query and key weights are
 drawn wider than the families' init so that heads have structure and a wrong mask or position shows.
+
+The Llama-style decoders (:data:`DECODERS`) have 4 query heads sharing 2 key/value heads and the same
+byte-level BPE, with ``<s>`` put in front of every text (Llama, Mistral, Gemma 2) or nothing (Qwen).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import json
 from functools import cache
 
 import torch
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import (
     AlbertConfig,
     AlbertModel,
@@ -25,9 +28,20 @@ from transformers import (
     DistilBertTokenizer,
     ElectraConfig,
     ElectraModel,
+    Gemma2Config,
+    Gemma2Model,
     GPT2Config,
     GPT2Model,
     GPT2Tokenizer,
+    LlamaConfig,
+    LlamaModel,
+    MistralConfig,
+    MistralModel,
+    PreTrainedTokenizerFast,
+    Qwen2Config,
+    Qwen2Model,
+    Qwen3Config,
+    Qwen3Model,
     RobertaConfig,
     RobertaModel,
     RobertaTokenizer,
@@ -39,6 +53,7 @@ from transformers import (
 from attention_viz.models.loading import bundled_model_path
 
 FAMILIES = ("albert", "bert", "distilbert", "electra", "gpt2", "roberta", "xlm-roberta")
+DECODERS = ("gemma2", "llama", "mistral", "qwen2", "qwen3")
 LINES = [
     "The cat sat on the mat.",
     "The animal didn't cross the street because it was too tired.",
@@ -49,6 +64,9 @@ LINES = [
 ]
 SIZES = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
 POSITIONS = 64
+DECODER_SIZES = SIZES | dict(num_key_value_heads=2, max_position_embeddings=POSITIONS)
+MISTRAL_WINDOW = 6  # keys a query of Mistral's tiny model sees: texts longer than it show the window
+GEMMA_WINDOW = 4  # the window of Gemma 2's local layer 0 (layer 1 is global)
 
 
 @cache
@@ -76,7 +94,47 @@ def _unigram(specials: tuple[str, ...], unk: str) -> list[tuple[str, float]]:
     return [tuple(entry) for entry in json.loads(tokenizer.to_str())["model"]["vocab"]]
 
 
+def _decoder_tokenizer(family: str) -> PreTrainedTokenizerFast:
+    """The byte-level BPE with ``<s>`` before each text (Llama, Mistral, Gemma 2) or nothing before it (Qwen)."""
+    vocab, merges = _bpe()
+    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    steps = [processors.ByteLevel(trim_offsets=False)]
+    if not family.startswith("qwen"):
+        template = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", vocab["<s>"])])
+        steps.append(template)
+        specials = dict(bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>")
+    else:  # Qwen: no beginning-of-sequence token; <|endoftext|> ends and pads
+        specials = dict(eos_token="<|endoftext|>", pad_token="<|endoftext|>")
+    tokenizer.post_processor = processors.Sequence(steps)
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, **specials)
+
+
+def _decoder_model(family: str, vocab_size: int, **options):
+    """A tiny random model of a Llama-style family; ``options`` override its config (RoPE scaling, window)."""
+    sizes = DECODER_SIZES | {"vocab_size": vocab_size}
+    if family == "llama":
+        return LlamaModel(LlamaConfig(**sizes | options))
+    if family == "qwen2":
+        return Qwen2Model(Qwen2Config(**sizes | options))
+    if family == "qwen3":  # head_dim apart from hidden / heads, as the released Qwen3 models have it
+        return Qwen3Model(Qwen3Config(**sizes | {"head_dim": 16} | options))
+    if family == "mistral":
+        return MistralModel(MistralConfig(**sizes | {"sliding_window": MISTRAL_WINDOW} | options))
+    gemma = dict(
+        head_dim=16,
+        query_pre_attn_scalar=24,  # not head_dim: a scaling by head_dim ** -0.5 would show
+        attn_logit_softcapping=5.0,  # low enough to bend the sharpened scores
+        sliding_window=GEMMA_WINDOW,
+        layer_types=["sliding_attention", "full_attention"],
+    )
+    return Gemma2Model(Gemma2Config(**sizes | gemma | options))
+
+
 def _tokenizer(family: str):
+    if family in DECODERS:
+        return _decoder_tokenizer(family)
     if family in ("bert", "electra"):
         return AutoTokenizer.from_pretrained(bundled_model_path())
     if family == "distilbert":
@@ -130,14 +188,23 @@ def _model(family: str, vocab_size: int, pad: int | None):
     return GPT2Model(config)
 
 
-def make_tiny(family: str, folder, seed: int = 0) -> str:
-    """Save a random model of ``family`` (safetensors) with a tokenizer of its kind in ``folder``."""
+def make_tiny(family: str, folder, seed: int = 0, **options) -> str:
+    """Save a random model of ``family`` (safetensors) with a tokenizer of its kind in ``folder``; ``options``
+    override a decoder's config (``rope_parameters``, ``sliding_window``)."""
     tokenizer = _tokenizer(family)
     torch.manual_seed(seed)
-    model = _model(family, len(tokenizer), tokenizer.pad_token_id)
+    if family in DECODERS:
+        model = _decoder_model(family, len(tokenizer), **options)
+    else:
+        model = _model(family, len(tokenizer), tokenizer.pad_token_id)
     with torch.no_grad():  # the families' init (std 0.02) gives near-uniform attention: sharpen it so tests bite
         for name, param in model.named_parameters():
-            if name.endswith(("query.weight", "key.weight", "q_lin.weight", "k_lin.weight", "c_attn.weight")):
+            query_key = ("query.weight", "key.weight", "q_lin.weight", "k_lin.weight", "c_attn.weight", "q_proj.weight")
+            if name.endswith((*query_key, "k_proj.weight")):
+                param.normal_(0.0, 0.5)
+            elif name.endswith("norm.weight") and family in DECODERS:  # RMSNorm: not all 1 (Gemma: 1 + 0)
+                param.normal_(0.0 if family == "gemma2" else 1.0, 0.2)
+            elif name.endswith("bias") and family in DECODERS:  # Qwen2's q, k, v biases: not all 0
                 param.normal_(0.0, 0.5)
             elif name.endswith(("embeddings_project.weight", "embedding_hidden_mapping_in.weight")):
                 param.normal_(0.0, 0.5)  # the projection feeds layer 0 with no LayerNorm between

@@ -55,9 +55,7 @@ def transformed_values(encoder: BertEncoder, layer: int, layer_input: torch.Tens
     attention = encoder.layers[layer].attention
     h, d = attention.num_heads, attention.head_dim
     with torch.inference_mode():
-        values = attention.value(layer_input.to(torch.float32))  # (t, h*d)
-        t = values.shape[0]
-        values = values.view(t, h, d).transpose(0, 1)  # (h, t, d)
+        values = attention.head_vectors(layer_input.to(torch.float32)[None])[2][0]  # (h, t, d): per query head
         w_out = attention.output.weight.view(-1, h, d).permute(1, 2, 0)  # (h, d, hidden)
         transformed = torch.matmul(values, w_out)  # (h, t, hidden)
     return transformed.double().numpy()

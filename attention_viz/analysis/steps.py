@@ -57,14 +57,16 @@ class HeadSteps:
     masked: tuple[int, ...]
 
 
-def scaling_factor(kind: str, head_dim: int, hidden_size: int) -> float:
+def scaling_factor(kind: str, head_dim: int, hidden_size: int, own: float | None = None) -> float:
     """The factor raw scores are multiplied by.
 
     Args:
         kind: one of :data:`SCALINGS`, named as the from-scratch :class:`Variant` that scales so:
-            ``"exact"`` (``head_dim ** -0.5``, BERT and Vaswani et al.), ``"article-scaling"``
+            ``"exact"`` (the model's own: ``head_dim ** -0.5``, BERT and Vaswani et al.), ``"article-scaling"``
             (``1 / sqrt(embed_size)``, the seed article's layer) or ``"no-scaling"`` (1).
         head_dim, hidden_size: the model's sizes.
+        own: the model's own factor where it is not ``head_dim ** -0.5`` (Gemma 2's
+            ``query_pre_attn_scalar ** -0.5``; :attr:`LayerRules.scaling`).
 
     Raises:
         InputError: for an unknown kind.
@@ -72,7 +74,36 @@ def scaling_factor(kind: str, head_dim: int, hidden_size: int) -> float:
     if kind not in SCALINGS:
         raise InputError(f"unknown scaling {kind!r}: choose one of {', '.join(SCALINGS)}")
     factor = Variant(kind).scaling(hidden_size)
-    return head_dim**-0.5 if factor is None else factor
+    if factor is None:
+        return head_dim**-0.5 if own is None else own
+    return factor
+
+
+@dataclass(frozen=True)
+class LayerRules:
+    """What a layer's attention does to its scores besides ``q · k``, so that the steps give its weights.
+
+    Attributes:
+        scaling: the model's own factor (``head_dim ** -0.5``; Gemma 2: ``query_pre_attn_scalar ** -0.5``).
+        window: a sliding window's size (Mistral, Gemma 2's local layers): query ``i`` sees keys
+            ``i - window + 1 .. i``; ``None``: no window.
+        softcap: Gemma 2's attention-logit cap ``c``: scaled scores become ``c * tanh(s / c)``; ``None``: none.
+    """
+
+    scaling: float
+    window: int | None = None
+    softcap: float | None = None
+
+
+def layer_rules(encoder: BertEncoder, layer: int) -> LayerRules:
+    """The :class:`LayerRules` of one layer of a from-scratch model (its attention module's).
+
+    Raises:
+        IndexError: if ``layer`` is out of range.
+    """
+    _check_layer(encoder, layer)
+    attention = encoder.layers[layer].attention
+    return LayerRules(attention.scaling, attention.window, attention.softcap)
 
 
 def layer_inputs(encoder: BertEncoder, encoding: Encoding) -> np.ndarray:
@@ -115,12 +146,10 @@ def layer_vectors(encoder: BertEncoder, hidden: np.ndarray, layer: int) -> np.nd
     """
     _check_layer(encoder, layer)
     attention = encoder.layers[layer].attention
-    h, d = attention.num_heads, attention.head_dim
     x = torch.from_numpy(np.array(hidden, dtype=np.float32))[None]  # (1, t, hidden)
-    t = x.shape[1]
     with torch.inference_mode():
-        projected = torch.stack([p(x)[0] for p in (attention.query, attention.key, attention.value)])  # (3, t, h*d)
-    return projected.view(3, t, h, d).transpose(1, 2).numpy()  # (3, h, t, d)
+        # a decoder's queries and keys come rotated by position, its key/value heads repeated per query head
+        return torch.stack([v[0] for v in attention.head_vectors(x)]).numpy()  # (3, h, t, d)
 
 
 def head_vectors(encoder: BertEncoder, hidden: np.ndarray, layer: int, head: int) -> tuple[np.ndarray, ...]:
@@ -159,6 +188,8 @@ def head_steps(
     temperature: float = 1.0,
     masked: Iterable[int] = (),
     causal: bool = False,
+    window: int | None = None,
+    softcap: float | None = None,
 ) -> HeadSteps:
     """The computation of one head, step by step.
 
@@ -170,6 +201,10 @@ def head_steps(
         masked: key positions to hide: their score is ``-inf``, their weight exactly 0.
         causal: a decoder's mask as well: each query sees only itself and earlier keys (later keys
             score ``-inf``); ``masked`` hides keys on top of it.
+        window: with ``causal``, a sliding window: keys ``window`` or more tokens before the query score
+            ``-inf`` too (:attr:`LayerRules.window`).
+        softcap: the scaled dot products become ``softcap * tanh(s / softcap)`` before the temperature
+            (:attr:`LayerRules.softcap`).
 
     Returns:
         :class:`HeadSteps`.
@@ -191,9 +226,14 @@ def head_steps(
     mask = np.zeros(t, dtype=np.float32)  # additive, over keys
     mask[list(masked)] = -np.inf
     dots_all = queries @ keys.T  # (t, s)
-    scores_all = (dots_all * np.float32(scaling) / np.float32(temperature) + mask).astype(np.float32)  # (t, s)
+    scaled = dots_all * np.float32(scaling)  # (t, s)
+    if softcap is not None:
+        scaled = np.tanh(scaled / np.float32(softcap)) * np.float32(softcap)  # each in (-softcap, softcap)
+    scores_all = (scaled / np.float32(temperature) + mask).astype(np.float32)  # (t, s)
     if causal:
         scores_all[np.triu_indices(t, k=1)] = -np.inf  # (t, s): key j > query i is not seen
+    if causal and window is not None:
+        scores_all[np.tril_indices(t, k=-window)] = -np.inf  # (t, s): key j <= i - window is not seen either
     if not np.isfinite(scores_all[query_index]).any():
         raise InputError("every key this query can see is masked: leave at least one unmasked", code="all_masked")
     seen = np.isfinite(scores_all).any(-1)  # (t,): rows with a key left (causal and masked can hide all)
@@ -223,12 +263,14 @@ def layer_weights(
     temperature: float = 1.0,
     masked: Iterable[int] = (),
     causal: bool = False,
+    window: int | None = None,
+    softcap: float | None = None,
 ) -> np.ndarray:
     """Every head's weights of one layer computed as :func:`head_steps` computes one head's.
 
     Args:
         vectors: ``(3, h, t, d)`` the layer's queries, keys and values (:func:`layer_vectors`).
-        query_index, scaling, temperature, masked, causal: as for :func:`head_steps`.
+        query_index, scaling, temperature, masked, causal, window, softcap: as for :func:`head_steps`.
 
     Returns:
         float32 ``(h, t, t)``: each head's :attr:`HeadSteps.all_weights`.
@@ -239,7 +281,7 @@ def layer_weights(
     queries, keys, values = vectors  # each (h, t, d)
     return np.stack(
         [
-            head_steps(q, k, v, query_index, scaling, temperature, masked, causal).all_weights  # (t, t)
+            head_steps(q, k, v, query_index, scaling, temperature, masked, causal, window, softcap).all_weights
             for q, k, v in zip(queries, keys, values, strict=True)
         ]
     )  # (h, t, t)

@@ -138,7 +138,8 @@ def extract_encoded(
     except ValueError:
         choices = ", ".join(v.value for v in Variant)
         raise InputError(f"unknown variant {variant!r}: choose one of {choices}", "unknown_variant") from None
-    encoder = BertEncoder.random(loaded.encoder.config, seed) if variant is Variant.RANDOM else loaded.encoder
+    model = loaded.encoder  # a BertEncoder, or a Decoder for a Llama-style model: its own random init
+    encoder = type(model).random(model.config, seed) if variant is Variant.RANDOM else model
     weights = scratch_attention(encoder, encoding, variant.scaling(loaded.info.hidden_size))
     return AttentionResult(
         weights, encoding, loaded.info.name, source, variant.value, seed if variant is Variant.RANDOM else None

@@ -35,7 +35,9 @@ def key_padding_mask(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.
     return zeros.masked_fill(masked, torch.finfo(dtype).min)
 
 
-def causal_mask(num_tokens: int, dtype: torch.dtype, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+def causal_mask(
+    num_tokens: int, dtype: torch.dtype, attention_mask: torch.Tensor | None = None, window: int | None = None
+) -> torch.Tensor:
     """An additive mask that lets each query see only itself and earlier keys (a decoder's, as GPT-2's).
 
     Args:
@@ -43,16 +45,21 @@ def causal_mask(num_tokens: int, dtype: torch.dtype, attention_mask: torch.Tenso
         dtype: dtype of the attention scores the mask is added to.
         attention_mask: optional ``(b, t)`` padding mask, 1 for real tokens and 0 for padding; padded keys
             are masked as well.
+        window: sliding-window attention (Mistral, Gemma 2's local layers; Beltagy et al. 2020): query
+            ``i`` sees only the ``window`` keys ``i - window + 1 .. i``, as transformers'
+            ``sliding_window_overlay`` (``j > i - window``). ``None``: every earlier key.
 
     Returns:
         ``(1, 1, t, t)``, or ``(b, 1, t, t)`` with a padding mask: 0 where query ``i`` may see key ``j``
-        (``j <= i`` and ``j`` not padded), ``torch.finfo(dtype).min`` elsewhere, as transformers'
-        ``create_causal_mask`` builds it for eager attention. After the softmax the upper triangle is
-        exactly 0.
+        (``j <= i``, within the window, and ``j`` not padded), ``torch.finfo(dtype).min`` elsewhere, as
+        transformers' ``create_causal_mask`` (``create_sliding_window_causal_mask``) builds it for eager
+        attention. After the softmax the upper triangle is exactly 0.
     """
     device = None if attention_mask is None else attention_mask.device
-    blocked = ~torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=device).tril()  # (t, s)
-    blocked = blocked[None, None]  # (1, 1, t, s)
+    seen = torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=device).tril()  # (t, s): j <= i
+    if window is not None:
+        seen = seen & ~seen.tril(-window)  # (t, s): and j > i - window
+    blocked = ~seen[None, None]  # (1, 1, t, s)
     if attention_mask is not None:
         blocked = blocked | (attention_mask[:, None, None, :] == 0)  # (b, 1, t, s)
     zeros = torch.zeros(blocked.shape, dtype=dtype, device=device)
@@ -66,6 +73,7 @@ def scaled_dot_product_attention(
     mask: torch.Tensor | None = None,
     scaling: float | None = None,
     dropout: float = 0.0,
+    softcap: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention as a pure function: ``softmax(q k^T * scaling + mask) v``.
 
@@ -78,6 +86,9 @@ def scaled_dot_product_attention(
         scaling: factor applied to the raw scores; ``None`` means ``d ** -0.5`` (the Transformer's).
         dropout: dropout probability on the weights (0 in eval; as in BERT, the returned weights are
             the ones after dropout).
+        softcap: attention-logit soft-capping (Gemma 2): the scaled scores become
+            ``softcap * tanh(scores / softcap)``, each within ``(-softcap, softcap)``, before the mask is
+            added (transformers' Gemma 2 ``eager_attention_forward``). ``None``: no capping.
 
     Returns:
         ``(context, weights)``: context ``(b, h, t, d_v)``; weights ``(b, h, t, s)``, each row a
@@ -95,6 +106,8 @@ def scaled_dot_product_attention(
     if scaling is None:
         scaling = query.size(-1) ** -0.5
     scores = torch.matmul(query, key.transpose(-2, -1)) * scaling  # (b, h, t, s)
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap  # (b, h, t, s), each in (-softcap, softcap)
     if mask is not None:
         scores = scores + mask  # (b, h, t, s)
     weights = torch.softmax(scores, dim=-1)  # (b, h, t, s)
@@ -177,6 +190,14 @@ class MultiHeadSelfAttention(nn.Module):
             self.value = nn.Linear(input_size, inner, bias=bias)
         self.output = nn.Linear(inner, output_size or input_size, bias=bias)
 
+    window: int | None = None  # every earlier key (a decoder) or every key: no sliding window
+    softcap: float | None = None  # scores are not capped
+
+    @property
+    def scaling(self) -> float:
+        """The factor the model's own scores are multiplied by: ``head_dim ** -0.5``."""
+        return self.head_dim**-0.5
+
     def _project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if self.fused:  # one matrix product, then views of its columns, as GPT-2's c_attn(x).split(...)
             return self.qkv(x).split(self.num_heads * self.head_dim, dim=-1)  # 3 × (b, t, h*d)
@@ -185,6 +206,11 @@ class MultiHeadSelfAttention(nn.Module):
     def _split(self, x: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
         return x.view(b, t, self.num_heads, self.head_dim).transpose(1, 2)  # (b, h, t, d)
+
+    def head_vectors(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Every head's query, key and value vectors for ``x`` ``(b, t, input_size)``: 3 × ``(b, h, t, d)``,
+        the vectors whose scaled dot products :meth:`forward` turns into weights."""
+        return tuple(self._split(p) for p in self._project(x))  # 3 × (b, h, t, d)
 
     def forward(
         self,

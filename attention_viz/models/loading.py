@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 
 from attention_viz import settings
 from attention_viz.models import families
+from attention_viz.models.decoder import Decoder
 from attention_viz.models.encoder import BertEncoder, WeightMismatchError
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
@@ -82,7 +83,8 @@ class ModelInfo:
 
 @dataclass(frozen=True)
 class LoadedModel:
-    """A tokenizer, the transformers model (eval mode, eager attention) and our encoder with its weights.
+    """A tokenizer, the transformers model (eval mode, eager attention) and our encoder with its weights
+    (a :class:`~attention_viz.models.decoder.Decoder` for a Llama-style model).
 
     Shared read-only by every caller (the app caches one per process): never set attributes or
     config options on it; pass per-call options such as ``output_attentions`` as arguments.
@@ -91,7 +93,7 @@ class LoadedModel:
     info: ModelInfo
     tokenizer: object
     model: object
-    encoder: BertEncoder
+    encoder: BertEncoder | Decoder
 
 
 def _first_line(exc: Exception) -> str:
@@ -259,7 +261,8 @@ def load_model(name: str | None = None, policy: settings.ModelPolicy | None = No
     """Load a checkpoint of a supported family for attention extraction, in float32 whatever its saved dtype.
 
     ``config.model_type`` picks the family (:mod:`attention_viz.models.families`): BERT, RoBERTa,
-    XLM-RoBERTa, DistilBERT, ELECTRA, ALBERT or GPT-2.
+    XLM-RoBERTa, DistilBERT, ELECTRA, ALBERT, GPT-2, or the Llama-style decoders Llama, Qwen2, Qwen3, Mistral
+    and Gemma 2.
 
     A hub name is looked up in the local Hugging Face cache first; the hub itself is asked only when
     the model is not cached and the hub can be reached.
@@ -357,7 +360,7 @@ def load_model(name: str | None = None, policy: settings.ModelPolicy | None = No
         num_layers=config.num_hidden_layers,
         num_heads=config.num_attention_heads,
         hidden_size=config.hidden_size,
-        head_dim=config.hidden_size // config.num_attention_heads,
+        head_dim=encoder.config.head_dim,  # Qwen3 and Gemma 2 set it apart from hidden / heads
         vocab_size=config.vocab_size,
         max_positions=family.max_positions(config),
         checkpoint_dtype=saved_dtype,

@@ -15,6 +15,7 @@ from functools import cache
 import torch
 from torch import nn
 
+from attention_viz.models.decoder import Decoder, DecoderConfig
 from attention_viz.models.encoder import BertEncoder, EncoderConfig, WeightMismatchError, load_weights
 from attention_viz.models.families.base import Family
 
@@ -54,7 +55,7 @@ def family_for(model_type: str) -> Family:
     return found
 
 
-def encoder_config(config) -> EncoderConfig:
+def encoder_config(config) -> EncoderConfig | DecoderConfig:
     """The from-scratch encoder's config for a transformers config of any supported family.
 
     Raises:
@@ -68,11 +69,12 @@ def encoder_config(config) -> EncoderConfig:
     return family.encoder_config(config)
 
 
-def encoder_from_pretrained(model: nn.Module) -> BertEncoder:
+def encoder_from_pretrained(model: nn.Module) -> BertEncoder | Decoder:
     """A from-scratch encoder with a copy of a transformers model's weights, in eval mode.
 
     The model's ``config.model_type`` picks its family (:func:`family_for`), which says how the
-    checkpoint's names map onto the encoder's.
+    checkpoint's names map onto the encoder's, and which from-scratch model it is (:class:`BertEncoder`,
+    or :class:`~attention_viz.models.decoder.Decoder` for a Llama-style decoder).
 
     Raises:
         WeightMismatchError: if the family or a setting is unsupported, or any weight is missing,
@@ -84,7 +86,7 @@ def encoder_from_pretrained(model: nn.Module) -> BertEncoder:
         raise WeightMismatchError(str(exc)) from None
     config = family.encoder_config(model.config)
     with torch.device("meta"):  # shapes only: every weight is replaced by the checkpoint's (no random init)
-        encoder = BertEncoder(config)
+        encoder = family.model_class(config)
     names = lambda name: family.checkpoint_name(name, config)  # noqa: E731
     load_weights(encoder, model.state_dict(), names, family.unused, family.transposed, assign=True)
     return encoder.eval()

@@ -11,7 +11,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from attention_viz.models.encoder import EncoderConfig, WeightMismatchError, transformers_name
+from torch import nn
+
+from attention_viz.models.decoder import DecoderConfig
+from attention_viz.models.encoder import BertEncoder, EncoderConfig, WeightMismatchError, transformers_name
 
 # Checkpoint entries no family's encoder uses: a pooler on top, position/token-type id buffers.
 POOLER_AND_BUFFERS = r"^pooler\.|^embeddings\.(position_ids|token_type_ids)$"
@@ -80,7 +83,8 @@ class Family:
         model_type: transformers' ``config.model_type`` (``"roberta"``).
         name: the family as people write it (``"RoBERTa"``).
         differs: one line on what differs from BERT (shown in the app and in docs/models.md).
-        encoder_config: transformers config -> :class:`EncoderConfig`; raises
+        encoder_config: transformers config -> :class:`EncoderConfig` (a Llama-style decoder's:
+            :class:`~attention_viz.models.decoder.DecoderConfig`); raises
             :class:`~attention_viz.models.encoder.WeightMismatchError` for settings the encoder lacks.
         checkpoint_name: ``(our parameter name, encoder config)`` -> the name in the transformers model's
             ``state_dict()``.
@@ -95,13 +99,16 @@ class Family:
         position_offset: positions the embedding table reserves before the first token (RoBERTa:
             ``padding_idx + 1``); the longest input is ``max_position_embeddings`` minus this.
         parity: how closely the encoder reproduces transformers' attention, and why.
+        model_class: the from-scratch model built from :attr:`encoder_config`'s config:
+            :class:`~attention_viz.models.encoder.BertEncoder` (BERT's kin, GPT-2) or
+            :class:`~attention_viz.models.decoder.Decoder` (Llama-style decoders).
     """
 
     model_type: str
     name: str
     differs: str
-    encoder_config: Callable[[object], EncoderConfig]
-    checkpoint_name: Callable[[str, EncoderConfig], str]
+    encoder_config: Callable[[object], EncoderConfig | DecoderConfig]
+    checkpoint_name: Callable[[str, EncoderConfig | DecoderConfig], str]
     attention_modules: Callable[[object], list]
     unused: re.Pattern = field(default_factory=lambda: re.compile(POOLER_AND_BUFFERS))
     transposed: Callable[[str], bool] = lambda name: False
@@ -109,6 +116,7 @@ class Family:
     causal: bool = False
     position_offset: Callable[[object], int] = lambda config: 0
     parity: str = "bit for bit: the same kernels in the same order as transformers' eager attention"
+    model_class: type[nn.Module] = BertEncoder
 
     def max_positions(self, config) -> int:
         """The most tokens one input can have: the position table less the family's offset."""

@@ -48,7 +48,7 @@ def _show() -> None:
     controls.head_picker(
         explanation=(t("inside.intro", head_dim=info.head_dim, hidden=info.hidden_size),), shortcuts=False
     )
-    settings = _controls(info, encoding)
+    settings = _controls(info, encoding, steps.layer_rules(loaded.encoder, layer).scaling)
     header.header(t("inside.title", layer=layer, head=head, query=labels[settings.query]))
     presets_ui.look_for(loaded)
     feedback.truncation(encoding)
@@ -62,6 +62,7 @@ def _show() -> None:
         settings.temperature,
         settings.masked,
         info.causal,
+        *_window_and_cap(loaded, layer),
     )
     config = downloads.chart_config(info.name, layer, head, "inside")
     _steps(result, labels, settings, layer, head, info.head_dim, config)
@@ -82,7 +83,13 @@ def _show() -> None:
     downloads.buttons(pretrained, result.all_weights, figure, layer, head, "inside", labels)
 
 
-def _controls(info, encoding) -> _Settings:
+def _window_and_cap(loaded, layer: int) -> tuple[int | None, float | None]:
+    """The layer's sliding window and score cap (Mistral, Gemma 2), as the steps take them."""
+    rules = steps.layer_rules(loaded.encoder, layer)
+    return rules.window, rules.softcap
+
+
+def _controls(info, encoding, own_scaling: float) -> _Settings:
     """The query token, the scaling, the temperature and the masked keys, in two columns."""
     labels, n = encoding.labels, encoding.num_tokens
 
@@ -138,7 +145,7 @@ def _controls(info, encoding) -> _Settings:
         help=t("inside.mask_help"),
         placeholder=t("inside.mask_placeholder"),
     )
-    scaling = steps.scaling_factor(scaling_kind, info.head_dim, info.hidden_size)
+    scaling = steps.scaling_factor(scaling_kind, info.head_dim, info.hidden_size, own_scaling)
     return _Settings(query_index, scaling_kind, scaling, temperature, tuple(masked_keys))
 
 
@@ -228,6 +235,7 @@ def _map(loaded, selection, settings: _Settings, style, labels) -> None:
                     temperature,
                     masked,
                     info.causal,
+                    *_window_and_cap(loaded, layer),
                 )
                 for layer in layers
             ]
