@@ -5,7 +5,7 @@ a remount and a full plotly draw, and fast presses were dropped (benchmarks/READ
 element (Streamlit's custom components v2, declared in ``pyproject.toml`` with this folder as its
 ``asset_dir``) keeps its DOM node across reruns and holds the maps it needs for the next steps: a key
 paints the new head into a canvas laid over plotly's plot at once, and plotly (axes, labels, colour bar,
-exact hover values, the PNG export) catches up when the keys stop. Python computes every number; the
+exact hover values, the PNG and SVG export) catches up when the keys stop. Python computes every number; the
 browser only draws them.
 
 What the browser holds (:data:`BUDGET`, 16 MiB of float32 per bundle): every layer's heads when they fit
