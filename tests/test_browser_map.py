@@ -6,16 +6,20 @@ The element's state is read from its root's data attributes (``data-layer``, ``d
 ``data-query-start``, ``data-key-start``), which it writes when it paints.
 """
 
+import base64
+import io
 import urllib.request
 from urllib.parse import parse_qs, urlsplit
+from xml.etree import ElementTree
 
 import numpy as np
 import pytest
-from browser import IDLE, MAP, idle, wait_until
+from browser import ARTIFACTS, IDLE, MAP, idle, wait_until
+from PIL import Image
 from playwright.sync_api import expect
 
 from attention_viz.extraction import extract
-from attention_viz.ui import state
+from attention_viz.ui import i18n, state
 from attention_viz.ui.attention_map import element, serving
 
 ELEMENT = '[data-testid="attention-map"]'
@@ -341,4 +345,162 @@ def test_compare_loads_one_copy_of_plotly_js(server, chromium):
     assert sum(serving.PLOTLY_PATH in address for address in fetched) == 1, fetched
     assert not [address for address in fetched if "PlotlyChart" in address]
     assert page.evaluate("() => document.querySelectorAll('script[data-av-plotly]').length") == 1
+    page.close()
+
+
+# --- What a person sees, in pixels ----------------------------------------------------------------------------
+# The page's DOM holds plotly's hover label, tick labels and colour bar even where something drawn over them
+# hides them, so these tests read the screen: screenshots of a region with and without the pointer.
+
+EN = i18n.table("en")
+SVG = "{http://www.w3.org/2000/svg}"
+BOX = "e => { const r = e.getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; }"
+
+
+def _pixels(page, x: float, y: float, width: float, height: float) -> np.ndarray:
+    """The screen's ``(height, width, 3)`` RGB pixels of a region of the viewport (CSS px at scale 1)."""
+    x0, y0 = max(0, int(x)), max(0, int(y))
+    clip = {"x": x0, "y": y0, "width": int(x + width) - x0, "height": int(y + height) - y0}
+    return np.asarray(Image.open(io.BytesIO(page.screenshot(clip=clip))).convert("RGB"), dtype=np.int16)
+
+
+def _dark(pixels: np.ndarray, below: int = 110) -> np.ndarray:
+    """Where a pixel is dark grey or black (text, plotly's hover box): every channel low and about equal."""
+    return (pixels.max(axis=-1) < below) & (pixels.max(axis=-1) - pixels.min(axis=-1) < 25)
+
+
+def _away(page) -> None:
+    """The pointer off the map (plotly hides its toolbar and hover label), and the page still."""
+    page.mouse.move(5, page.viewport_size["height"] - 5)
+    page.wait_for_timeout(300)  # plotly's hover and toolbar fade out on mouse-out
+    idle(page)
+
+
+def _tokens(page) -> list[str]:
+    return page.evaluate(f'() => document.querySelector("{MAP}")._fullData[0].y')
+
+
+@pytest.mark.parametrize("viewport", [(1280, 720), (800, 600)])
+def test_the_hover_labels_colour_bar_and_focus_outline_are_drawn_on_screen(server, chromium, viewport):
+    """Over "it" → "animal" the hover label shows: a dark box with light text beside the pointer. The tick
+    labels beside each row and under each column, the colour bar's gradient and its tick labels are drawn,
+    and the toolbar that shows while the pointer is over the map covers none of the colour bar. A click on a
+    cell outlines its row in the focus colour."""
+    url, _, _ = server
+    page = _open(chromium, url, width=viewport[0], height=viewport[1])
+    _away(page)
+    tokens = _tokens(page)
+    n, it, animal = len(tokens), tokens.index("\u2068it\u2069"), tokens.index("\u2068animal\u2069")
+    x, y, width, height = page.eval_on_selector(".av-cells", BOX)
+    cell = height / n
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=ARTIFACTS / f"map_{viewport[0]}x{viewport[1]}.png")
+
+    # every row's and column's label is drawn beside it, past its tick mark (the smallest, "." and "'", are a
+    # few pixels of ink); the page is white there otherwise
+    rows = _pixels(page, x - 75, y, 69, height).min(axis=-1) < 220
+    columns = _pixels(page, x, y + height + 6, width, 60).min(axis=-1) < 220
+    for i in range(n):
+        band = slice(int(i * cell + 2), int((i + 1) * cell - 2))
+        assert rows[band].sum() >= 2, f"no label drawn beside row {i} ({tokens[i]})"
+        assert columns[:, band].sum() >= 2, f"no label drawn under column {i} ({tokens[i]})"
+
+    # the colour bar: light to dark blue along it, its "0", "0.5" and "1" under it
+    bx, by, bw, bh = page.eval_on_selector(f"{MAP} .cbfills", BOX)
+    line = _pixels(page, bx, by + bh / 2, bw, 1)[0].sum(axis=-1)
+    ends = [line[int(f * (len(line) - 1))] for f in (0.05, 0.5, 0.95)]
+    assert ends[0] > 650 and ends[0] > ends[1] + 100 and ends[1] > ends[2] + 100 and ends[2] < 300, ends
+    ticks = _dark(_pixels(page, bx - 12, by + bh + 1, bw + 24, 24), 150)
+    for f in (0.0, 0.5, 1.0):
+        near = ticks[:, int(f * bw) : int(f * bw) + 24]
+        assert near.sum() >= 6, f"no tick label drawn at {f} of the colour bar"
+    bar_region = (bx - 12, by - 4, bw + 24, bh + 30)
+    bar_before = _pixels(page, *bar_region)
+
+    # the hover label: a region around the cell before and with the pointer on it
+    px, py = x + (animal + 0.5) * cell, y + (it + 0.5) * cell
+    region = (px - 220, py - 70, 440, 140)
+    before = _pixels(page, *region)
+    page.mouse.move(px, py)
+    page.wait_for_selector(f"{MAP} .hoverlayer .hovertext", timeout=30_000)
+    page.wait_for_timeout(200)
+    after = _pixels(page, *region)
+    page.screenshot(path=ARTIFACTS / f"map_hover_{viewport[0]}x{viewport[1]}.png")
+    changed = np.abs(after - before).sum(axis=-1) > 60
+    assert changed.sum() > 1500, f"the hover label is not drawn: {changed.sum()} pixels changed"
+    ys, xs = np.nonzero(changed)
+    label = after[ys.min() : ys.max() + 1, xs.min() : xs.max() + 1]
+    assert label.shape[0] >= 25 and label.shape[1] >= 80, label.shape  # two lines of text, "it → animal: ..."
+    assert _dark(label).mean() > 0.4, "the label's dark box"
+    assert (label.min(axis=-1) > 200).mean() > 0.04, "the label's light text"
+
+    # the toolbar, shown while the pointer is over the map, covers none of the colour bar and its labels
+    assert page.locator(f"{MAP} .modebar").is_visible()
+    toolbar = page.eval_on_selector(f"{MAP} .modebar", BOX)
+    bar_with_toolbar = _pixels(page, *bar_region)
+    assert np.array_equal(bar_with_toolbar, bar_before), (toolbar, bar_region)
+    assert toolbar[0] >= bar_region[0] + bar_region[2], (toolbar, bar_region)
+
+    # a click on a cell: its row outlined in the focus colour, on screen; no other row
+    page.mouse.click(px, py)
+    page.wait_for_function(f"() => document.querySelector('{ELEMENT}').dataset.focus === '{it}'")
+    _away(page)
+    cells = _pixels(page, x, y, width, height)
+    orange = (cells[..., 0] > 220) & (np.abs(cells[..., 1] - 127) < 40) & (cells[..., 2] < 60)
+    top, bottom = int(it * cell), int((it + 1) * cell)
+    assert orange[top : top + 5].any(axis=0).mean() > 0.9, "the outline's top edge"
+    assert orange[bottom - 5 : bottom].any(axis=0).mean() > 0.9, "the outline's bottom edge"
+    assert not orange[: top - 2].any() and not orange[bottom + 2 :].any(), "an outline on another row"
+    page.close()
+
+
+def _download(page, chart: str, title: str):
+    """Hover ``chart`` (its toolbar shows), click the toolbar's button ``title``; the download."""
+    box = page.eval_on_selector(chart, BOX)
+    page.mouse.move(box[0] + box[2] / 2, box[1] + box[3] / 2)
+    with page.expect_download(timeout=60_000) as download:
+        page.locator(f"{chart} .modebar-btn[data-title='{title}']").click()
+    return download.value
+
+
+def _svg(download) -> ElementTree.Element:
+    root = ElementTree.parse(download.path()).getroot()  # raises on a file that is not XML
+    assert root.tag == f"{SVG}svg", root.tag
+    return root
+
+
+def test_the_map_and_its_bars_save_an_svg_named_as_their_png(server, chromium):
+    """The toolbar of the map and of the focus bars saves an SVG beside the PNG: the same file name with .svg,
+    a valid SVG of the chart (the map's heatmap image, its title and tick labels; the bars and their title)."""
+    url, _, _ = server
+    page = _open(chromium, url, "?focus=10")
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 3", timeout=60_000)
+    idle(page)
+    png, svg = EN["attention_map.png_button"], EN["attention_map.svg_button"]
+
+    saved_png, saved_svg = _download(page, MAP, png), _download(page, MAP, svg)
+    stem = page.eval_on_selector(MAP, "e => e.dataset.filename")
+    assert stem.startswith("attention_all-MiniLM-L6-v2_layer3_head1")
+    assert (saved_png.suggested_filename, saved_svg.suggested_filename) == (f"{stem}.png", f"{stem}.svg")
+    root = _svg(saved_svg)
+    text = "".join(root.itertext())
+    assert f"Layer {state.EXAMPLE_LAYER}, head {state.EXAMPLE_HEAD}" in text  # the title the screen shows
+    assert "animal" in text and "because" in text  # tick labels
+    images = [
+        image.get("href") or image.get("{http://www.w3.org/1999/xlink}href") or "" for image in root.iter(f"{SVG}image")
+    ]
+    cells = [Image.open(io.BytesIO(base64.b64decode(i.split(",", 1)[1]))) for i in images if i.startswith("data:")]
+    assert cells and min(cells[0].size) >= len(_tokens(page)), "the heatmap's cells, a pixel or more each"
+
+    bars = ".st-key-focus_bars .js-plotly-plot"
+    saved_png = _download(page, bars, "Download plot as a PNG")  # plotly's own camera (its own words)
+    saved_svg = _download(page, bars, svg)
+    stem = saved_png.suggested_filename.removesuffix(".png")
+    assert stem.startswith("attention_all-MiniLM-L6-v2_layer3_head1") and saved_png.suggested_filename.endswith(".png")
+    assert saved_svg.suggested_filename == f"{stem}.svg"
+    root = _svg(saved_svg)
+    text = "".join(root.itertext())
+    assert "it" in text and "animal" in text, text
+    bars = [e for e in root.iter() if (e.get("class") or "").split() == ["point"] and e.find(f"{SVG}path") is not None]
+    assert len(bars) == 2 * len(_tokens(page)), "a bar per key, pretrained and from scratch"
     page.close()

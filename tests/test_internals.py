@@ -76,6 +76,35 @@ def test_the_map_script_uses_only_the_listed_selectors():
     assert used == set(internals.MAP_SCRIPT_SELECTORS), used
 
 
+def test_the_map_script_uses_only_the_listed_plotly_selectors():
+    script = (PACKAGE / "ui" / "attention_map" / "attention_map.js").read_text(encoding="utf-8")
+    used = set(re.findall(r"""^const PLOTLY_\w+ = "([^"]*)";""", script, re.MULTILINE))
+    assert used == set(internals.PLOTLY_MAP_SCRIPT_SELECTORS), used
+    assert "querySelector(PLOTLY_PLOT_SVG)" in script
+    for selector in internals.PLOTLY_MAP_SCRIPT_SELECTORS:
+        assert set(re.findall(r"\.([\w-]+)", selector)) <= set(internals.PLOTLY_CLASS_NAMES), selector
+
+
+@pytest.mark.parametrize("name", internals.PLOTLY_CLASS_NAMES)
+def test_the_served_plotly_js_still_makes_each_class_the_map_script_uses(name):
+    from attention_viz.ui.attention_map.serving import PLOTLY_JS
+
+    plotly_js = PLOTLY_JS.read_text(encoding="utf-8")
+    assert re.search(rf"""classed\(\s*["']{name}["']""", plotly_js), f"plotly.js makes no {name!r} any more"
+
+
+def test_the_plot_is_plotlys_first_layer_and_the_hover_label_its_last():
+    """The order the map's canvas relies on: the plot's SVG inserted first, the hover label's SVG appended
+    after the toolbar."""
+    from attention_viz.ui.attention_map.serving import PLOTLY_JS
+
+    plotly_js = PLOTLY_JS.read_text(encoding="utf-8")
+    assert re.search(r"""_paper=\w+\._paperdiv\.insert\("svg",":first-child"\)""", plotly_js)
+    assert re.search(
+        r"""_modebardiv=\w+\._paperdiv\.append\("div"\).{0,80}_hoverpaper=\w+\._paperdiv\.append\("svg"\)""", plotly_js
+    )
+
+
 def test_the_missing_context_warning_still_comes_from_the_logger_the_app_filters():
     module = importlib.import_module(internals.SCRIPT_RUN_CONTEXT_LOGGER)
     assert module._LOGGER.name == internals.SCRIPT_RUN_CONTEXT_LOGGER

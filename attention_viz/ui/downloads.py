@@ -4,7 +4,8 @@ One call per page: ``downloads.buttons(result, matrix, figure, layer, head, what
 from :mod:`attention_viz.export` and are built only when clicked (a 512-token CSV takes about a second to
 write, the JSON of every head is hundreds of MB, an HTML page carries plotly.js), so a head change pays
 for none of them. PNG comes from the chart's
-own toolbar (camera icon), configured by :func:`chart_config`.
+own toolbar (camera icon), configured by :func:`chart_config`; the charts of the app's own elements (the
+attention map, :func:`attention_viz.ui.attention_map.figure`) also save an SVG of the same name there.
 """
 
 from __future__ import annotations

@@ -42,6 +42,18 @@ TEST_IDS = ("stMain", "stSidebar", "stSidebarUserContent", "stSidebarNav", "stSi
 TEST_IDS += ("stHeader", "stHorizontalBlock", "stColumn", "stCode", "stElementToolbarButton")
 CLASS_NAMES = ("stMainBlockContainer",)
 
+# --- plotly.js's DOM in the map element's script ------------------------------------------------------------
+# plotly.js draws a figure as layers inside its ``.svg-container``: first the plot's SVG (the heatmap, axes,
+# tick labels), then an SVG of the colour bar and annotations, the toolbar (modebar) and an SVG of the hover
+# label. The map's script (attention_map.js, ``placeCanvas``) puts its cell canvas right after the first
+# layer, so that the hover label, the colour bar and the toolbar draw over the cells; laid over the whole
+# figure, the canvas hid the hover label. No public plotly API orders a foreign element among its layers.
+# What breaks it: plotly renaming the classes or reordering its layers; the canvas then stays over the figure
+# and the hover label is hidden again (tests/test_browser_map.py reads it in pixels). The test checks the
+# names in the plotly.js the app serves and that the script uses these selectors only.
+PLOTLY_MAP_SCRIPT_SELECTORS = (".svg-container > svg.main-svg",)
+PLOTLY_CLASS_NAMES = ("svg-container", "main-svg")
+
 # --- Streamlit's logger of a missing script-run context -----------------------------------------------------
 # A cached function run outside a script run (the server's preload of the model, ui/warmup.py; the
 # benchmarks' AppTest loops) makes Streamlit warn "missing ScriptRunContext" through this module logger.

@@ -19,7 +19,8 @@
 //   colorscale  [[position, "rgb(r, g, b)"], ...]; zrange [low, high]; zmid (a diverging map) or null
 //   value_format plotly's format of a hover value (".4f"); texts: the words shown, in the user's language
 //               ("{layer}" in texts.title: the layer shown)
-//   png         {prefix, what}: the camera button saves <prefix>_layer<L>_head<H>[_<what>].png
+//   png         {prefix, what}: the camera button saves <prefix>_layer<L>_head<H>[_<what>].png, the SVG
+//               button the same name with .svg (texts.png, texts.svg: the buttons' titles)
 //   keys        whether this map answers ←/→/↑/↓ (one map per page does)
 //   head_axis   false for one map per layer: ←/→ do nothing, the title and the PNG name no head
 //   focus       whether a click on a cell focuses its query
@@ -41,6 +42,13 @@
 import { appUrl, mapPainted, plotly } from "./plotly_loader.js";
 
 const FOCUS_COLOR = "#ff7f0e";
+// The toolbar (plotly's modebar: the PNG and SVG buttons, 64 px wide) shows at the figure's top right corner
+// while the pointer is over the map; the colour bar ends this many px left of that corner, and half a tick
+// label more (its end's label is centred on it), clear of it.
+const TOOLBAR_ROOM = 72;
+// plotly's own DOM (see attention_viz/ui/internals.py, PLOTLY_MAP_SCRIPT_SELECTORS): the SVG of the plot
+// itself (the heatmap, its axes and ticks), the first of the figure's layers
+const PLOTLY_PLOT_SVG = ".svg-container > svg.main-svg";
 const REPORT_AFTER_MS = 60; // reports of fast presses are merged: the view sent is always the whole view
 const PLOTLY_AFTER_MS = 150; // plotly redraws (hover, ticks) once the keys stop
 const bundles = new Map(); // path -> Promise<bundle>, shared by the instances of a page
@@ -324,13 +332,13 @@ class AttentionMap {
     let side = Math.min(width - m.l - m.r, room - m.t - m.b, d.max_side);
     side = Math.max(80, Math.floor(side / n) * n); // whole-pixel cells
     this.side = side;
+    const bar = this.colorbarLength();
     const plot = this.root.querySelector(".av-plot");
     plot.style.width = m.l + side + m.r + "px";
     plot.style.height = m.t + side + m.b + "px";
     if (fill) {
-      const bar = Math.min(240, side / 2);
       Object.assign(this.status.style, { position: "absolute", left: "8px", top: "0px", zIndex: 2,
-        width: Math.max(120, m.l + side - bar - 24) + "px", maxHeight: m.t + "px", overflow: "hidden" });
+        width: Math.max(120, this.colorbarEnd() - bar - 24 - 8) + "px", maxHeight: m.t + "px", overflow: "hidden" });
       if (this.status.parentElement !== plot) plot.prepend(this.status);
     } else if (this.status.parentElement !== this.root) {
       Object.assign(this.status.style, { position: "", left: "", top: "", width: "", maxHeight: "" });
@@ -339,6 +347,25 @@ class AttentionMap {
     collapseSidebar(fill);
     this.paint();
     this.schedulePlotly(0);
+  }
+
+  colorbarLength() {
+    return Math.min(240, this.side / 2);
+  }
+
+  // where the colour bar ends, in px from the figure's left edge: left of the toolbar's corner
+  colorbarEnd() {
+    const m = this.data.margins;
+    const room = TOOLBAR_ROOM + Math.ceil(this.data.font / 2);
+    return Math.max(m.l + this.colorbarLength(), m.l + this.side + m.r - room);
+  }
+
+  // The cells' canvas goes right above plotly's plot and under plotly's other layers (the colour bar, the
+  // toolbar, the hover label), which it would hide laid over the whole figure; it keeps its place (plotly
+  // adds its layers around it on a redraw). Before plotly.js has run, it lies over the empty plot.
+  placeCanvas() {
+    const plot = this.plotDiv.querySelector(PLOTLY_PLOT_SVG);
+    if (plot && plot.nextElementSibling !== this.canvas) plot.after(this.canvas);
   }
 
   headline() {
@@ -512,8 +539,8 @@ class AttentionMap {
       type: "heatmap", z, x, y, customdata: custom, colorscale: d.colorscale, zmin: this.range()[0], zmax: this.range()[1],
       hovertemplate: "%{y} → %{x}: %{z:" + d.value_format + "}<br>" + d.texts.hover_index + "<extra></extra>",
       colorbar: {
-        orientation: "h", thickness: 10, lenmode: "pixels", len: Math.min(240, side / 2), x: 1, xanchor: "right",
-        y: 1, yanchor: "bottom", ypad: 6, ticklabelposition: "outside top", tickfont: { size: font },
+        orientation: "h", thickness: 10, lenmode: "pixels", len: this.colorbarLength(),
+        x: (this.colorbarEnd() - m.l) / side, xanchor: "right", xpad: 0, y: 1, yanchor: "bottom", ypad: 6, ticklabelposition: "outside top", tickfont: { size: font },
         ...(d.texts.colorbar ? { title: { text: d.texts.colorbar, side: "right", font: { size: font } } } : {}),
       },
     };
@@ -546,25 +573,26 @@ class AttentionMap {
     const filename = `${png.prefix}_layer${v.layer}${head}` + (png.what ? "_" + png.what : "");
     this.plotDiv.dataset.filename = filename;
     const headline = this.headline();
-    const save = {
-      name: "toImage", title: d.texts.png || "Download plot as a PNG", icon: Plotly.Icons.camera,
-      click: (gd) => {
-        // the PNG has the title the screen shows above the plot (plotly's own title, room made for it)
-        const extra = font + 28;
-        const titled = {
-          ...gd.layout, height: gd.layout.height + extra, margin: { ...gd.layout.margin, t: m.t + extra },
-          title: { text: headline, x: 0, xref: "container", xanchor: "left", y: 1, yref: "container", yanchor: "top",
-                   pad: { l: 8, t: 8 }, font: { size: font + 4 } },
-        };
-        Plotly.downloadImage({ data: gd.data, layout: titled }, { format: "png", scale: 2, filename,
-          width: titled.width, height: titled.height });
-      },
+    // the image has the title the screen shows above the plot (plotly's own title, room made for it)
+    const download = (gd, format) => {
+      const extra = font + 28;
+      const titled = {
+        ...gd.layout, height: gd.layout.height + extra, margin: { ...gd.layout.margin, t: m.t + extra },
+        title: { text: headline, x: 0, xref: "container", xanchor: "left", y: 1, yref: "container", yanchor: "top",
+                 pad: { l: 8, t: 8 }, font: { size: font + 4 } },
+      };
+      Plotly.downloadImage({ data: gd.data, layout: titled }, { format, scale: format === "png" ? 2 : 1, filename,
+        width: titled.width, height: titled.height });
     };
+    const toPng = { name: "toImage", title: d.texts.png, icon: Plotly.Icons.camera, click: (gd) => download(gd, "png") };
+    const toSvg = { name: "toSVG", title: d.texts.svg, icon: Plotly.Icons.disk, click: (gd) => download(gd, "svg") };
     const config = {
-      displaylogo: false, responsive: false, modeBarButtonsToRemove: ["toImage"], modeBarButtonsToAdd: [save],
+      displaylogo: false, responsive: false, showSendToCloud: false,
+      modeBarButtonsToRemove: ["toImage", "sendChartToCloud"], modeBarButtonsToAdd: [toPng, toSvg],
       toImageButtonOptions: { format: "png", scale: 2, filename },
     };
     Plotly.react(this.plotDiv, [trace], layout, config).then(() => {
+      this.placeCanvas();
       if (!this.clickBound) {
         this.clickBound = true;
         this.plotDiv.on("plotly_click", (event) => {

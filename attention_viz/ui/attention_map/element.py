@@ -5,7 +5,7 @@ a remount and a full plotly draw, and fast presses were dropped (benchmarks/READ
 element (Streamlit's custom components v2, declared in ``pyproject.toml`` with this folder as its
 ``asset_dir``) keeps its DOM node across reruns and holds the maps it needs for the next steps: a key
 paints the new head into a canvas laid over plotly's plot at once, and plotly (axes, labels, colour bar,
-exact hover values, the PNG export) catches up when the keys stop. Python computes every number; the
+exact hover values, the PNG and SVG export) catches up when the keys stop. Python computes every number; the
 browser only draws them.
 
 What the browser holds (:data:`BUDGET`, 16 MiB of float32 per bundle): every layer's heads when they fit
@@ -161,8 +161,9 @@ class MapSpec:
         value_format: the hover's number format (``".4f"``).
         texts: the element's words: ``title`` (``{layer}`` in it: the layer shown), ``query_axis``,
             ``key_axis``, ``loading`` (with ``{layer}``), ``head`` (``{layer}``, ``{head}``), ``window``
-            (``{q0}`` ... ``{k1}``), ``hover_index``, ``colorbar``.
-        png_prefix, png_what: the PNG's name: ``<prefix>_layer<L>_head<H>[_<what>]``.
+            (``{q0}`` ... ``{k1}``), ``hover_index``, ``colorbar``, ``png`` and ``svg`` (the toolbar's
+            download buttons).
+        png_prefix, png_what: the name of the PNG and of the SVG: ``<prefix>_layer<L>_head<H>[_<what>]``.
         keys: whether the map answers the arrow keys.
         follow: a map beside the one with the keys (``keys`` false): it shows that map's layer and head in
             the browser as soon as that map steps, before the page's rerun.
@@ -436,6 +437,8 @@ def texts(title: str, colorbar: str = "", head_axis: bool = True) -> dict:
         "window": plain("attention_map.window", q0="{q0}", q1="{q1}", k0="{k0}", k1="{k1}"),
         "hover_index": plain("attention_map.hover_index"),
         "colorbar": colorbar,
+        "png": plain("attention_map.png_button"),
+        "svg": plain("attention_map.svg_button"),
     }
 
 
@@ -443,12 +446,14 @@ def figure(place, key: str, fig, config: dict | None = None) -> None:
     """Draw a plotly figure with the page's one plotly.js, updated in place on a rerun (``Plotly.react``).
 
     For the charts beside an attention map (bars, lines), so that the page does not load Streamlit's
-    plotly.js as well. Sends nothing back.
+    plotly.js as well. Its toolbar saves a PNG (``config``'s ``toImageButtonOptions``) and an SVG of the same
+    name. Sends nothing back.
     """
+    from attention_viz.ui.i18n import plain
+
+    data = {"figure": fig.to_json(), "config": config or {}, "plotly": PLOTLY_PATH}
     with place:
-        _element(FIGURE_COMPONENT, "figure.js")(
-            key=key, data={"figure": fig.to_json(), "config": config or {}, "plotly": PLOTLY_PATH}
-        )
+        _element(FIGURE_COMPONENT, "figure.js")(key=key, data={**data, "svg": plain("attention_map.svg_button")})
 
 
 def as_figure(data: dict) -> dict:
