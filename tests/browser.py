@@ -66,15 +66,21 @@ def wait_until(condition: Callable[[], bool], timeout_s: float, what: str, every
 
 @contextlib.contextmanager
 def streamlit_server(
-    *options: str, cwd: Path = ROOT, env: dict | None = None, timeout_s: float = 120, app: str = "app.py"
+    *options: str,
+    cwd: Path = ROOT,
+    env: dict | None = None,
+    timeout_s: float = 120,
+    app: str = "app.py",
+    address: str | None = "127.0.0.1",
 ) -> Iterator[Running]:
     """Start ``streamlit run <app>`` in ``cwd`` with extra command-line ``options``; yield ``(url, log_path,
-    started_at)`` (a :class:`Running`) once its health endpoint answers; stop it afterwards."""
+    started_at)`` (a :class:`Running`) once its health endpoint answers; stop it afterwards. ``address``: the
+    one it listens on (``None``: the configuration's, as a plain ``streamlit run app.py``)."""
     port = free_port()
     log = Path(tempfile.mkdtemp()) / "streamlit.log"
     env = dict(os.environ, HF_HUB_OFFLINE="1", **(env or {}))
     command = [sys.executable, "-m", "streamlit", "run", app, "--server.port", str(port)]
-    command += ["--server.address", "127.0.0.1", *options]
+    command += [*(["--server.address", address] if address else []), *options]
     started = time.monotonic()
     with log.open("w") as out:
         server = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env)

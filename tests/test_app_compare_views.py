@@ -2,10 +2,12 @@
 choices for its settings."""
 
 import io
+import json
 
 import numpy as np
 import pandas as pd
-from apptools import chart, configs, decode, downloaded, no_errors, run_app, z
+import pytest
+from apptools import _drawn, chart, configs, decode, downloaded, no_errors, run_app, z
 from numpy.testing import assert_allclose
 from replay import control
 
@@ -13,6 +15,7 @@ from attention_viz import analysis
 from attention_viz.extraction import export, extract
 from attention_viz.figures import label_text
 from attention_viz.ui import i18n, links, state
+from attention_viz.ui.attention_map import element as attention_map
 
 GPU = "I have a new GPU!"  # "gpu" is two WordPieces, gp and ##u
 LAYER, HEAD = state.EXAMPLE_LAYER, state.EXAMPLE_HEAD
@@ -182,3 +185,15 @@ def test_the_numbers_stay_over_the_whole_token_level_head_in_any_view(bundled):
     raw = extract(bundled, text, pair).weights[LAYER, HEAD]
     assert f"{analysis.row_entropy(raw).mean():.3f}" in at.metric[2].value
     assert any(i18n.t("compare.numbers_tokens") in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_window_is_explained_once_under_the_map(bundled, language):
+    """The window's note under the map and the map's own line both said how to move the window."""
+    text = " ".join(["unbelievably"] * 30)
+    at = run_app(text=text, lang=language)
+    no_errors(at)
+    (element,) = [n for n in _drawn(at) if n.proto.id.endswith(f"-{attention_map.COMPARE_KEY}")]
+    shown = [c.value for c in at.caption] + [json.loads(element.proto.json)["texts"]["window"]]
+    assert any(f"{extract(bundled, text).encoding.num_tokens}" in c for c in shown)  # the note is there
+    assert sum("Shift" in line for line in shown) == 1, shown  # how to move it: once

@@ -6,11 +6,12 @@ import struct
 
 import numpy as np
 import pytest
-from apptools import chart, no_errors, run_app
+from apptools import _drawn, chart, no_errors, run_app
 from replay import element_state, replay
 
+from attention_viz import figures
 from attention_viz.extraction import extract
-from attention_viz.ui import state
+from attention_viz.ui import screen, state
 from attention_viz.ui.attention_map import element, serving
 
 
@@ -149,3 +150,13 @@ def test_rollouts_map_steps_layers_and_never_moves_the_shared_head(bundled):
     assert at.header[0].value == "Rollout & norms: layer 5"
     weights = extract(bundled, state.EXAMPLE_TEXT).weights
     np.testing.assert_allclose(chart(at, element.ROLLOUT_KEY)["data"][0]["z"], weights[5].mean(0), atol=1e-5)
+
+
+def test_presentation_scales_the_axis_titles_like_the_pages_text(bundled):
+    """The map's axis titles stayed 12 px in Presentation while the page's text grew by a fifth."""
+    at = run_app(presentation=True)
+    no_errors(at)
+    (node,) = [n for n in _drawn(at) if n.proto.id.endswith(f"-{element.COMPARE_KEY}")]
+    data = json.loads(node.proto.json)
+    assert data["axis_font"] == round(figures.NORMAL.font_size * screen.PRESENTATION_SCALE) == 14
+    assert data["axis_font"] < data["font"]  # still smaller than the tick labels

@@ -176,6 +176,10 @@ BOXES = """() => {
         controls: ['_layer', '_head', 'step_layer_previous', 'step_layer_next', 'step_head_previous', 'step_head_next']
             .map(key => box(document.querySelector('.st-key-' + key))),
         sentence: visible ? box(sentence) : null,
+        presentation: visible ? box(document.querySelector('.st-key-presentation')) : null,
+        title: box(document.querySelector('[data-testid="attention-map"] .av-status')),
+        expand: document.querySelector('[data-testid="stExpandSidebarButton"]')
+            ? box(document.querySelector('[data-testid="stExpandSidebarButton"]')) : null,
         viewport: [window.innerWidth, window.innerHeight],
     };
 }"""
@@ -219,6 +223,11 @@ def test_sentence_controls_and_the_whole_map_are_on_one_screen(server, chromium,
         assert all(_inside_viewport(control, m["viewport"]) for control in m["controls"]), m["controls"]
     if width >= 1000:
         assert m["sentence"] is not None and _inside_viewport(m["sentence"], m["viewport"]), m["sentence"]
+        assert _inside_viewport(m["presentation"], m["viewport"]), m["presentation"]  # the switch, no scrolling
+    else:  # the sidebar closed: its » (which opens it) keeps clear of the map's title
+        title, expand = m["title"], m["expand"]
+        apart = expand[2] + 8 <= title[0] or expand[3] + 8 <= title[1] or title[3] + 8 <= expand[1]
+        assert apart, (expand, title)
     side = min(m["plot"][2] - m["plot"][0], m["plot"][3] - m["plot"][1])
     assert side / tokens >= (16 if presentation else 12) + 2  # cells stay one label size plus some air
     page.close()

@@ -3,7 +3,7 @@ statistics' tags and header at 800 × 600, and a chart with a control character 
 
 from urllib.parse import quote
 
-from browser import idle, settled
+from browser import ARTIFACTS, idle, settled
 from playwright.sync_api import expect
 
 OPACITY_CHAIN = """button => {
@@ -31,6 +31,8 @@ def test_the_link_to_this_view_is_one_compact_control_in_view_whose_button_copie
     assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 720, box  # no scrolling needed
     examples = page.get_by_role("combobox", name="Examples", exact=True).bounding_box()
     assert examples["y"] + examples["height"] <= 720, examples  # and it takes no row: the Examples box stays in view
+    switch = page.locator(".st-key-presentation").bounding_box()  # was below the fold, past five boxes
+    assert switch is not None and switch["y"] >= 0 and switch["y"] + switch["height"] <= 720, switch
     opener.click()
     code = page.locator(".st-key-share_link [data-testid='stCode']").first
     expect(code).to_contain_text("head=5", timeout=60_000)
@@ -99,3 +101,26 @@ def test_head_statistics_tags_do_not_run_together_at_800_by_600(server, chromium
         count, close = page.locator(".js-plotly-plot").last.evaluate(OVERLAPS)
         assert count > 20 and not close, (language, close)
         page.close()
+
+
+THUMBNAILS = """() => Array.from(document.querySelectorAll('.st-key-head_grid_box .heatmaplayer image'), e => {
+    const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })"""
+
+
+def test_all_heads_thumbnails_have_a_gap_and_rows_are_as_close_as_columns_at_800_by_600(server, chromium):
+    """At 800 × 600 the 29 px thumbnails touched side by side, with 60 px between rows."""
+    url, _, _ = server
+    page = chromium.new_page(viewport={"width": 800, "height": 600})
+    page.goto(f"{url}/?page=all_heads")
+    page.wait_for_selector(".st-key-head_grid_box .js-plotly-plot .main-svg", timeout=90_000)
+    idle(page)
+    settled(page, ".st-key-head_grid_box .js-plotly-plot")
+    boxes = page.evaluate(THUMBNAILS)  # layer-major: head 0 and head 1 of layer 0, then layer 1's head 0
+    assert len(boxes) == 6 * 12, len(boxes)
+    first, beside, below = boxes[0], boxes[1], boxes[12]
+    across = beside[0] - first[2]
+    down = below[1] - first[3]
+    assert across >= 3 and first[2] - first[0] >= 20, boxes[:2]  # a gap, and thumbnails still large enough
+    assert 0 < down <= 2 * across, (across, down)  # rows about as far apart as columns (it was 60 px)
+    page.screenshot(path=ARTIFACTS / "all_heads_800x600.png")
+    page.close()

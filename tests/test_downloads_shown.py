@@ -12,9 +12,9 @@ from apptools import no_errors, run_app
 from streamlit.runtime.media_file_manager import MediaFileManager
 
 from attention_viz import analysis, figures
-from attention_viz.extraction import extract
+from attention_viz.extraction import export, extract
 from attention_viz.figures.heads import LABEL_FONT, MARKER_PX, SIMILARITY_PLOT_PX
-from attention_viz.ui import cache, i18n, state
+from attention_viz.ui import cache, downloads, i18n, state
 
 SIMILARITY = "attention_viz/ui/pages/head_similarity.py"
 ROLLOUT = "attention_viz/ui/pages/rollout.py"
@@ -106,11 +106,34 @@ def test_rollout_and_norms_downloads_the_whole_shown_map(bundled, files, shown):
     assert payload["query_labels"] == list(view.query_labels)
 
 
+def _json_button(at):
+    (button,) = [b for b in at.get("download_button") if "download_json_" in b.proto.id]
+    return button
+
+
 def test_the_attention_json_button_says_it_holds_the_pretrained_token_level_attention(bundled):
     at = run_app()
     no_errors(at)
-    (button,) = [b for b in at.get("download_button") if b.proto.label == EN["links.download_json"]]
+    button = _json_button(at)
     assert "pretrained" in button.proto.label.lower() and "not applied" in button.proto.help
+
+
+def test_the_attention_json_button_names_its_size_and_a_large_one_warns(bundled):
+    """At 282 tokens the file was 131 MB, with no word of its size before the click."""
+    written = len(export.attention_json(extract(bundled, state.EXAMPLE_TEXT)).encode("utf-8"))  # 16 tokens
+    at = run_app()
+    no_errors(at)
+    assert _json_button(at).proto.label == EN["links.download_json"].format(size=f"≈ {round(written / 1e3)} kB")
+    assert not any("MB" in c.value for c in at.caption)  # no warning for a sentence
+    text = "The cat sat on the mat because it was tired. " * 20  # 222 tokens
+    at = run_app(text=text)
+    no_errors(at)
+    estimate = export.attention_json_size(extract(bundled, text))
+    size = downloads.file_size(estimate)
+    assert estimate > downloads.LARGE_DOWNLOAD and size == f"≈ {round(estimate / 1e6)} MB"
+    assert _json_button(at).proto.label == EN["links.download_json"].format(size=size)
+    (warning,) = [c.value for c in at.caption if size in c.value]
+    assert warning == EN["links.download_json_large"].format(size=size)
 
 
 def _label_boxes(trace) -> list[tuple[float, float, float, float]]:

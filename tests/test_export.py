@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from attention_viz import figures
 from attention_viz.extraction import export, extract
@@ -46,3 +47,12 @@ def test_image_config_names_the_png_and_doubles_its_scale():
         "toImageButtonOptions": {"format": "png", "filename": "attention_tiny-bert_layer3_head1_inside", "scale": 2}
     }
     assert export.file_stem("all-MiniLM-L6-v2", "all") == "attention_all-MiniLM-L6-v2_all"
+
+
+def test_the_attention_json_size_is_known_before_it_is_written(bundled):
+    """The JSON of every head grows as tokens² (131 MB at 282 tokens): its button names its size before the
+    click, estimated without writing it."""
+    for text, pair in (("Hi.", None), ("The cat sat on the mat. " * 12, "It was tired, and then it slept.")):
+        result = extract(bundled, text, pair)
+        written = len(export.attention_json(result).encode("utf-8"))
+        assert export.attention_json_size(result) == pytest.approx(written, rel=0.01), result.encoding.num_tokens

@@ -7,9 +7,11 @@ from attention_viz.figures import (
     DENSE,
     NORMAL,
     PRESENTATION,
+    TITLE_FONT,
     attention_heatmap,
     difference_heatmap,
     focus_bars,
+    grid_height,
     head_grid,
     isolate,
     label_text,
@@ -17,10 +19,12 @@ from attention_viz.figures import (
     map_style,
     overview,
     shorten_label,
+    step_heatmap,
     window_around,
     window_slice,
     window_start,
 )
+from attention_viz.figures.layout import LABEL_AIR, SMALLEST_SIDE
 
 LONG = "acgt" * 30  # one 120-character word: WordPiece makes it a single [UNK], labelled as typed
 
@@ -51,7 +55,7 @@ def test_windows_stay_inside_the_tokens():
     assert window_around(40, 512, 18) == 31 and window_around(2, 512, 18) == 0
     assert window_around(511, 512, 18) == 494
     assert map_style(True) is PRESENTATION and map_style(False) is NORMAL and map_style(False, 18) is NORMAL
-    assert map_style(False, 19) is DENSE and map_style(True, 45) is PRESENTATION
+    assert map_style(False, NORMAL.window + 1) is DENSE and map_style(True, 45) is PRESENTATION
     assert PRESENTATION.font_size > NORMAL.font_size and PRESENTATION.min_cell > NORMAL.min_cell
     for style in (NORMAL, DENSE, PRESENTATION):  # vertical key labels one cell apart must not touch
         assert style.min_cell >= style.font_size + 4
@@ -127,3 +131,39 @@ def test_heatmap_axis_titles_default_to_english_and_can_be_translated():
     assert default.layout.xaxis.title.text == "key (attended to)"
     chinese = difference_heatmap(weights, ["a", "b"], query_title="查询", key_title="键")
     assert (chinese.layout.yaxis.title.text, chinese.layout.xaxis.title.text) == ("查询", "键")
+
+
+def test_inputs_are_drawn_whole_as_far_as_labels_stay_readable_on_the_smallest_plot():
+    """A pair of two short sentences (26 tokens) got a 24 × 24 window that hid its last "." and [SEP]."""
+    assert map_style(False, 26).window >= 26 and map_style(False, 30).window >= 30
+    for style in (NORMAL, DENSE):  # at 800 × 600 with the sidebar open a cell is the label size plus air
+        assert style.window * (style.font_size + LABEL_AIR) <= SMALLEST_SIDE
+        assert (style.window + 1) * (style.font_size + LABEL_AIR) > SMALLEST_SIDE  # and no token fewer than fit
+
+
+@pytest.mark.parametrize("width", [452, 932])  # the main area at 800 × 600 and at 1280 × 720, sidebar open
+def test_grid_thumbnails_are_square_and_as_far_apart_down_as_across(width):
+    """At 800 × 600 the thumbnails were 29 px squares touching side by side, with 60 px between rows."""
+    weights = np.stack([np.stack([_weights(5, 5, layer * 12 + h) for h in range(12)]) for layer in range(6)])
+    layout = head_grid(weights).layout
+    ratio, fixed = grid_height(6, 12)
+    plot_w = width - layout.margin.l - layout.margin.r
+    plot_h = ratio * width + fixed - layout.margin.t - layout.margin.b  # the page's box is this tall
+    first, beside, below = layout.xaxis.domain, layout.xaxis2.domain, layout.yaxis13.domain  # H0 and H1, L1
+    across, down = (first[1] - first[0]) * plot_w, (layout.yaxis.domain[1] - layout.yaxis.domain[0]) * plot_h
+    gap_across, gap_down = (beside[0] - first[1]) * plot_w, (layout.yaxis.domain[0] - below[1]) * plot_h
+    assert across == pytest.approx(down, abs=0.5) and gap_across >= 4
+    assert gap_down == pytest.approx(gap_across, abs=0.5)
+
+
+def test_grid_titles_take_the_size_they_are_given():
+    weights = np.stack([np.stack([_weights(4, 4, h) for h in range(3)])])
+    assert {a.font.size for a in head_grid(weights).layout.annotations} == {TITLE_FONT}
+    assert {a.font.size for a in head_grid(weights, title_font=13).layout.annotations} == {13}
+
+
+def test_a_query_vectors_colour_bar_is_ticked_at_both_ends_and_zero():
+    """A one-row chart (140 px) got a single "0" tick from plotly."""
+    vector = np.array([[-2.5, 0.3, 1.2, 4.07]], dtype=np.float32)
+    bar = step_heatmap(vector, ["it"], "q").data[0].colorbar
+    assert list(bar.tickvals) == pytest.approx([-4.07, 0.0, 4.07]) and list(bar.ticktext) == ["-4.07", "0", "4.07"]

@@ -20,7 +20,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention_viz.analysis import article_compare, presets, steps
 from attention_viz.extraction import encode, export, extract
-from attention_viz.ui import i18n, links, sharing, state
+from attention_viz.ui import i18n, links, screen, sharing, state
 
 INSIDE = "attention_viz/ui/pages/inside.py"
 ARTICLE = "attention_viz/ui/pages/article.py"
@@ -264,3 +264,14 @@ def test_inside_a_head_runs_no_forward_when_the_head_or_layer_changes(bundled):
     assert forwards == []
     expected = extract(bundled, state.EXAMPLE_TEXT).weights[0, 11]
     np.testing.assert_allclose(_z(_figures(at)[-1]), expected, atol=1e-5)  # the map of the head now chosen
+
+
+def test_all_heads_titles_grow_with_presentation(bundled):
+    """The grid's head and layer titles (H0, L0, ...) stayed 11 px in Presentation."""
+    sizes = {}
+    for presentation in (False, True):
+        at = _open_link(f"?page=all_heads&presentation={int(presentation)}")
+        _no_errors(at)
+        (grid,) = [f for f in _figures(at) if any(a.get("text") == "H0" for a in f["layout"].get("annotations", []))]
+        sizes[presentation] = {a["font"]["size"] for a in grid["layout"]["annotations"]}
+    assert sizes == {False: {11}, True: {round(11 * screen.PRESENTATION_SCALE)}}

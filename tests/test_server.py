@@ -1,5 +1,6 @@
 """Server settings against a real ``streamlit run`` on 127.0.0.1 (the shared ``server`` of conftest.py): the
-model preloaded at start, XSRF on, foreign WebSocket origins refused."""
+model preloaded at start, XSRF on, foreign WebSocket origins refused; and the start-up log of a plain
+``streamlit run app.py``."""
 
 import base64
 import os
@@ -9,6 +10,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+from browser import streamlit_server, wait_until
 
 from attention_viz.models.loading import bundled_model_path
 
@@ -71,3 +73,14 @@ def test_xsrf_cookie_is_set_and_an_upload_without_the_token_is_refused(server):
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(upload, timeout=30)
     assert refused.value.code == 403
+
+
+def test_a_plain_start_names_its_address_and_logs_no_warning():
+    """Started as a lecturer starts it (no address given), Streamlit asked checkip.amazonaws.com for the
+    machine's external address and, offline, logged "Did not auto detect external IP" at every start."""
+    with streamlit_server(address=None) as running:
+        _, log, _ = running
+        wait_until(lambda: "URL: " in log.read_text(), 60, "no address in the start-up log")
+        started = log.read_text()
+    assert "You can now view your Streamlit app" in started and "URL: http://localhost:" in started, started
+    assert "external IP" not in started, started

@@ -8,7 +8,7 @@ label shortening are plain functions in :mod:`attention_viz.figures.layout`.
 """
 
 from attention_viz.figures.focus import focus_bars, line_view, overview
-from attention_viz.figures.grid import THUMBNAIL_SIZE, head_grid, pool_attention
+from attention_viz.figures.grid import THUMBNAIL_SIZE, TITLE_FONT, grid_height, head_grid, pool_attention
 from attention_viz.figures.heads import head_overview, similarity_map
 from attention_viz.figures.heatmaps import (
     ATTENTION_COLORSCALE,
@@ -45,11 +45,13 @@ __all__ = [
     "NORMAL",
     "PRESENTATION",
     "THUMBNAIL_SIZE",
+    "TITLE_FONT",
     "MapStyle",
     "attention_heatmap",
     "chart_height_over_width",
     "difference_heatmap",
     "focus_bars",
+    "grid_height",
     "head_grid",
     "head_overview",
     "isolate",

@@ -9,9 +9,12 @@ from attention_viz.figures import plotting
 from attention_viz.figures.heatmaps import ATTENTION_COLORSCALE, shared_range
 
 THUMBNAIL_SIZE = 48
-HORIZONTAL_SPACING = 0.006  # paper fractions between thumbnails
-VERTICAL_SPACING = 0.012
+SPACING = 0.012  # the gap between thumbnails, in fractions of the plot's width (5 px at 800 × 600, 10 at 1280 × 720)
 ROW_TITLE_ROOM = 0.98  # the thumbnails end here; the layer titles (L0, L1, ...) sit to the right
+MAX_THUMBNAIL = 0.2  # the most of the plot's width one thumbnail takes
+TITLE_FONT = 11  # px: the head and layer titles (H0, L0, ...) on a screen; a page scales it for a projector
+MARGIN = {"l": 10, "r": 40, "t": 40, "b": 10}  # px around the grid: the head titles above, the colour bar right
+NOMINAL_WIDTH = 800  # px: the width the figure's own height is for (a chart drawn where CSS does not size it)
 
 
 def pool_attention(weights: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -35,12 +38,31 @@ def pool_attention(weights: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarr
     return pooled.astype(np.float32), starts
 
 
+def grid_height(layers: int, heads: int) -> tuple[float, float]:
+    """The grid's height for a width ``w`` (px) as ``(ratio, fixed)``: ``height = ratio * w + fixed``.
+
+    Square thumbnails with the same gap between rows as between columns (:data:`SPACING`) need a plot as tall
+    as ``ratio`` times its width; the margins (:data:`MARGIN`) add the rest. A page sizes the chart's box by
+    it (the server does not know the width); with a fixed height, narrow screens had thumbnails touching
+    side by side and far apart from row to row.
+    """
+    ratio = layers * _domain_size(heads) + (layers - 1) * SPACING
+    return ratio, MARGIN["t"] + MARGIN["b"] - ratio * (MARGIN["l"] + MARGIN["r"])
+
+
+def _domain_size(heads: int) -> float:
+    """A thumbnail's side in fractions of the plot's width: a row of ``heads`` fills the width up to the layer
+    titles, each at most :data:`MAX_THUMBNAIL` (a model of one or two heads)."""
+    return min(MAX_THUMBNAIL, (ROW_TITLE_ROOM - SPACING * (heads - 1)) / heads)
+
+
 def head_grid(
     weights: np.ndarray,
     thumbnail_size: int = THUMBNAIL_SIZE,
     fit_range: bool = False,
     colorscale: str = ATTENTION_COLORSCALE,
     selected: tuple[int, int] | None = None,
+    title_font: int = TITLE_FONT,
 ) -> go.Figure:
     """Every head of every layer as a grid of small heatmaps: layers as rows, heads as columns.
 
@@ -53,18 +75,23 @@ def head_grid(
         fit_range: one colour range fitted to all values instead of the fixed 0-1.
         colorscale: a plotly colour scale name.
         selected: ``(layer, head)`` to outline, or ``None``.
+        title_font: the head and layer titles' size (px).
 
     Returns:
         A ``plotly.graph_objects.Figure`` with ``layers * heads`` heatmap traces sharing one colour axis
         (trace ``layer * heads + head``), then one scatter trace of invisible markers, one per thumbnail
         with ``customdata = (layer, head)``, on an axis pair over the whole grid: Streamlit reports a
         click on a scatter point as a selection (it reports none for heatmaps), so a click opens a head.
+        Its height is :func:`grid_height` at :data:`NOMINAL_WIDTH`; the thumbnails are square with equal gaps
+        at a width ``w`` when the chart is ``grid_height`` tall there.
     """
     pooled, starts = pool_attention(weights, thumbnail_size)  # (L, H, m, m)
     layers, heads = pooled.shape[:2]
     pooled_note = " (pooled)" if len(starts) < weights.shape[-1] else ""
-    x_domains = _domains(heads, HORIZONTAL_SPACING, ROW_TITLE_ROOM)  # left to right
-    y_domains = _domains(layers, VERTICAL_SPACING, 1.0)[::-1]  # layer 0 at the top
+    ratio, fixed = grid_height(layers, heads)
+    row_end = heads * _domain_size(heads) + (heads - 1) * SPACING  # the layer titles sit to the right
+    x_domains = _domains(heads, SPACING, row_end)  # left to right
+    y_domains = _domains(layers, SPACING / ratio, 1.0)[::-1]  # layer 0 at the top; the same gap in px
     data, layout = [], {}
     thumbnail_axis = {
         "showticklabels": False,
@@ -100,7 +127,7 @@ def head_grid(
                 "scaleanchor": f"x{suffix}",
                 "scaleratio": 1,
             }
-    title = {"font": {"size": 11}, "showarrow": False, "xref": "paper", "yref": "paper"}
+    title = {"font": {"size": title_font}, "showarrow": False, "xref": "paper", "yref": "paper"}
     annotations = [
         {**title, "text": f"H{head}", "x": sum(x_domains[head]) / 2, "xanchor": "center", "y": 1.0, "yanchor": "bottom"}
         for head in range(heads)
@@ -109,7 +136,7 @@ def head_grid(
             **title,
             "text": f"L{layer}",
             "textangle": 90,
-            "x": ROW_TITLE_ROOM,
+            "x": row_end,
             "xanchor": "left",
             "y": sum(y_domains[layer]) / 2,
             "yanchor": "middle",
@@ -147,8 +174,8 @@ def head_grid(
             "cmax": zmax,
             "colorbar": {"thickness": 12},
         },
-        height=max(320, 90 * layers + 60),
-        margin={"l": 10, "r": 40, "t": 40, "b": 10},
+        height=round(ratio * NOMINAL_WIDTH + fixed),
+        margin=dict(MARGIN),
         plot_bgcolor="rgba(0,0,0,0)",  # the click targets' subplot lies over the thumbnails: keep it see-through
         clickmode="event+select",
     )

@@ -39,12 +39,23 @@ class MapStyle:
         return self.side / self.window
 
 
-# At 800 x 600 with the sidebar open the map gets 300-390 px (less when long labels take the margin):
-# 18 tokens leave at least 16 px cells for 12 px labels there, and 26 px cells at the 480 px asked for on a
-# 1280 x 720 projector. A longer sentence is drawn with 10 px labels so that up to 24 tokens still fit
-# whole (at least 12.5 px cells at 800 x 600), and only longer inputs get a window.
-NORMAL = MapStyle(font_size=12, window=18, side=480)
-DENSE = MapStyle(font_size=10, window=24, side=480)
+# How many tokens a map draws whole follows from its label size and the smallest plot it gets: at 800 × 600
+# with the sidebar open the map's plot area is about 360 px a side for a plain sentence (1280 × 720 gives it
+# 450 px), and vertical key labels one cell apart stay apart when a cell is the label size plus 2 px of air.
+SMALLEST_SIDE = 360  # px: the plot's side at 800 × 600 with the sidebar open (short labels)
+LABEL_AIR = 2  # px between neighbouring labels
+
+
+def readable_window(font_size: int, side: int = SMALLEST_SIDE) -> int:
+    """The most tokens a map of ``side`` px draws whole with ``font_size`` px labels: one cell per token, a
+    cell at least the label size plus :data:`LABEL_AIR`. 12 px labels: 25 tokens; 10 px labels: 30."""
+    return side // (font_size + LABEL_AIR)
+
+
+# 12 px labels up to 25 tokens; a longer input is drawn with 10 px labels, so up to 30 tokens (a pair of two
+# short sentences) are shown whole, and only longer inputs get a window.
+NORMAL = MapStyle(font_size=12, window=readable_window(12), side=480)
+DENSE = MapStyle(font_size=10, window=readable_window(10), side=480)
 # A projector's 16 px labels still leave 16 px cells for an 18-token sentence, drawn whole, on a 300 px plot.
 PRESENTATION = MapStyle(font_size=16, window=18, side=560, overview_side=200)
 
@@ -53,8 +64,8 @@ def map_style(presentation: bool = False, tokens: int = 0) -> MapStyle:
     """The style for a screen (``False``) or a projector (``True``: larger fonts and cells).
 
     On a screen, a map of more than :data:`NORMAL`'s window of ``tokens`` per side uses smaller labels
-    (:data:`DENSE`), so sentences of up to 24 tokens are shown whole; the projector keeps its large
-    labels and shows a window sooner.
+    (:data:`DENSE`), so inputs of up to 30 tokens are shown whole (:func:`readable_window`); the projector
+    keeps its large labels and shows a window sooner.
     """
     if presentation:
         return PRESENTATION

@@ -41,6 +41,13 @@ def _number_room(*values: float) -> int:
     return int(max(text_width(f"{value:.4g}", FONT_SIZE) for value in (*values, 0.0))) + 12
 
 
+def colorbar_ticks(bound: float) -> dict:
+    """A diverging colour bar's ticks over ``[-bound, bound]``: its two ends and 0, written with 3 significant
+    digits. Plotly's own ticks left a one-row chart (a query vector, 140 px) a single "0"."""
+    values = [-bound, 0.0, bound]
+    return {"tickmode": "array", "tickvals": values, "ticktext": [f"{value:.3g}" for value in values]}
+
+
 def step_heatmap(matrix: np.ndarray, row_labels: Sequence[str], title: str, column_title: str = "") -> go.Figure:
     """A ``(rows, columns)`` matrix (vectors as rows) on a diverging scale centred at 0.
 
@@ -51,13 +58,14 @@ def step_heatmap(matrix: np.ndarray, row_labels: Sequence[str], title: str, colu
         column_title: the x axis title (e.g. ``head_dim``).
 
     Returns:
-        A figure with one heatmap; hover reads ``row, column: value``.
+        A figure with one heatmap; hover reads ``row, column: value``; the colour bar is ticked at
+        ``-max|matrix|``, 0 and ``max|matrix|`` (:func:`colorbar_ticks`).
     """
     matrix = np.atleast_2d(np.asarray(matrix, dtype=np.float32))
     if matrix.shape[0] != len(row_labels):
         raise ValueError(f"expected {len(row_labels)} rows, got shape {matrix.shape}")
     bound = float(np.abs(matrix).max()) or 1e-12
-    height = int(np.clip(90 + 18 * matrix.shape[0], 140, 520))
+    height = int(np.clip(90 + 18 * matrix.shape[0], 160, 520))  # one row: a 64 px colour bar for its three ticks
     trace = {
         "type": "heatmap",
         "z": matrix,
@@ -67,8 +75,7 @@ def step_heatmap(matrix: np.ndarray, row_labels: Sequence[str], title: str, colu
         "zmax": bound,
         "zmid": 0.0,
         "hovertemplate": "%{y}, %{x}: %{z:.4f}<extra></extra>",
-        # a short chart has room for few colour-bar ticks: about one per 30 px of plot, never touching
-        "colorbar": {"thickness": 10, "nticks": max(2, (height - 80) // 30)},
+        "colorbar": {"thickness": 10, **colorbar_ticks(bound)},
     }
     yaxis = {"type": "category", "autorange": "reversed", "automargin": False, **category_ticks(row_labels)}
     left = label_room(row_labels, FONT_SIZE) + 10

@@ -86,23 +86,27 @@ def _model_info(loaded: LoadedModel) -> None:
 def sidebar(places: dict | None = None) -> LoadedModel | None:
     """Draw the shared controls; return the model to show, or ``None`` if not even the fallback loads.
 
-    The sentence comes first, so that it is in view on a projector's 1280 × 720 screen. A model that
-    fails to load leaves the previous one in place with one message in the main area; every control
-    keeps its value. A layer or head that the model does not have is clamped, with a note. ``places``, if
-    given, gets ``"share"``: a slot beside the Language choice for the link to this view (drawn later).
+    What a lecturer reaches for before anything else comes first, in view without scrolling on a
+    projector's 1280 × 720 screen and at 800 × 600: the Presentation switch, then the Language choice with
+    the link to this view beside it; the sentence comes next. A model that fails to load leaves the previous one in
+    place with one message in the main area; every control keeps its value. A layer or head that the model
+    does not have is clamped, with a note. ``places``, if given, gets ``"share"``: a slot beside the
+    Language choice for the link to this view (drawn later).
     """
     state.init()
     feedback.settings_problem()
     loaded = _model()  # before the Model box: after a failure the box shows the model that is shown
     with st.sidebar:
-        top = st.container(horizontal=True, vertical_alignment="bottom", gap="small")  # no row of its own for the link
-        top.radio(
+        st.toggle(t("sidebar.presentation"), key="presentation", help=t("sidebar.presentation_help"))
+        top = st.container(horizontal=True, vertical_alignment="center", gap="small")  # no row of its own for the link
+        top.radio(  # its options name the languages: the row needs no label above it (it stays for screen readers)
             t("sidebar.language"),
             list(LANGUAGES),
             key=LANGUAGE_KEY,
             format_func=LANGUAGES.get,
             horizontal=True,
             width="content",
+            label_visibility="collapsed",
         )
         if places is not None:
             places["share"] = top.container(width="content")
@@ -117,7 +121,6 @@ def sidebar(places: dict | None = None) -> LoadedModel | None:
             st.caption(t("sidebar.model_clamped", control=t(f"sidebar.{key}"), old=old, last=last, new=new))
         if loaded is not None:
             _model_info(loaded)
-        st.toggle(t("sidebar.presentation"), key="presentation", help=t("sidebar.presentation_help"))
         st.toggle(t("sidebar.fit_range"), key="fit_range", help=t("sidebar.fit_range_help"))
     return loaded
 

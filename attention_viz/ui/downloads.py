@@ -52,10 +52,27 @@ def buttons(
     _button(row, t("links.download_csv"), lambda: export.matrix_csv(matrix, labels, key_labels), stem, "csv", what)
     json_stem = export.file_stem(result.model_name, "pretrained", "all")
     json_help = t("links.download_json_help")
-    _button(row, t("links.download_json"), lambda: export.attention_json(result), json_stem, "json", what, json_help)
+    json_bytes = export.attention_json_size(result)  # on the button before the click: it grows as tokens²
+    json_label = t("links.download_json", size=file_size(json_bytes))
+    _button(row, json_label, lambda: export.attention_json(result), json_stem, "json", what, json_help)
     html = lambda: export.figure_html(figure() if callable(figure) else figure)  # noqa: E731
     _button(row, t("links.download_html"), html, stem, "html", what)
+    if json_bytes > LARGE_DOWNLOAD:
+        st.caption(t("links.download_json_large", size=file_size(json_bytes)))
     st.caption(t("links.png_hint"))
+
+
+LARGE_DOWNLOAD = 50_000_000  # bytes: above this a download says it is large (about 180 tokens' JSON, 12 × 6 heads)
+
+
+def file_size(size: int) -> str:
+    """``size`` bytes in decimal units, as a download's label shows it: ``"≈ 131 MB"``, ``"≈ 4.0 MB"``,
+    ``"≈ 26 kB"``."""
+    if size >= 10_000_000:
+        return f"≈ {size / 1e6:.0f} MB"
+    if size >= 1_000_000:
+        return f"≈ {size / 1e6:.1f} MB"
+    return f"≈ {max(1, round(size / 1e3))} kB"
 
 
 def data_buttons(stem: str, what: str, csv, json) -> None:

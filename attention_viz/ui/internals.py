@@ -30,6 +30,7 @@ SIDEBAR_CONTENT = '[data-testid="stSidebarUserContent"]'  # the sidebar below th
 SIDEBAR_NAV = '[data-testid="stSidebarNav"]'
 SIDEBAR_HEADER = '[data-testid="stSidebarHeader"]'  # above the navigation: the collapse button's row
 SIDEBAR_COLLAPSE_BUTTON = '[data-testid="stSidebarCollapseButton"] button'
+EXPAND_SIDEBAR_BUTTON = '[data-testid="stExpandSidebarButton"]'  # the header's », there while the sidebar is closed
 HEADER = 'header[data-testid="stHeader"]'
 HORIZONTAL_BLOCK = '[data-testid="stHorizontalBlock"]'  # the row of an st.columns
 COLUMN = '[data-testid="stColumn"]'
@@ -38,7 +39,15 @@ TOOLBAR_BUTTON = '[data-testid="stElementToolbarButton"]'  # a button of an elem
 # The same names in the map element's own script (attention_viz/ui/attention_map/attention_map.js), which
 # collapses the sidebar for Presentation on a narrow screen; the test checks the script uses these only.
 MAP_SCRIPT_SELECTORS = (SIDEBAR, SIDEBAR_COLLAPSE_BUTTON)
-TEST_IDS = ("stMain", "stSidebar", "stSidebarUserContent", "stSidebarNav", "stSidebarHeader", "stSidebarCollapseButton")
+TEST_IDS = (
+    "stMain",
+    "stSidebar",
+    "stSidebarUserContent",
+    "stSidebarNav",
+    "stSidebarHeader",
+    "stSidebarCollapseButton",
+    "stExpandSidebarButton",
+)
 TEST_IDS += ("stHeader", "stHorizontalBlock", "stColumn", "stCode", "stElementToolbarButton")
 CLASS_NAMES = ("stMainBlockContainer",)
 

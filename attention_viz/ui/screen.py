@@ -18,6 +18,7 @@ import streamlit as st
 
 from attention_viz.ui.internals import (
     COLUMN,
+    EXPAND_SIDEBAR_BUTTON,
     HEADER,
     HORIZONTAL_BLOCK,
     MAIN,
@@ -48,9 +49,11 @@ _FRAME = f"""
 
 
 # Presentation: the page starts at the top of the window under a see-through header (its menu stays), so a
-# map can take the window's height.
+# map can take the window's height; while the sidebar is closed, the content starts right of the header's »
+# (which opens it again) instead of under it.
 _PRESENTATION = f"""
 {MAIN_BLOCK} {{ padding-top: 0.25rem; }}
+body:has({EXPAND_SIDEBAR_BUTTON}) {MAIN_BLOCK} {{ padding-left: 3.5rem; }}
 {HEADER} {{ background: transparent; pointer-events: none; }}
 {HEADER} * {{ pointer-events: auto; }}
 """
@@ -102,4 +105,16 @@ def map_box(place, key: str, height_over_width: int):
         f"calc(100cqw + {int(height_over_width)}px)) !important; }}"
     )
     st.html(f"<style>{rule}</style>")
+    return place.container(height=NOMINAL_MAP_HEIGHT, border=False, key=key)
+
+
+def ratio_box(place, key: str, ratio: float, fixed: float):
+    """A container for one chart (drawn with ``height="stretch"``) whose height follows its width:
+    ``ratio`` × the main area's width + ``fixed`` px (:func:`attention_viz.figures.grid_height`), so a
+    figure of square cells keeps them square at any window width. :data:`NOMINAL_MAP_HEIGHT` where CSS
+    does not apply."""
+    st.html(
+        f"<style>.st-key-{key} {{ flex: 0 0 auto !important; "
+        f"height: calc({ratio:.5f} * 100cqw + {fixed:.1f}px) !important; }}</style>"
+    )
     return place.container(height=NOMINAL_MAP_HEIGHT, border=False, key=key)

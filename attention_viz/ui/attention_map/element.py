@@ -63,9 +63,10 @@ import streamlit as st
 
 from attention_viz.figures import heatmaps, plotting
 from attention_viz.figures.grid import pool_attention
-from attention_viz.figures.layout import FONT_FAMILY, MapStyle, isolate, shorten_label, window_slice
+from attention_viz.figures.layout import FONT_FAMILY, NORMAL, MapStyle, isolate, shorten_label, window_slice
 from attention_viz.ui import state
 from attention_viz.ui.attention_map.serving import PLOTLY_PATH, ROUTE, STORE, pack
+from attention_viz.ui.screen import PRESENTATION_SCALE
 
 COMPONENT = "attention-viz.attention_map"  # "<project name>.<component name>" of pyproject.toml
 FIGURE_COMPONENT = "attention-viz.plotly_figure"
@@ -172,8 +173,8 @@ class MapSpec:
         focus: whether a click focuses a query (the session's ``focus``); false: no focus, none stored.
         window_keys: the session keys of the window's first query and key (a page may keep its own).
         presentation: a projector's map: as tall as the window (the page's header made transparent), the
-            title in the colour bar's margin, smaller axis titles, and at under 1000 px the sidebar
-            collapsed once (it opens again with its button).
+            title in the colour bar's margin, axis titles smaller than its ticks (scaled as the page's text),
+            and at under 1000 px the sidebar collapsed once (it opens again with its button).
     """
 
     layers: int
@@ -411,8 +412,9 @@ def _margins(row_labels: Sequence[str], key_labels: Sequence[str], spec: MapSpec
     style = spec.style
     margins = heatmaps.margins(row_labels, key_labels, style)
     axis_font = style.font_size
-    if spec.presentation:  # the title goes beside the colour bar; the axis titles are smaller than the ticks
-        axis_font = style.font_size - 4
+    if spec.presentation:  # the title goes beside the colour bar; the axis titles are smaller than the ticks,
+        # and as much larger than a screen's (12 px) as the page's other text (14 px)
+        axis_font = round(NORMAL.font_size * PRESENTATION_SCALE)
         margins["t"] = style.font_size + 30
         margins["l"] -= 2 * (style.font_size - axis_font)
         margins["b"] -= 2 * (style.font_size - axis_font)

@@ -5,7 +5,7 @@ import functools
 import streamlit as st
 
 from attention_viz import figures
-from attention_viz.ui import cache, controls, downloads, feedback, model_notes, scores_ui, state
+from attention_viz.ui import cache, controls, downloads, feedback, model_notes, scores_ui, screen, state
 from attention_viz.ui.i18n import t
 
 COMPARE = "attention_viz/ui/pages/compare.py"
@@ -47,8 +47,15 @@ def _show() -> None:
     )
     model_notes.layers(info)
     scores_ui.colour_by(loaded, encoding, result.weights, (selection.layer, selection.head))
-    grid = figures.head_grid(result.weights, fit_range=selection.fit_range, selected=(selection.layer, selection.head))
-    st.plotly_chart(
+    scale = screen.PRESENTATION_SCALE if selection.presentation else 1  # its titles grow with the page's text
+    grid = figures.head_grid(
+        result.weights,
+        fit_range=selection.fit_range,
+        selected=(selection.layer, selection.head),
+        title_font=round(figures.TITLE_FONT * scale),
+    )
+    box = screen.ratio_box(st, "head_grid_box", *figures.grid_height(info.num_layers, info.num_heads))
+    box.plotly_chart(
         grid,
         key="head_grid",
         theme=None,
@@ -56,6 +63,7 @@ def _show() -> None:
             functools.partial(_on_thumbnail, info.num_heads)
         ),  # plotly_chart's callback takes no args
         selection_mode="points",
+        height="stretch",  # the box's height: square thumbnails, as far apart across as down
         config=downloads.chart_config(
             info.name, selection.layer, selection.head, "all_heads"
         ),  # PNG: the head outlined
