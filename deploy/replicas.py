@@ -136,6 +136,28 @@ def _stop(process: subprocess.Popen) -> None:
             process.wait()
 
 
+def nginx_binary(nginx: str | None = None) -> str:
+    """The nginx binary: ``nginx`` if given, else ``nginx`` on the PATH, else ``/usr/sbin/nginx``.
+
+    Raises:
+        RuntimeError: none is installed.
+    """
+    binary = nginx or shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+    if binary is None:
+        raise RuntimeError("nginx is needed: apt-get install -y nginx (as root)")
+    return binary
+
+
+def nginx_prefix() -> Path:
+    """A new temporary folder for nginx's ``-p``: its pid file, logs and the folders it buffers in."""
+    prefix = Path(tempfile.mkdtemp(prefix="attention-viz-nginx-"))
+    for folder in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        (prefix / folder).mkdir()
+        (prefix / folder).chmod(0o777)  # nginx's workers drop root for `nobody` and buffer uploads here
+    prefix.chmod(0o755)
+    return prefix
+
+
 @contextlib.contextmanager
 def replicas_behind_nginx(
     replicas: int = 2, port: int = 0, nginx: str | None = None, base_path: str = ""
@@ -156,14 +178,8 @@ def replicas_behind_nginx(
     Raises:
         RuntimeError: nginx is not installed, or a replica or nginx did not start (with its log).
     """
-    binary = nginx or shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
-    if binary is None:
-        raise RuntimeError("nginx is needed: apt-get install -y nginx (as root)")
-    prefix = Path(tempfile.mkdtemp(prefix="attention-viz-nginx-"))
-    for folder in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
-        (prefix / folder).mkdir()
-        (prefix / folder).chmod(0o777)  # nginx's workers drop root for `nobody` and buffer uploads here
-    prefix.chmod(0o755)
+    binary = nginx_binary(nginx)
+    prefix = nginx_prefix()
     env = dict(os.environ, HF_HUB_OFFLINE="1", STREAMLIT_SERVER_COOKIE_SECRET=secrets.token_hex(32))
     base = f"/{base_path.strip('/')}" if base_path.strip("/") else ""
     deployment = Deployment(url=f"http://127.0.0.1:{port or free_port()}{base}", access_log=prefix / "access.log")
