@@ -92,6 +92,9 @@ else:  # `streamlit run app.py` imports it as a module first: the server's entry
     from attention_viz.ui.attention_map import serving
     from attention_viz.ui.preload_links import PreloadLinks
 
-    ready = Route(warmup.READY_PATH, warmup.readiness, methods=["GET", "HEAD"])  # 200 once the model is loaded
-    routes = [ready, *serving.routes()]  # readiness; the map element's plotly.js and data bundles
+    # Streamlit puts these at the server's root as given; its own routes, under server.baseUrlPath (set
+    # before `streamlit run` imports this file). The app's go there too (serving.py says more).
+    base = st.get_option("server.baseUrlPath")
+    ready = Route(serving.app_path(base, warmup.READY_PATH), warmup.readiness, methods=["GET", "HEAD"])
+    routes = [ready, *serving.routes(base)]  # readiness (200 once the model is loaded); plotly.js, map bundles
     app = st.App(__file__, lifespan=warmup.lifespan, middleware=[Middleware(PreloadLinks)], routes=routes)

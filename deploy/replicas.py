@@ -8,6 +8,9 @@ beside this file). nginx starts once every replica answers ``/ready`` (its model
 
     .venv/bin/python -m deploy.replicas --replicas 2 --port 8600    # then browse to http://127.0.0.1:8600
 
+With ``--base-path attviz`` the app is at ``http://127.0.0.1:8600/attviz/`` (each replica started with
+``--server.baseUrlPath attviz``), as behind a proxy that serves it under that path.
+
 It stops everything on Ctrl+C. :func:`replicas_behind_nginx` does the same for a test or a benchmark.
 """
 
@@ -59,7 +62,9 @@ class Deployment:
         if self.access_log is None or not self.access_log.exists():
             return counts
         for line in self.access_log.read_text().splitlines():
-            if '"GET /_stcore/stream' in line:
+            quoted = line.split('"')
+            request = quoted[1].split() if len(quoted) > 2 else []  # method, path, protocol
+            if request[:1] == ["GET"] and request[1:2] and request[1].endswith("/_stcore/stream"):  # any base path
                 upstream = line.split('" ', 1)[1].split()[1]
                 counts[upstream] = counts.get(upstream, 0) + 1
         since = since or {}
@@ -72,13 +77,15 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def nginx_config(prefix: Path, listen: str, replicas: list[str]) -> str:
-    """``nginx.conf`` with its placeholders filled: the prefix folder, the listen address and the replicas.
+def nginx_config(prefix: Path, listen: str, replicas: list[str], base_path: str = "") -> str:
+    """``nginx.conf`` with its placeholders filled: the prefix folder, the listen address, the replicas and
+    the base path.
 
     Args:
         prefix: nginx's folder for its pid file, logs and temporary files.
         listen: ``host:port`` nginx listens on.
         replicas: each replica's ``host:port``; replica ``i`` is named ``r{i}`` in the stickiness cookie.
+        base_path: the replicas' ``server.baseUrlPath`` (``attviz``; slashes optional), or ``""`` for none.
     """
     indent = " " * 8
     servers = "\n".join(f"{indent}server {address} max_fails=1 fail_timeout=10s;" for address in replicas)
@@ -96,6 +103,7 @@ def nginx_config(prefix: Path, listen: str, replicas: list[str]) -> str:
         "replica_by_cookie": by_cookie,
         "name_by_address": by_address,
         "replica_upstreams": "\n".join(groups),
+        "base": f"/{base_path.strip('/')}" if base_path.strip("/") else "",
     }
     text = TEMPLATE.read_text()
     for name, value in values.items():
@@ -128,50 +136,71 @@ def _stop(process: subprocess.Popen) -> None:
             process.wait()
 
 
+def nginx_binary(nginx: str | None = None) -> str:
+    """The nginx binary: ``nginx`` if given, else ``nginx`` on the PATH, else ``/usr/sbin/nginx``.
+
+    Raises:
+        RuntimeError: none is installed.
+    """
+    binary = nginx or shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+    if binary is None:
+        raise RuntimeError("nginx is needed: apt-get install -y nginx (as root)")
+    return binary
+
+
+def nginx_prefix() -> Path:
+    """A new temporary folder for nginx's ``-p``: its pid file, logs and the folders it buffers in."""
+    prefix = Path(tempfile.mkdtemp(prefix="attention-viz-nginx-"))
+    for folder in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        (prefix / folder).mkdir()
+        (prefix / folder).chmod(0o777)  # nginx's workers drop root for `nobody` and buffer uploads here
+    prefix.chmod(0o755)
+    return prefix
+
+
 @contextlib.contextmanager
-def replicas_behind_nginx(replicas: int = 2, port: int = 0, nginx: str | None = None) -> Iterator[Deployment]:
+def replicas_behind_nginx(
+    replicas: int = 2, port: int = 0, nginx: str | None = None, base_path: str = ""
+) -> Iterator[Deployment]:
     """Start ``replicas`` app servers and nginx in front of them; stop them all afterwards.
 
     Args:
         replicas: how many identical app servers (each loads the model: about 1.2 GB resident).
         port: nginx's port on 127.0.0.1; 0 picks a free one.
         nginx: the nginx binary (default: ``nginx`` on the PATH, or ``/usr/sbin/nginx``).
+        base_path: serve the app under this path (``attviz``: ``http://127.0.0.1:PORT/attviz/``; every
+            replica runs with ``--server.baseUrlPath``), or at the root (``""``).
 
     Yields:
         a :class:`Deployment`, once every replica answers its readiness check (``/ready``: its model is
-        loaded) and nginx answers it too.
+        loaded) and nginx answers it too. Its ``url`` and ``replica_urls`` end in the base path.
 
     Raises:
         RuntimeError: nginx is not installed, or a replica or nginx did not start (with its log).
     """
-    binary = nginx or shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
-    if binary is None:
-        raise RuntimeError("nginx is needed: apt-get install -y nginx (as root)")
-    prefix = Path(tempfile.mkdtemp(prefix="attention-viz-nginx-"))
-    for folder in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
-        (prefix / folder).mkdir()
-        (prefix / folder).chmod(0o777)  # nginx's workers drop root for `nobody` and buffer uploads here
-    prefix.chmod(0o755)
+    binary = nginx_binary(nginx)
+    prefix = nginx_prefix()
     env = dict(os.environ, HF_HUB_OFFLINE="1", STREAMLIT_SERVER_COOKIE_SECRET=secrets.token_hex(32))
-    deployment = Deployment(url=f"http://127.0.0.1:{port or free_port()}", access_log=prefix / "access.log")
+    base = f"/{base_path.strip('/')}" if base_path.strip("/") else ""
+    deployment = Deployment(url=f"http://127.0.0.1:{port or free_port()}{base}", access_log=prefix / "access.log")
     processes: list[subprocess.Popen] = []
     try:
         for _ in range(replicas):
             replica_port = free_port()
             log = prefix / f"replica-{replica_port}.log"
             command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(replica_port)]
-            command += ["--server.address", "127.0.0.1"]
+            command += ["--server.address", "127.0.0.1"] + (["--server.baseUrlPath", base] if base else [])
             with log.open("w") as out:
                 processes.append(subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env))
-            deployment.replica_urls.append(f"http://127.0.0.1:{replica_port}")
+            deployment.replica_urls.append(f"http://127.0.0.1:{replica_port}{base}")
             deployment.replica_pids.append(processes[-1].pid)
             deployment.logs.append(log)
         deadline = time.monotonic() + START_TIMEOUT_S
         for url, process, log in zip(deployment.replica_urls, processes, deployment.logs, strict=True):
             _wait_ready(url, process, log, deadline)
-        listen = deployment.url.removeprefix("http://")
-        upstreams = [url.removeprefix("http://") for url in deployment.replica_urls]
-        (prefix / "nginx.conf").write_text(nginx_config(prefix, listen, upstreams))
+        listen = deployment.url.removeprefix("http://").removesuffix(base)
+        upstreams = [url.removeprefix("http://").removesuffix(base) for url in deployment.replica_urls]
+        (prefix / "nginx.conf").write_text(nginx_config(prefix, listen, upstreams, base))
         nginx_log = prefix / "nginx.out"
         with nginx_log.open("w") as out:
             command = [binary, "-p", str(prefix), "-c", str(prefix / "nginx.conf"), "-g", "daemon off;"]
@@ -188,8 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--port", type=int, default=8600)
+    parser.add_argument("--base-path", default="", help="serve the app under this path (attviz)")
     args = parser.parse_args(argv)
-    with replicas_behind_nginx(args.replicas, args.port) as deployment:
+    with replicas_behind_nginx(args.replicas, args.port, base_path=args.base_path) as deployment:
         print(f"{args.replicas} replicas {' '.join(deployment.replica_urls)} behind {deployment.url}", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             signal.sigwait({signal.SIGINT, signal.SIGTERM})

@@ -75,8 +75,10 @@ def streamlit_server(
 ) -> Iterator[Running]:
     """Start ``streamlit run <app>`` in ``cwd`` with extra command-line ``options``; yield ``(url, log_path,
     started_at)`` (a :class:`Running`) once its health endpoint answers; stop it afterwards. ``address``: the
-    one it listens on (``None``: the configuration's, as a plain ``streamlit run app.py``)."""
+    one it listens on (``None``: the configuration's, as a plain ``streamlit run app.py``). With a
+    ``--server.baseUrlPath`` among ``options``, ``url`` ends in that path (the app's address under it)."""
     port = free_port()
+    base = base_path(options)
     log = Path(tempfile.mkdtemp()) / "streamlit.log"
     env = dict(os.environ, HF_HUB_OFFLINE="1", **(env or {}))
     command = [sys.executable, "-m", "streamlit", "run", app, "--server.port", str(port)]
@@ -84,7 +86,7 @@ def streamlit_server(
     started = time.monotonic()
     with log.open("w") as out:
         server = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{port}" + (f"/{base}" if base else "")
 
     def healthy() -> bool:
         if server.poll() is not None:
@@ -104,6 +106,16 @@ def streamlit_server(
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def base_path(options: tuple[str, ...]) -> str:
+    """The ``--server.baseUrlPath`` among command-line ``options`` (either form), without its slashes ("" if none)."""
+    for i, option in enumerate(options):
+        if option == "--server.baseUrlPath" and i + 1 < len(options):
+            return options[i + 1].strip("/")
+        if option.startswith("--server.baseUrlPath="):
+            return option.split("=", 1)[1].strip("/")
+    return ""
 
 
 def chromium_path() -> str:

@@ -1,6 +1,7 @@
 """The map element's Python side: its bundles (binary layout, budget, store), the view it accepts from the
 browser, and the figure it reads back for AppTest."""
 
+import asyncio
 import json
 import struct
 
@@ -69,6 +70,54 @@ def test_a_bundle_registered_ahead_is_made_once_on_its_first_request_and_can_be_
     store.forget(other)
     store.forget(later)  # made already: kept
     assert other not in store and store.get(later) == b"made"
+
+
+def _get(app, path: str) -> tuple[int, bytes, bytes]:
+    """``GET path`` from the ASGI ``app``, in this thread: ``(status, content type, body)``."""
+    sent, done = [], None
+    requests = [{"type": "http.request", "body": b"", "more_body": False}]
+
+    async def receive():  # the request, then a disconnect once the whole response is sent
+        if requests:
+            return requests.pop()
+        await done.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+        if message["type"] == "http.response.body" and not message.get("more_body"):
+            done.set()
+
+    async def run():
+        nonlocal done
+        done = asyncio.Event()
+        await app(scope, receive, send)
+
+    scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(), "query_string": b""}
+    scope |= {"headers": [], "scheme": "http", "server": ("127.0.0.1", 80), "root_path": "", "http_version": "1.1"}
+    asyncio.run(run())
+    headers = dict(sent[0]["headers"])
+    return sent[0]["status"], headers.get(b"content-type", b""), b"".join(m.get("body", b"") for m in sent[1:])
+
+
+@pytest.mark.parametrize("base", ["attviz", "/attviz/", "dept/attviz"])
+def test_the_apps_routes_sit_under_the_base_path_and_a_missing_file_is_404(base):
+    """``st.App`` mounts the routes exactly as given, at the server's root: under ``--server.baseUrlPath``
+    they must carry it themselves. Any other path under ``attention-viz/`` is 404, not the front end's page."""
+    from starlette.applications import Starlette
+
+    app = Starlette(routes=serving.routes(base))
+    prefix = "/" + base.strip("/")
+    bundle_id = serving.STORE.put(b"AVM1 test bundle")
+    status, kind, body = _get(app, f"{prefix}/{serving.PLOTLY_PATH}")
+    assert (status, kind.split(b";")[0]) == (200, b"text/javascript") and body == serving.PLOTLY_JS.read_bytes()
+    assert _get(app, f"{prefix}/{serving.ROUTE}/maps/{bundle_id}")[::2] == (200, b"AVM1 test bundle")
+    assert _get(app, f"{prefix}/{serving.ROUTE}/maps/made-up")[0] == 404
+    assert _get(app, f"{prefix}/{serving.ROUTE}/plotly-0.0.0.min.js")[0] == 404
+    assert _get(app, f"{prefix}/{serving.ROUTE}/")[0] == 404
+    assert _get(app, f"/{serving.PLOTLY_PATH}")[0] == 404  # not at the root: that is another site's
+    assert serving.app_path(base, "/ready") == f"{prefix}/ready" and serving.app_path("", "ready") == "/ready"
+    assert serving.app_path(None, serving.PLOTLY_PATH) == f"/{serving.PLOTLY_PATH}"
 
 
 def test_only_a_view_of_integers_in_range_is_taken():

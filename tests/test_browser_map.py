@@ -1,6 +1,7 @@
 """Compare's attention map element in a real browser (Debian's Chromium): the keys, the ‹ › buttons and the
 Layer/Head boxes move one view; fast presses are all counted; the page, the boxes and the address follow the
-map; a click focuses a query; long inputs pan in the browser; Back restores the view the address names.
+map; a click focuses a query; long inputs pan in the browser; Back restores the view the address names; under
+a base path (behind a proxy) every route of the app answers there and the map is drawn whole.
 
 The element's state is read from its root's data attributes (``data-layer``, ``data-head``, ``data-focus``,
 ``data-query-start``, ``data-key-start``), which it writes when it paints.
@@ -8,17 +9,21 @@ The element's state is read from its root's data attributes (``data-layer``, ``d
 
 import base64
 import io
+import urllib.error
+import urllib.parse
 import urllib.request
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 from xml.etree import ElementTree
 
 import numpy as np
 import pytest
-from browser import ARTIFACTS, IDLE, MAP, idle, wait_until
+from browser import ARTIFACTS, IDLE, MAP, idle, streamlit_server, wait_until
 from PIL import Image
 from playwright.sync_api import expect
 
 from attention_viz.extraction import extract
+from attention_viz.models.loading import bundled_model_path
 from attention_viz.ui import i18n, state
 from attention_viz.ui.attention_map import element, serving
 
@@ -504,3 +509,73 @@ def test_the_map_and_its_bars_save_an_svg_named_as_their_png(server, chromium):
     bars = [e for e in root.iter() if (e.get("class") or "").split() == ["point"] and e.find(f"{SVG}path") is not None]
     assert len(bars) == 2 * len(_tokens(page)), "a bar per key, pretrained and from scratch"
     page.close()
+
+
+def _status(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status, response.headers.get("Content-Type", "")
+    except urllib.error.HTTPError as refused:
+        return refused.code, refused.headers.get("Content-Type", "")
+
+
+def _pixels(page, box: tuple[float, float, float, float]) -> np.ndarray:
+    """The screen's RGB pixels inside ``box`` (left, top, right, bottom in CSS px), as a person sees them."""
+    left, top, right, bottom = box
+    clip = {"x": left, "y": top, "width": max(1.0, right - left), "height": max(1.0, bottom - top)}
+    return np.asarray(Image.open(io.BytesIO(page.screenshot(clip=clip))).convert("RGB"), dtype=np.int16)
+
+
+def _labels_and_colour_bar(page) -> tuple[float, float]:
+    """The share of dark (text) pixels left of the map's cells, where the query labels are, and of blue
+    (colour bar) pixels in the band above the cells, where the colour bar is."""
+    cells = page.eval_on_selector(
+        ".av-cells", "c => { const r = c.getBoundingClientRect(); return [r.x, r.y, r.right, r.bottom]; }"
+    )
+    plot = page.eval_on_selector(
+        ".av-plot", "p => { const r = p.getBoundingClientRect(); return [r.x, r.y, r.right]; }"
+    )
+    left = _pixels(page, (plot[0], cells[1], cells[0] - 8, cells[3]))
+    above = _pixels(page, (cells[0], plot[1], plot[2], cells[1] - 4))
+    dark = (left.max(axis=2) < 110).mean()
+    blue = ((above[..., 2] - above[..., 0]) > 60).mean()
+    return dark, blue
+
+
+def test_under_a_base_path_every_route_answers_there_and_the_map_is_drawn_whole(chromium):
+    """Behind a proxy at ``/attviz/`` (``--server.baseUrlPath attviz``): readiness says 503 until the model is
+    loaded, then 200; plotly.js is JavaScript; an unknown bundle or file is 404, not the front end's page; and
+    the map of a long input (its bundle fetched, too large to travel inline) has its labels and colour bar."""
+    weights = str(bundled_model_path() / "model.safetensors")
+    text = " ".join(f"word{i % 7} and" for i in range(60))
+    with streamlit_server("--server.baseUrlPath", "attviz") as running:
+        url = running[0]
+        assert url.endswith("/attviz")
+        first = _status(f"{url}/ready")[0]
+        maps = f"/proc/{running.process.pid}/maps"
+        assert first == 503 or weights in Path(maps).read_text()  # not ready before the weights are read
+        wait_until(lambda: _status(f"{url}/ready")[0] == 200, 240, "never ready", every_s=0.25)
+        status, kind = _status(f"{url}/{serving.PLOTLY_PATH}")
+        assert status == 200 and kind.startswith("text/javascript")
+        assert _status(f"{url}/{serving.ROUTE}/maps/not-a-bundle")[0] == 404
+        assert _status(f"{url}/{serving.ROUTE}/plotly-0.0.0.min.js")[0] == 404
+        root = url.removesuffix("/attviz")
+        assert _status(f"{root}/ready")[0] == 404 and _status(f"{root}/{serving.PLOTLY_PATH}")[0] == 404
+        assert first == 503, "ready at once: the model loaded before the first check (a machine this fast?)"
+
+        page = chromium.new_page(viewport={"width": 1280, "height": 720})
+        answered = []
+        page.on("response", lambda response: answered.append((response.url, response.status)))
+        page.goto(f"{url}/?" + urllib.parse.urlencode({"text": text}))
+        page.wait_for_selector(f"{ELEMENT}[data-ready='1']", timeout=120_000)
+        idle(page)
+        wait_until(lambda: min(_labels_and_colour_bar(page)) > 0, 60, "no labels or colour bar drawn", every_s=0.5)
+        dark, blue = _labels_and_colour_bar(page)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=ARTIFACTS / "base_path_map.png")
+        assert dark > 0.01 and blue > 0.05, (dark, blue)
+        ours = [(address, code) for address, code in answered if f"/{serving.ROUTE}/" in address]
+        assert (f"{url}/{serving.PLOTLY_PATH}", 200) in ours
+        assert any(f"{url}/{serving.ROUTE}/maps/" in address and code == 200 for address, code in ours), ours
+        assert all(address.startswith(f"{url}/") for address, _ in ours), ours
+        page.close()

@@ -117,10 +117,27 @@ def test_text_too_long_for_a_link_is_cut_with_a_note():
     _no_errors(at)
     assert at.text_area(key="text").value == "长" * links.MAX_TEXT
     assert str(links.MAX_TEXT) in at.warning[0].value
-    at = _app(text=long)
+    at = _app(text="a" * (links.MAX_TEXT + 50))  # Latin: the characters limit cuts it
     link = _link(at)
-    assert any(str(links.MAX_TEXT) in w.value for w in at.warning)  # the link box says its link is cut
     assert len(links.parse_query(urlsplit(link).query)["text"]) == links.MAX_TEXT
+    assert any(f"{links.MAX_TEXT} of {links.MAX_TEXT + 50}" in w.value for w in at.warning)  # the box says so
+
+
+@pytest.mark.parametrize(
+    ("lang", "says"), [("en", "first {kept} of 1000 characters"), ("zh", "前 {kept} 个字符（共 1000 个；")]
+)
+def test_a_chinese_text_too_long_for_a_link_is_cut_to_fit_and_the_box_says_so(lang, says):
+    """1000 × 中 is within the app's limit on a text, but percent-encoded (9 characters each) it made a link
+    of 9,866 characters, which the project's nginx refused (414). The link holds what fits, and says so."""
+    at = _app(text="中" * 1000, lang=lang)
+    link = _link(at)
+    held = links.parse_query(urlsplit(link).query)["text"]
+    kept = len(held)
+    assert len(link) <= links.MAX_LINK and 700 < kept < 1000
+    assert at.text_area(key="text").value == "中" * 1000  # the text itself is kept whole
+    notes = [w.value for w in at.warning if says.format(kept=kept) in w.value]
+    assert len(notes) == 1 and str(links.MAX_LINK) in notes[0] and i18n.table(lang)["links.field_text"] in notes[0]
+    assert links.parse_query(links.query_string(dict(at.query_params)))["text"] == held  # and the address too
 
 
 @pytest.mark.parametrize("preset", presets.load(), ids=lambda p: p.id)

@@ -85,3 +85,23 @@ def test_the_replica_setup_waits_for_readiness_and_nginx_passes_it_on(monkeypatc
     config = replicas.nginx_config(tmp_path, "127.0.0.1:8600", ["127.0.0.1:8601", "127.0.0.1:8602"])
     block = config.split("location = /ready", 1)[1].split("}", 1)[0]
     assert "proxy_pass http://replicas_health" in block and "http_503" in block
+
+
+def test_under_a_base_path_the_replicas_are_checked_there_and_nginx_passes_it_on(tmp_path):
+    """Replicas started with ``--server.baseUrlPath attviz`` answer health and readiness under ``/attviz/``:
+    nginx's own checks must ask there (at the root they get 404)."""
+    config = replicas.nginx_config(tmp_path, "127.0.0.1:8600", ["127.0.0.1:8601"], base_path="attviz")
+    assert "location = /attviz/ready {" in config and "location = /attviz/_stcore/health {" in config
+    assert "{base}" not in config and "location = /ready" not in config
+    plain = replicas.nginx_config(tmp_path, "127.0.0.1:8600", ["127.0.0.1:8601"])
+    assert "location = /ready {" in plain and "location = /_stcore/health {" in plain
+    log = tmp_path / "access.log"
+    lines = [
+        '127.0.0.1 [t] "GET /attviz/_stcore/stream HTTP/1.1" 101 127.0.0.1:8601 r0',
+        '127.0.0.1 [t] "GET /_stcore/stream HTTP/1.1" 101 127.0.0.1:8602 r1',
+        '127.0.0.1 [t] "GET /attviz/?text=_stcore/stream HTTP/1.1" 200 127.0.0.1:8601 r0',
+        '127.0.0.1 [t] "-" 400 - ',
+    ]
+    log.write_text("\n".join(lines) + "\n")
+    deployment = replicas.Deployment(url="http://127.0.0.1:8600/attviz", access_log=log)
+    assert deployment.served_websockets() == {"127.0.0.1:8601": 1, "127.0.0.1:8602": 1}

@@ -10,11 +10,17 @@ malformed link opens the default view with a note, never an error.
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from urllib.parse import parse_qsl, urlencode
+from itertools import accumulate
+from urllib.parse import parse_qsl, quote_plus, urlencode
 
-MAX_TEXT = 1000  # characters of one text field in a link; a URL of about 10 kB at 3 bytes per CJK char
+MAX_TEXT = 1000  # characters of one text field in a link (the text of a link is cut to this when read too)
+# Characters of a whole link the app makes, its address included, percent-encoded (a CJK character takes 9, an
+# emoji 12): RFC 9110, section 4.1, asks every sender and recipient to support URIs of at least 8000 octets, and
+# the default limits of common proxies take them (nginx: a request line within 8 KiB; Apache: 8190 bytes).
+MAX_LINK = 8000
 MAX_INT = 2**31 - 1
 _TRUE, _FALSE = {"1", "true", "on", "yes"}, {"0", "false", "off", "no"}
 
@@ -30,6 +36,8 @@ class Rules:
         max_text: the most characters one text setting may carry.
         aliases: ``{setting: {old text: new text}}``: how older links wrote a value that has been
             renamed since, so that they keep working.
+        texts: the settings that are free text (typed by the user): a link too long for its room may carry
+            a beginning of them (:func:`to_query`). Other settings (a model's name, a language) go whole.
     """
 
     defaults: Mapping[str, object]
@@ -37,6 +45,7 @@ class Rules:
     ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     max_text: int = MAX_TEXT
     aliases: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    texts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,28 +101,71 @@ def decode_value(text: str, default: object) -> object:
     return text
 
 
-def to_query(values: Mapping[str, object], rules: Rules) -> tuple[dict[str, str], list[Note]]:
+def to_query(values: Mapping[str, object], rules: Rules, room: int | None = None) -> tuple[dict[str, str], list[Note]]:
     """The query parameters of a view: every setting of ``rules.defaults`` (see :func:`carried`), in order.
 
-    Text longer than ``rules.max_text`` is cut to that length (note ``cut``).
+    Text longer than ``rules.max_text`` is cut to that length; then, with ``room``, the free texts
+    (``rules.texts``) are cut further until :func:`query_string` of the parameters is at most ``room``
+    characters long (percent-encoded: 9 for a CJK character). Each text gets an equal share of what the other
+    settings leave, and a share a shorter text does not use goes to the longer ones; a cut keeps a beginning
+    of the text and does not separate a character from the combining marks and joiners that follow it
+    (:func:`cut_to_fit`). One note ``cut`` for each text cut. If the other settings alone take more than
+    ``room`` (the app's take under 1000 characters), the texts are left empty and the query is longer.
 
     Args:
         values: the view's settings; a missing one takes its default.
         rules: what the link may carry.
+        room: the most characters the query string may have (None: no limit but ``rules.max_text``).
 
     Returns:
         ``(params, notes)``: ``{name: text}`` and a :class:`Note` for each cut text.
     """
-    params, notes = {}, []
+    params, cut = {}, []
     for key, default in rules.defaults.items():
         if not carried(default):
             continue
         value = values.get(key, default)
         if isinstance(default, str) and isinstance(value, str) and len(value) > rules.max_text:
             value = value[: rules.max_text]
-            notes.append(Note("cut", key))
+            cut.append(key)
         params[key] = encode_value(value)
-    return params, notes
+    if room is not None and len(query_string(params)) > room:
+        texts = {key: params[key] for key in rules.texts if key in params}
+        left = room - len(query_string({**params, **dict.fromkeys(texts, "")}))
+        by_size = sorted(texts, key=lambda key: len(quote_plus(texts[key])))
+        for i, key in enumerate(by_size):
+            kept = cut_to_fit(texts[key], max(0, left) // (len(by_size) - i))
+            left -= len(quote_plus(kept))
+            if kept != texts[key]:
+                params[key] = kept
+                cut.append(key)
+    return params, [Note("cut", key) for key in rules.defaults if key in cut]
+
+
+def _joins_previous(char: str) -> bool:
+    """Whether ``char`` belongs to the character before it: a combining mark, a variation selector, a
+    zero-width joiner, an emoji skin-tone modifier or a tag character (Unicode's grapheme extenders, near
+    enough for a cut)."""
+    code = ord(char)
+    return (
+        unicodedata.category(char) in ("Mn", "Me", "Mc")
+        or char == "\u200d"
+        or 0xFE00 <= code <= 0xFE0F
+        or 0x1F3FB <= code <= 0x1F3FF
+        or 0xE0020 <= code <= 0xE007F
+    )
+
+
+def cut_to_fit(text: str, room: int) -> str:
+    """The longest beginning of ``text`` whose query-string encoding (``quote_plus``, as :func:`query_string`
+    writes it) is at most ``room`` characters, ending where a person's character ends: never between a
+    letter and its combining marks, nor after a zero-width joiner (an emoji sequence is kept whole or left
+    out)."""
+    costs = list(accumulate(len(quote_plus(char)) for char in text))
+    end = next((i for i, total in enumerate(costs) if total > room), len(text))
+    while 0 < end < len(text) and (_joins_previous(text[end]) or text[end - 1] == "\u200d"):
+        end -= 1
+    return text[:end]
 
 
 def from_query(params: Mapping[str, str], rules: Rules) -> tuple[dict[str, object], list[Note]]:

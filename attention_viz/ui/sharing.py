@@ -11,16 +11,14 @@ the first heatmap (the cold-start benchmark; figures in ``benchmarks/README.md``
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from attention_viz.ui import internals, links, state
 from attention_viz.ui.i18n import t
-from attention_viz.ui.safe_text import Markdown
+from attention_viz.ui.safe_text import Markdown, literal
+from attention_viz.ui.view_schema import FREE_TEXTS
 
-FALLBACK_ORIGIN = "http://localhost:8501"  # when the browser's address is unknown (tests)
 SHARE_BOX = "share_box"  # the popover's key: its state says whether it is open
 SHARE_LINK = "share_link"  # the container inside it (the popover's panel is drawn outside the sidebar)
 SHARE_OPEN = "share_open"  # kept across pages and languages, where the expander is a new widget
@@ -29,18 +27,13 @@ _COPY_BAR = f".st-key-{SHARE_LINK} {internals.CODE} div:has(> div > {internals.T
 _COPY_SHOWN = f"{_COPY_BAR}, {_COPY_BAR} * {{ opacity: 1 !important; visibility: visible !important; }}"
 
 
-def app_root() -> str:
-    """The app's address without page path or query, e.g. ``http://host:8501`` (plus any base path)."""
-    parts = urlsplit(st.context.url or "")
-    origin = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else FALLBACK_ORIGIN
-    base = (st.get_option("server.baseUrlPath") or "").strip("/")
-    return f"{origin}/{base}" if base else origin
-
-
-def view_link(page: str) -> tuple[str, list[links.Note]]:
-    """The link to the current view, and a note for each text cut to fit in it."""
-    params, notes = state.view_query(page)
-    return f"{app_root()}/?{links.query_string(params)}", notes
+def view_link(page: str) -> tuple[str, list[tuple[str, int, int]]]:
+    """The link to the current view (at most :data:`links.MAX_LINK` characters), and for each text cut to fit
+    in it ``(setting, characters the link holds, characters of the text)``."""
+    root = state.app_root()
+    params, notes = state.view_query(page, root)
+    cuts = [(n.key, len(params[n.key]), len(str(st.session_state.get(n.key, "")))) for n in notes if n.kind == "cut"]
+    return f"{root}/?{links.query_string(params)}", cuts
 
 
 def _remember_open() -> None:
@@ -67,7 +60,7 @@ def link_box(page: str, place: DeltaGenerator | None = None) -> DeltaGenerator:
     of the sidebar) that opens the link on one line with its copy button. Return the place, at the top of
     the page, for the note about an opened link (:func:`opened_link`, called once the page ran)."""
     slot = st.empty()
-    url, cut_notes = view_link(page)
+    url, cuts = view_link(page)
     box = (place or st.sidebar).popover(
         ":material/link:",  # the icon alone: it fits beside the Language choice in either language
         help=t("links.share"),
@@ -79,7 +72,8 @@ def link_box(page: str, place: DeltaGenerator | None = None) -> DeltaGenerator:
         inside.html(f"<style>{_COPY_SHOWN}</style>")
         inside.markdown(f"**{t('links.share')}**")
         inside.code(url, language=None, wrap_lines=False)  # one line; its copy button at the right end
+        for key, kept, total in cuts:  # under the link, in view on an 800 × 600 screen: the hint can wait
+            field = t(f"links.field_{key}") if key in FREE_TEXTS else literal(key)
+            inside.warning(t("links.text_cut", field=field, limit=links.MAX_LINK, kept=kept, total=total))
         inside.caption(t("links.copy_hint"))
-        if cut_notes:
-            inside.warning(t("links.text_cut", limit=links.MAX_TEXT))
     return slot

@@ -18,6 +18,7 @@ import streamlit as st
 from attention_viz import figures
 from attention_viz.models.loading import BUNDLED_MODEL, ModelInfo
 from attention_viz.ui.url_state import (  # noqa: F401  (re-exported: state.X for every job)
+    app_root,
     init,
     link_notes,
     link_pending,

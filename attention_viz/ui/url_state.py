@@ -4,9 +4,14 @@ A link carries every setting of :data:`~attention_viz.ui.view_schema.DEFAULTS` t
 default, and the page (:func:`~attention_viz.ui.view_schema.link_rules`; the encoding and its checks are
 pure functions in :mod:`attention_viz.ui.links`). What was wrong with a link is kept for the note the
 sidebar shows once (:func:`link_notes`). The browser's Back and Forward bring an earlier view back.
+
+A link stays within :data:`~attention_viz.ui.links.MAX_LINK` characters, its address included, and so does
+the browser's address: a sentence too long for that goes into them cut (:func:`query_room`).
 """
 
 from __future__ import annotations
+
+from urllib.parse import urlsplit
 
 import streamlit as st
 
@@ -15,6 +20,24 @@ from attention_viz.ui.view_schema import DEFAULTS, PAGE_KEY, RENAMED_PAGES, link
 
 _URL_READ, _URL_NOTES, _URL_PAGE, _URL_VALUES = "_url_read", "_url_notes", "_url_page", "_url_values"
 _URL_WRITTEN, _URL_WRITTEN_VIEW = "_url_written", "_url_written_view"
+FALLBACK_ORIGIN = "http://localhost:8501"  # when the browser's address is unknown (tests)
+# Characters of "/<page>?" between the app's root and the query in the browser's address: the longest page
+# name (head_similarity) and room to spare. The shared link has "/?" there.
+PAGE_PATH_ROOM = 32
+
+
+def app_root() -> str:
+    """The app's address without page path or query, e.g. ``http://host:8501`` (plus any base path)."""
+    parts = urlsplit(st.context.url or "")
+    origin = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else FALLBACK_ORIGIN
+    base = (st.get_option("server.baseUrlPath") or "").strip("/")
+    return f"{origin}/{base}" if base else origin
+
+
+def query_room(root: str) -> int:
+    """The most characters of a view's query string, so that a link at ``root`` (:func:`app_root`), and the
+    browser's address on any page, stay within :data:`~attention_viz.ui.links.MAX_LINK` characters."""
+    return links.MAX_LINK - len(root) - PAGE_PATH_ROOM
 
 
 def init() -> None:
@@ -84,9 +107,11 @@ def _view_values() -> dict:
     return {key: st.session_state.get(key, default) for key, default in DEFAULTS.items()}
 
 
-def view_query(page: str) -> tuple[dict[str, str], list[links.Note]]:
-    """The current view as query parameters, and a note for each text cut to fit a link."""
-    return links.to_query({**_view_values(), PAGE_KEY: page}, link_rules())
+def view_query(page: str, root: str | None = None) -> tuple[dict[str, str], list[links.Note]]:
+    """The current view as query parameters, and a note for each text cut to fit a link at ``root`` (default
+    :func:`app_root`; see :func:`query_room`)."""
+    room = query_room(app_root() if root is None else root)
+    return links.to_query({**_view_values(), PAGE_KEY: page}, link_rules(), room)
 
 
 def write_url(page: str) -> None:

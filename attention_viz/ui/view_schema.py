@@ -118,13 +118,16 @@ RANGES: dict[str, tuple] = {
 # Values that older links wrote under other names.
 ALIASES = {"scaling": {"bert": "exact", "article": "article-scaling", "none": "no-scaling"}}
 PAGE_KEY = "page"  # the current page's name in the link (not a widget: the router owns it)
+# The settings a person types: the sentence, the second sentence, the minimal pair's two sentences. A link too
+# long for a proxy carries a beginning of them (links.to_query); every other setting goes into it whole.
+FREE_TEXTS = ("text", "pair", "pairs_a", "pairs_b")
 RENAMED_PAGES = {"flow": "rollout"}  # links made before a page was renamed still open it
 
 
 def link_rules(pages: tuple[str, ...] = ()) -> links.Rules:
     """What a link carries: every key of :data:`DEFAULTS` (whoever added it) and the page."""
     choices = dict(CHOICES, **({PAGE_KEY: pages} if pages else {}))
-    return links.Rules({**DEFAULTS, PAGE_KEY: ""}, choices, RANGES, aliases=ALIASES)
+    return links.Rules({**DEFAULTS, PAGE_KEY: ""}, choices, RANGES, aliases=ALIASES, texts=FREE_TEXTS)
 
 
 def stepped(layer: int, head: int, unit: str, delta: int, shape: tuple[int, int]) -> tuple[int, int]:

@@ -111,12 +111,13 @@ async def lifespan(app: object) -> AsyncIterator[None]:
     yield
 
 
-READY_PATH = "/ready"  # the readiness check, beside Streamlit's /_stcore/health
+READY_PATH = "/ready"  # the readiness check, beside Streamlit's /_stcore/health (both under any base path)
 
 
 async def readiness(request: object) -> object:
-    """``GET /ready``: 200 ``ok`` once the bundled model is loaded (the server can draw a map), 503 before
-    (and for good if it failed to load). Streamlit's ``/_stcore/health`` answers soon after the start, long
+    """``GET /ready`` (``/<base>/ready`` under a base path, as ``app.py`` mounts it): 200 ``ok`` once the
+    bundled model is loaded (the server can draw a map), 503 before (and for good if it failed to load).
+    Streamlit's ``/_stcore/health`` answers soon after the start, long
     before the model is loaded; a proxy or a replica setup sends browsers only to a replica that answers here."""
     from starlette.responses import PlainTextResponse
 

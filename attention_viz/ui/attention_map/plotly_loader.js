@@ -1,13 +1,27 @@
 // plotly.js for the app's own elements: one copy per page, from the app's server (never another host).
-// `path` is relative to the app's root; this module is served at <root>/_stcore/bidi-components/<name>/.
+// `path` is relative to the app's root: the server's root, or its base path behind a proxy
+// (--server.baseUrlPath attviz: http://host/attviz/). Streamlit serves this module at
+// <root>/_stcore/bidi-components/<component>/plotly_loader.js, so the root is the part of this module's own
+// address before "_stcore/" (never the server's "/", which is another site's behind a proxy).
 // Each component imports it under its own URL, so what they share lives on `window`, not in this module.
 //
 // The page's HTML preloads the file (preload_links.py: downloaded at once, not run); it runs once the map
 // has painted its first cells from its data (or after 1.5 s on a page without a map), so that parsing
 // 4.8 MB of JavaScript does not hold up the first map.
 
+const COMPONENTS = "_stcore/bidi-components/";
+
+// the app's root, ending in "/": this module's address up to Streamlit's component folder
+export function appRoot(moduleUrl = import.meta.url) {
+  const url = new URL(moduleUrl);
+  const at = url.pathname.lastIndexOf("/" + COMPONENTS);
+  url.pathname = at >= 0 ? url.pathname.slice(0, at + 1) : new URL("../../../", url).pathname;
+  url.search = url.hash = "";
+  return url.toString();
+}
+
 export function appUrl(path) {
-  return new URL("../../../" + path, import.meta.url).toString();
+  return new URL(path, appRoot()).toString();
 }
 
 function shared() {

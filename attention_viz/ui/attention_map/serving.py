@@ -7,8 +7,21 @@ background), to give ``st.App`` its routes.
   page loads; nothing comes from another host), cached by the browser for good.
 - ``/attention-viz/maps/<id>``: a bundle of maps (:func:`pack`), kept in :data:`STORE` for the page that
   registered it (ids are random).
+- any other ``/attention-viz/...``: 404. Without it, Streamlit's front end would answer such a path with its
+  page (``index.html``, 200: the fallback of a single-page app), which a script or a bundle request would
+  take for its file.
 
-Source: Starlette's ``Route`` and responses, which ``st.App(routes=...)`` mounts beside Streamlit's own.
+Under a base path (``streamlit run app.py --server.baseUrlPath attviz``, the app behind a proxy at
+``/attviz/``) every path here is under it: ``/attviz/attention-viz/...`` (:func:`app_path`). Streamlit 1.67's
+``st.App(routes=...)`` puts the app's routes before its own exactly as given, at the server's root: it
+prefixes only its own routes with ``server.baseUrlPath``, and mounts its front end at the base path, where
+every path it does not know gets its page with status 200. So ``app.py`` passes the base path here. The
+browser side builds these addresses from its modules' own address, which is under the base path too
+(``plotly_loader.js``).
+
+Source: Starlette's ``Route`` and responses, which ``st.App(routes=...)`` mounts beside Streamlit's own
+(``streamlit/web/server/starlette/starlette_app.py``: ``App._build_starlette_app``, ``_with_base`` in
+``starlette_routes.py``, the front end's ``Mount`` in ``starlette_static_routes.py``).
 """
 
 from __future__ import annotations
@@ -158,12 +171,27 @@ def _serve_bundle(request):
     return Response(payload, media_type="application/octet-stream", headers=headers)
 
 
-def routes() -> list:
-    """The app's routes for ``st.App(routes=...)``: plotly.js (the plotly package's own file, its version in
-    the path, cached for good) and the bundles (by id, :data:`STORE`)."""
+def _not_found(request):
+    from starlette.responses import Response
+
+    return Response(b"not found", status_code=404, media_type="text/plain")
+
+
+def app_path(base: str | None, path: str) -> str:
+    """The server path of ``path`` (from the app's root, e.g. ``ready``) under the base path ``base``
+    (Streamlit's ``server.baseUrlPath``; surrounding slashes optional, ``""`` or ``None`` for none):
+    ``app_path("attviz", "/ready") == "/attviz/ready"``, ``app_path("", "ready") == "/ready"``."""
+    return "/" + "/".join(part for part in ((base or "").strip("/"), path.strip("/")) if part)
+
+
+def routes(base: str | None = "") -> list:
+    """The app's routes for ``st.App(routes=...)``, under the base path ``base`` (:func:`app_path`):
+    plotly.js (the plotly package's own file, its version in the path, cached for good), the bundles (by
+    id, :data:`STORE`; 404 for an id it does not hold) and 404 for any other path under ``/attention-viz/``."""
     from starlette.routing import Route
 
     return [
-        Route(f"/{PLOTLY_PATH}", _serve_plotly, methods=["GET"]),
-        Route(f"/{ROUTE}/maps/{{bundle_id}}", _serve_bundle, methods=["GET"]),
+        Route(app_path(base, PLOTLY_PATH), _serve_plotly, methods=["GET"]),
+        Route(app_path(base, f"{ROUTE}/maps/{{bundle_id}}"), _serve_bundle, methods=["GET"]),
+        Route(app_path(base, f"{ROUTE}/{{rest:path}}"), _not_found, methods=["GET"]),
     ]
