@@ -28,10 +28,12 @@ def main() -> None:
     with warmup.importing():  # waits for the preload's imports: no figure is built while numpy is half-imported
         # torch, transformers: seconds when cold
         from attention_viz.ui import controls, recovery, screen, sharing, state
+        from attention_viz.ui.attention_map import element
         from attention_viz.ui.i18n import t
 
     state.init()  # before any word is drawn: the link may set the language
     screen.frame(st.session_state["presentation"])
+    element.svg_buttons()  # every st.plotly_chart's toolbar: an SVG beside the PNG
 
     pages = {
         "compare": st.Page(

@@ -27,6 +27,9 @@ def run_app(**state_before) -> AppTest:
     return at.run()
 
 
+_CHARTS = (attention_map.COMPONENT, attention_map.FIGURE_COMPONENT)  # not the page-wide SVG buttons, which draw none
+
+
 def _drawn(at) -> list:
     """The page's charts in order: Streamlit's plotly charts and the app's own elements (the attention map,
     its plotly figures), which AppTest keeps as unknown elements."""
@@ -34,7 +37,7 @@ def _drawn(at) -> list:
 
     def walk(node) -> None:
         kind = getattr(node, "type", None)
-        if kind == "plotly_chart" or (kind == "bidi_component" and node.proto.component_name):
+        if kind == "plotly_chart" or (kind == "bidi_component" and node.proto.component_name in _CHARTS):
             found.append(node)
         for child in getattr(node, "children", {}).values():
             walk(child)

@@ -209,3 +209,23 @@ def test_presentation_scales_the_axis_titles_like_the_pages_text(bundled):
     data = json.loads(node.proto.json)
     assert data["axis_font"] == round(figures.NORMAL.font_size * screen.PRESENTATION_SCALE) == 14
     assert data["axis_font"] < data["font"]  # still smaller than the tick labels
+
+
+def test_every_page_has_the_svg_buttons_of_streamlits_charts_in_the_chosen_language(bundled):
+    """The page-wide element that adds the SVG button to each st.plotly_chart's toolbar: in the sidebar (not
+    one of the page's elements), hidden, its title in the session's language, the DOM names of internals.py."""
+    from attention_viz.ui import i18n, internals
+    from attention_viz.ui.attention_map.serving import PLOTLY_PATH
+
+    at = run_app()
+    for page, language in (("attention_viz/ui/pages/all_heads.py", "en"), ("attention_viz/ui/pages/inside.py", "zh")):
+        at.session_state[i18n.LANGUAGE_KEY] = language
+        at.switch_page(page).run()
+        no_errors(at)
+        found = [n for n in at.sidebar if getattr(n, "type", None) == "bidi_component"]
+        assert [n.proto.component_name for n in found] == [element.SVG_BUTTONS_COMPONENT]
+        assert found[0].proto.id.endswith(f"-{element.SVG_BUTTONS_KEY}")
+        data = {"plotly": PLOTLY_PATH, "title": i18n.table(language)["attention_map.svg_button"]}
+        assert json.loads(found[0].proto.json) == {**data, "dom": internals.SVG_BUTTON_DOM}
+        hidden = f".st-key-{element.SVG_BUTTONS_KEY} {{ display: none; }}"
+        assert any(hidden in n.proto.body for n in at._tree if getattr(n, "type", None) == "html")

@@ -519,7 +519,7 @@ def _status(url: str) -> tuple[int, str]:
         return refused.code, refused.headers.get("Content-Type", "")
 
 
-def _pixels(page, box: tuple[float, float, float, float]) -> np.ndarray:
+def _box_pixels(page, box: tuple[float, float, float, float]) -> np.ndarray:
     """The screen's RGB pixels inside ``box`` (left, top, right, bottom in CSS px), as a person sees them."""
     left, top, right, bottom = box
     clip = {"x": left, "y": top, "width": max(1.0, right - left), "height": max(1.0, bottom - top)}
@@ -535,8 +535,8 @@ def _labels_and_colour_bar(page) -> tuple[float, float]:
     plot = page.eval_on_selector(
         ".av-plot", "p => { const r = p.getBoundingClientRect(); return [r.x, r.y, r.right]; }"
     )
-    left = _pixels(page, (plot[0], cells[1], cells[0] - 8, cells[3]))
-    above = _pixels(page, (cells[0], plot[1], plot[2], cells[1] - 4))
+    left = _box_pixels(page, (plot[0], cells[1], cells[0] - 8, cells[3]))
+    above = _box_pixels(page, (cells[0], plot[1], plot[2], cells[1] - 4))
     dark = (left.max(axis=2) < 110).mean()
     blue = ((above[..., 2] - above[..., 0]) > 60).mean()
     return dark, blue
@@ -579,3 +579,61 @@ def test_under_a_base_path_every_route_answers_there_and_the_map_is_drawn_whole(
         assert any(f"{url}/{serving.ROUTE}/maps/" in address and code == 200 for address, code in ours), ours
         assert all(address.startswith(f"{url}/") for address, _ in ours), ours
         page.close()
+
+
+def _toolbar_download(page, chart: str, title: str):
+    """Scroll ``chart`` into view and hover it (its toolbar shows), click the toolbar's button ``title``."""
+    page.locator(chart).scroll_into_view_if_needed()
+    box = page.eval_on_selector(chart, BOX)
+    page.mouse.move(box[0] + box[2] / 2, box[1] + box[3] / 2)
+    with page.expect_download(timeout=60_000) as download:
+        page.locator(f"{chart} .modebar-btn[data-title='{title}']").click(timeout=30_000)
+    return download.value
+
+
+def _saves_an_svg_as_its_png(page, chart: str, screenshot: str) -> ElementTree.Element:
+    """The toolbar of Streamlit's plotly ``chart``: the camera, the SVG button right after it; the PNG's and
+    the SVG's files have one name; the SVG parses, chart-sized. Returns the SVG's root."""
+    png, svg = "Download plot as a PNG", EN["attention_map.svg_button"]  # plotly's own words; the app's
+    button = page.locator(f"{chart} .modebar-btn[data-title='{svg}']")
+    button.wait_for(state="attached", timeout=120_000)
+    titles = page.eval_on_selector_all(f"{chart} .modebar-btn", "bs => bs.map(b => b.dataset.title)")
+    assert titles[:2] == [png, svg], titles
+    page.locator(chart).scroll_into_view_if_needed()
+    page.locator(chart).hover()  # the toolbar shows
+    button.hover()  # its tooltip
+    page.wait_for_timeout(400)  # plotly's toolbar fades in
+    page.screenshot(path=ARTIFACTS / screenshot)
+    saved_png = _toolbar_download(page, chart, png)
+    saved_svg = _toolbar_download(page, chart, svg)
+    stem = page.eval_on_selector(chart, "gd => gd._context.toImageButtonOptions.filename")
+    assert stem.startswith("attention_all-MiniLM-L6-v2_layer3_head1_"), stem
+    assert (saved_png.suggested_filename, saved_svg.suggested_filename) == (f"{stem}.png", f"{stem}.svg")
+    root = _svg(saved_svg)
+    size = page.eval_on_selector(chart, "gd => [gd._fullLayout.width, gd._fullLayout.height]")
+    assert [float(root.get("width")), float(root.get("height"))] == size, "the chart as shown, at its size"
+    return root
+
+
+def test_streamlits_charts_save_an_svg_named_as_their_png(server, chromium):
+    """Every chart Streamlit draws (st.plotly_chart) has the SVG button beside its camera: on All heads the
+    grid of 6 × 12 thumbnails (each heatmap, its layer and head labels), on Inside a head a step's bars (its
+    title, a bar per key), each saved under the PNG's name with .svg."""
+    url, _, _ = server
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(f"{url}/?page=all_heads")
+    root = _saves_an_svg_as_its_png(page, ".st-key-head_grid .js-plotly-plot", "svg_button_all_heads.png")
+    text = [t.strip() for t in root.itertext()]
+    assert {f"H{h}" for h in range(12)} | {f"L{layer}" for layer in range(6)} <= set(text), text
+    assert len(list(root.iter(f"{SVG}image"))) == 6 * 12, "a heatmap image per thumbnail"
+
+    page.goto(f"{url}/?page=inside")
+    chart = ".st-key-step_weights .js-plotly-plot"
+    root = _saves_an_svg_as_its_png(page, chart, "svg_button_inside.png")
+    tokens = page.eval_on_selector(chart, "gd => gd._fullData[0].x")
+    text = "".join(root.itertext())
+    assert EN["inside.fig_weights"].format(n=len(tokens)) in text, text
+    bars = [e for e in root.iter() if (e.get("class") or "").split() == ["point"] and e.find(f"{SVG}path") is not None]
+    assert len(bars) == len(tokens) == 16, "a bar per key"
+    page.close()

@@ -210,3 +210,49 @@ def test_plotly_still_takes_the_private_flag_and_skips_validation():
     figure = core_internals.unvalidated_figure(bogus(), {"title": {"text": "t"}})
     assert figure.to_plotly_json()["data"][0] == {"type": "heatmap", "z": [[1.0]], "zsmooth": "not a value"}
     assert figure.layout.title.text == "t"
+
+
+# how Streamlit's plotly.js makes each part of a chart's toolbar the SVG button script finds or copies (its class)
+_TOOLBAR_NAMES = {
+    "chart": r"""classed\(\s*[`"']{}[`"']\s*,\s*!0\)""",
+    "modebar": r"""className\s*=\s*[`"']{} modebar--""",
+    "group": r"""className\s*=\s*[`"']{}[`"']""",
+    "button": r"""className\s*=\s*[`"']{}[`"']""",
+    "icon": r"""setAttribute\(\s*[`"']class[`"']\s*,\s*[`"']{}[`"']\s*\)""",
+}
+
+
+def test_the_svg_button_table_names_what_streamlits_plotly_charts_are_made_of(front_end):
+    """Each name of the SVG button's table, as Streamlit's own plotly.js (its plotly chart chunk) makes it,
+    and the graph div's fields the script reads."""
+    dom = internals.SVG_BUTTON_DOM
+    assert set(dom) == set(_TOOLBAR_NAMES)
+    chart_id, chart_class = dom["chart"].split()  # Streamlit's chart, plotly's graph div in it
+    assert chart_id == '[data-testid="stPlotlyChart"]' and "stPlotlyChart" in internals.TEST_IDS
+    for name, pattern in _TOOLBAR_NAMES.items():
+        made = {"chart": chart_class}.get(name, dom[name]).removeprefix(".")
+        assert re.search(pattern.format(re.escape(made)), front_end), f"Streamlit's plotly.js makes no {made!r} now"
+    for field in internals.PLOTLY_CHART_FIELDS:  # the camera's options; the toolbar's colours
+        assert re.search(rf"\w\.{re.escape(field)}\b", front_end), f"Streamlit's plotly.js reads no {field} any more"
+
+
+def test_the_served_plotly_js_exports_a_graph_div_from_its_data_layout_and_config():
+    """The app's plotly.js saves a chart drawn by Streamlit's from the graph div's fields (Plotly.toImage)."""
+    from attention_viz.ui.attention_map.serving import PLOTLY_JS
+
+    plotly_js = PLOTLY_JS.read_text(encoding="utf-8")
+    fields = r"getGraphDiv\((\w)\),\w=\w+\.extendDeep\(\[\],\1\.data\),\w=\w+\.extendDeep\(\{\},\1\.layout\)"
+    assert re.search(fields + r",\w=\1\._context,\w=\1\._fullLayout", plotly_js)
+
+
+def test_the_svg_button_script_finds_the_toolbar_by_the_table_only():
+    script = (PACKAGE / "ui" / "attention_map" / "svg_buttons.js").read_text(encoding="utf-8")
+    for name in internals.SVG_BUTTON_DOM:
+        assert f"dom.{name}" in script, name
+    code = "\n".join(line for line in script.splitlines() if not line.lstrip().startswith("//"))
+    strings = re.findall(r"""(["'`])(.*?)\1""", code)
+    named = [text for _, text in strings if re.search(r"modebar|plotly-plot|testid|\bst[A-Z]|\bicon\b", text)]
+    assert not named, named  # no name of Streamlit's or plotly's DOM but the table's
+    for field in internals.PLOTLY_CHART_FIELDS:  # read as `gd._context && gd._context.toImageButtonOptions`
+        owner, name = field.split(".")
+        assert f"gd.{owner} && gd.{owner}.{name}" in code, field

@@ -4,8 +4,9 @@ One call per page: ``downloads.buttons(result, matrix, figure, layer, head, what
 from :mod:`attention_viz.export` and are built only when clicked (a 512-token CSV takes about a second to
 write, the JSON of every head is hundreds of MB, an HTML page carries plotly.js), so a head change pays
 for none of them. PNG comes from the chart's
-own toolbar (camera icon), configured by :func:`chart_config`; the charts of the app's own elements (the
-attention map, :func:`attention_viz.ui.attention_map.figure`) also save an SVG of the same name there.
+own toolbar (camera icon), configured by :func:`chart_config`; the disk icon beside it saves an SVG of the same
+name (the app's own elements draw it themselves; Streamlit's charts get it from
+:func:`attention_viz.ui.attention_map.element.svg_buttons`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from attention_viz.ui.safe_text import Markdown
 
 
 def chart_config(model: str, layer: int, head: int, what: str = "") -> dict:
-    """``st.plotly_chart(config=...)``: the toolbar's PNG gets a meaningful name and 2× scale."""
+    """``st.plotly_chart(config=...)``: the toolbar's PNG gets a meaningful name and 2× scale (its SVG the same
+    name)."""
     return export.image_config(model, layer, head, what)
 
 

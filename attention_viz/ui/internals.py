@@ -48,7 +48,7 @@ TEST_IDS = (
     "stSidebarCollapseButton",
     "stExpandSidebarButton",
 )
-TEST_IDS += ("stHeader", "stHorizontalBlock", "stColumn", "stCode", "stElementToolbarButton")
+TEST_IDS += ("stHeader", "stHorizontalBlock", "stColumn", "stCode", "stElementToolbarButton", "stPlotlyChart")
 CLASS_NAMES = ("stMainBlockContainer",)
 
 # --- plotly.js's DOM in the map element's script ------------------------------------------------------------
@@ -62,6 +62,29 @@ CLASS_NAMES = ("stMainBlockContainer",)
 # names in the plotly.js the app serves and that the script uses these selectors only.
 PLOTLY_MAP_SCRIPT_SELECTORS = (".svg-container > svg.main-svg",)
 PLOTLY_CLASS_NAMES = ("svg-container", "main-svg")
+
+# --- Streamlit's plotly charts: an SVG button in their toolbars -----------------------------------------------
+# ``st.plotly_chart`` takes plotly's config as JSON, so no button with a click function reaches its toolbar
+# (plotly's modebar) through it. A page-wide element (attention_map/svg_buttons.js, drawn by
+# :func:`attention_viz.ui.attention_map.element.svg_buttons`) finds each chart Streamlit draws (``chart``: its
+# test id and plotly's graph div), puts into its toolbar (``modebar``), after the first group (the camera's), a
+# group (``group``) with a button (``button``, its icon ``icon``) made as plotly makes its own (plotly's CSS
+# shows it on hover with a tooltip from ``data-title``), and on a click saves the chart with the app's plotly.js
+# (``Plotly.downloadImage`` on that graph div: plotly reads the div's ``data``, ``layout``, ``_context`` and
+# ``_fullLayout``). The file is named from ``gd._context.toImageButtonOptions.filename``, the config the
+# camera reads for the PNG; the icon takes the toolbar's colours from ``gd._fullLayout.modebar``.
+# What breaks it: a renamed test id or plotly class (no button; the page is otherwise as before), or
+# Streamlit's plotly.js and the app's disagreeing on those fields of the graph div (a wrong or no file).
+# The test checks each name in Streamlit's build and in its plotly.js (its plotly chart chunk), the script
+# against this table, and tests/test_browser_map.py saves an SVG from two pages.
+SVG_BUTTON_DOM = {
+    "chart": '[data-testid="stPlotlyChart"] .js-plotly-plot',
+    "modebar": ".modebar",
+    "group": "modebar-group",
+    "button": "modebar-btn",
+    "icon": "icon",
+}
+PLOTLY_CHART_FIELDS = ("_context.toImageButtonOptions", "_fullLayout.modebar")  # the graph div's, as above
 
 # --- Streamlit's logger of a missing script-run context -----------------------------------------------------
 # A cached function run outside a script run (the server's preload of the model, ui/warmup.py; the

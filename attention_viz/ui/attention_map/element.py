@@ -70,6 +70,8 @@ from attention_viz.ui.screen import PRESENTATION_SCALE
 
 COMPONENT = "attention-viz.attention_map"  # "<project name>.<component name>" of pyproject.toml
 FIGURE_COMPONENT = "attention-viz.plotly_figure"
+SVG_BUTTONS_COMPONENT = "attention-viz.svg_buttons"
+SVG_BUTTONS_KEY = "svg_buttons"  # the page-wide element's key (its container, ``st-key-svg_buttons``, is hidden)
 COMPARE_KEY = "attention_map"  # the Compare map's element key
 INSIDE_KEY = "inside_map"  # Inside a head's map of every query
 ROLLOUT_KEY = "rollout_chart"  # Rollout & norms: one map per layer (the page's radio is "rollout_map")
@@ -456,6 +458,22 @@ def figure(place, key: str, fig, config: dict | None = None) -> None:
     data = {"figure": fig.to_json(), "config": config or {}, "plotly": PLOTLY_PATH}
     with place:
         _element(FIGURE_COMPONENT, "figure.js")(key=key, data={**data, "svg": plain("attention_map.svg_button")})
+
+
+def svg_buttons() -> None:
+    """An SVG button beside the camera of every ``st.plotly_chart`` on the page, saving the chart as an SVG of
+    the PNG's name (``svg_buttons.js``; the DOM names it uses: :data:`attention_viz.ui.internals.SVG_BUTTON_DOM`).
+
+    Call once per run, before the page draws (a page may stop its run early). The element, at the top of the
+    sidebar, draws nothing: its container is hidden, so it takes no room. Sends nothing back.
+    """
+    from attention_viz.ui.i18n import plain
+    from attention_viz.ui.internals import SVG_BUTTON_DOM
+
+    data = {"plotly": PLOTLY_PATH, "title": plain("attention_map.svg_button"), "dom": SVG_BUTTON_DOM}
+    with st.sidebar:  # not among the page's own elements (the main area's first element stays the page's)
+        st.html(f"<style>.st-key-{SVG_BUTTONS_KEY} {{ display: none; }}</style>")
+        _element(SVG_BUTTONS_COMPONENT, "svg_buttons.js")(key=SVG_BUTTONS_KEY, data=data)
 
 
 def as_figure(data: dict) -> dict:
