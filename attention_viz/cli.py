@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     except (_UsageError, InputError, AttentionError, ModelLoadError, SettingsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # the run cleaned up on its way out (a Ray run killed its actors)
+    except KeyboardInterrupt:  # the run cleaned up on its way out (a Ray run ended its actors)
         print(INTERRUPTED, file=sys.stderr)
         return 130
     try:
