@@ -4,13 +4,16 @@ statistics over a corpus, and with ``--scores induction,previous,duplicate,sink`
 random tokens; ``app [streamlit options]`` starts the web app (``streamlit run app.py`` in the checkout).
 
 Exit status 0 on success; 2 with one ``error: ...`` line on stderr for bad input, a corpus over the
-limits, an invalid ``ATTENTION_VIZ_*`` setting (checked first) or a model that cannot be loaded. A note on
-stderr (``note: ...``) says when a model with one token type read a sentence pair as one segment.
+limits, an invalid ``ATTENTION_VIZ_*`` setting (checked first), a model that cannot be loaded or a Ray
+cluster that cannot run the job; 130 with one ``interrupted: ...`` line after Ctrl+C (SIGINT), nothing on
+stdout. A note on stderr (``note: ...``) says when a model with one token type read a sentence pair as one
+segment.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -107,9 +110,12 @@ def _run(args: argparse.Namespace) -> str:
     return json.dumps(export.attention_payload(result, args.layer, args.head)) + "\n"
 
 
+INTERRUPTED = "interrupted (Ctrl+C): stopped without a result"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 done, 1 output failed, 2 bad input). ``app`` does not
-    return: the process becomes the Streamlit server (see :func:`run_app`)."""
+    """Run the command line; returns the exit status (0 done, 1 output failed, 2 bad input, 130
+    interrupted). ``app`` does not return: the process becomes the Streamlit server (see :func:`run_app`)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["app"] and not {"-h", "--help"} & set(argv[1:]):
         try:
@@ -129,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     except (_UsageError, InputError, AttentionError, ModelLoadError, SettingsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # the run cleaned up on its way out (a Ray run ended its actors)
+        print(INTERRUPTED, file=sys.stderr)
+        return 130
     try:
         sys.stdout.write(output)
         sys.stdout.flush()
@@ -297,7 +306,8 @@ def _run_stats(args: argparse.Namespace, limits: settings.Limits) -> str:
                 loaded, texts, args.batch_size, progress=advance, importance=args.importance, limits=limits
             )
         elif texts:
-            result = _run_on_ray(args, texts, limits, advance)
+            with contextlib.redirect_stdout(sys.stderr):  # Ray prints the cluster's notices on stdout: not the table's
+                result = _run_on_ray(args, texts, limits, advance)
         if chosen:
             columns, scores = _score_columns(loaded, args, chosen, score_bars)
     finally:
@@ -340,25 +350,43 @@ def _add_ray_options(stats) -> None:
         help="run the batches on Ray actors; ADDRESS as ray.init takes it (ray://host:10001, auto); "
         "without it RAY_ADDRESS, a cluster started on this machine, or a new local one",
     )
-    ray.add_argument("--ray-workers", type=int, help="actors to start (default: the cluster's CPUs)")
+    ray.add_argument(
+        "--ray-workers", type=int, help="actors to start, at most the cluster's CPUs (default: the cluster's CPUs)"
+    )
+    ray.add_argument(
+        "--ray-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="seconds the cluster has to answer, or a new local one to start (default 30)",
+    )
     ray.add_argument("--max-texts", type=int, help="texts the corpus may have (with --ray; default the setting)")
     ray.add_argument("--max-tokens", type=int, help="tokens the corpus may have (with --ray; default the setting)")
 
 
+_RAY_OPTIONS = ("ray_workers", "ray_timeout", "max_texts", "max_tokens")
+
+
 def _check_ray_options(args: argparse.Namespace) -> None:
-    given = [f"--{n.replace('_', '-')}" for n in ("ray_workers", "max_texts", "max_tokens") if getattr(args, n)]
+    given = [f"--{n.replace('_', '-')}" for n in _RAY_OPTIONS if getattr(args, n) is not None]
     if args.ray is None and given:
         raise _UsageError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for a Ray run: add --ray")
     for name in ("ray_workers", "max_texts", "max_tokens"):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise _UsageError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+    if args.ray_timeout is not None and not 0 < args.ray_timeout < float("inf"):
+        raise _UsageError(f"--ray-timeout takes seconds above 0, got {args.ray_timeout:g}")
 
 
 def _run_on_ray(args: argparse.Namespace, texts, limits: settings.Limits, advance):
     import dataclasses
 
-    from attention_viz.analysis.distributed import DistributedError, corpus_statistics_on_ray
+    from attention_viz.analysis.distributed import (
+        CONNECT_TIMEOUT_S,
+        DistributedError,
+        NotEnoughCPUsError,
+        corpus_statistics_on_ray,
+    )
     from attention_viz.extraction import InputError
 
     limits = dataclasses.replace(
@@ -376,7 +404,17 @@ def _run_on_ray(args: argparse.Namespace, texts, limits: settings.Limits, advanc
             progress=advance,
             importance=args.importance,
             limits=limits,
+            connect_timeout_s=args.ray_timeout or CONNECT_TIMEOUT_S,
         )
+    except NotEnoughCPUsError as exc:
+        if not exc.capacity:
+            raise _UsageError(
+                f"the Ray cluster has {exc.cpus:g} CPUs and a worker needs {exc.cpus_per_worker:g}"
+            ) from None
+        raise _UsageError(
+            f"--ray-workers {exc.workers} needs {exc.workers * exc.cpus_per_worker:g} CPUs and the Ray cluster has "
+            f"{exc.cpus:g}: give --ray-workers {exc.capacity} or fewer"
+        ) from None
     except DistributedError as exc:
         raise _UsageError(str(exc)) from None
     except InputError as exc:

@@ -11,6 +11,13 @@ A worker that dies (its process killed, its machine lost) is restarted and its p
 ``retries`` times; past that the run stops with :class:`DistributedError`. A result is never made of
 fewer parts than the corpus has.
 
+Nothing waits without end: a cluster that does not answer within ``connect_timeout_s`` (default
+:data:`CONNECT_TIMEOUT_S`) is a :class:`DistributedError`; more workers than the cluster has CPUs for are
+refused before any starts (:class:`NotEnoughCPUsError`); a worker still waiting for a CPU that another job
+holds takes no part until it has started, so the parts run on the workers that have. An interrupt
+(``KeyboardInterrupt``, Ctrl+C) or ``cancel()`` ends this run's actors before it propagates: a connection
+this run opened is closed (the cluster ends the actors its driver owned), else the actors are killed.
+
 Ray is an optional extra (``pip install -e .[ray]``): this module imports it only when called, and the app
 never imports this module.
 """
@@ -18,7 +25,12 @@ never imports this module.
 from __future__ import annotations
 
 import math
+import os
+import socket
+import threading
+import time
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 from attention_viz import settings
 from attention_viz.analysis import corpus
@@ -29,11 +41,31 @@ PARTS_PER_WORKER = 4  # parts per worker by default: a lost part costs a quarter
 MAX_BATCHES_PER_PART = 64
 IN_FLIGHT_PER_WORKER = 2  # the next part waits in the worker's queue while one runs
 WAIT_S = 0.5  # how often cancel() is asked while parts run
+CONNECT_TIMEOUT_S = 30.0  # seconds a cluster has to answer (or a new local one to start)
 
 
 class DistributedError(RuntimeError):
     """The Ray run could not finish: Ray is missing, the cluster cannot be reached, or a part failed more
     often than it may be retried. No partial result is returned."""
+
+
+class NotEnoughCPUsError(DistributedError):
+    """More workers were asked for than the cluster has CPUs for; refused before any worker starts.
+
+    Attributes:
+        workers: the workers asked for.
+        cpus: the cluster's CPUs (Ray's ``CPU`` resource, all nodes).
+        cpus_per_worker: the CPUs each worker reserves.
+        capacity: the most workers the cluster can hold (``cpus // cpus_per_worker``; may be 0).
+    """
+
+    def __init__(self, workers: int, cpus: float, cpus_per_worker: float) -> None:
+        self.workers, self.cpus, self.cpus_per_worker = workers, cpus, cpus_per_worker
+        self.capacity = int(cpus // cpus_per_worker)
+        super().__init__(
+            f"{workers} Ray worker(s) of {cpus_per_worker:g} CPU need {workers * cpus_per_worker:g} CPUs and the "
+            f"cluster has {cpus:g}: ask for at most {self.capacity}"
+        )
 
 
 def _ray():
@@ -44,6 +76,101 @@ def _ray():
             "Ray is not installed: pip install -e '.[ray]' (or pip install ray) to run on a cluster"
         ) from None
     return ray
+
+
+def _target(address: str | None) -> str | None:
+    """The address ``ray.init(address)`` goes to: ``RAY_ADDRESS`` when ``address`` is None or ``auto``."""
+    if address in (None, "auto") and os.environ.get("RAY_ADDRESS"):
+        return os.environ["RAY_ADDRESS"]
+    return address
+
+
+def _probe(target: str, timeout_s: float) -> None:
+    """One TCP connection to the host and port of ``target`` (``host:port`` or ``ray://host:port``), so that a
+    refused port, an unknown host or a silent one fails now and not after Ray's own retries (minutes).
+    An address without a port (``auto``, ``local``) is left to Ray.
+
+    Raises:
+        DistributedError: the connection was refused, the host is unknown, or nothing answered in time.
+    """
+    try:
+        parts_ = urlsplit(target if "://" in target else f"tcp://{target}")
+        host, port = parts_.hostname, parts_.port
+    except ValueError:
+        return  # not host:port; ray.init says what is wrong with it
+    if not host or port is None:
+        return
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except TimeoutError:
+        raise DistributedError(f"no Ray cluster answered at {target} within {timeout_s:g} s") from None
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise DistributedError(
+            f"cannot reach the Ray cluster at {target}: {reason}; is it running, and is this its address?"
+        ) from None
+
+
+def connect(ray, address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """``ray.init(address)`` that gives up after ``timeout_s`` seconds instead of Ray's retries (about 36 s
+    each, 20 times, for an address where no cluster answers).
+
+    The address's port is tried first (:func:`_probe`), so a refused one fails at once. ``ray.init`` then
+    runs on a helper thread while this one waits, so the wait ends on time and an interrupt (Ctrl+C) is
+    raised here at once; a connection that comes after the caller gave up is closed again.
+
+    Args:
+        ray: the ``ray`` module.
+        address: as ``ray.init`` takes it (``ray://host:10001``, ``host:6379``, ``auto`` or None).
+        timeout_s: seconds for the port, the connection and, with no address, the start of a local cluster.
+
+    Raises:
+        DistributedError: nothing answered, the answer was not a Ray cluster in time, or Ray refused.
+    """
+    deadline = time.monotonic() + timeout_s
+    target = _target(address)
+    if target and target not in ("auto", "local"):
+        _probe(target, timeout_s)
+    where = f"the Ray cluster at {target}" if target else "a local Ray cluster"
+    outcome: dict[str, BaseException] = {}
+    done = threading.Event()
+    lock = threading.Lock()
+    gave_up = []
+
+    def init() -> None:
+        try:
+            ray.init(address=address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+        except BaseException as exc:  # handed to the waiting thread
+            outcome["error"] = exc
+            done.set()
+            return
+        with lock:  # the waiting thread gives up under this lock too: either it sees done, or this sees gave_up
+            try:
+                if gave_up:
+                    ray.shutdown()
+            finally:
+                done.set()
+
+    threading.Thread(target=init, name="ray-connect", daemon=True).start()
+    try:
+        finished = done.wait(max(0.0, deadline - time.monotonic()))
+    finally:
+        with lock:
+            if not done.is_set():
+                gave_up.append(True)
+    if not finished and not done.is_set():
+        raise DistributedError(f"{where} did not answer within {timeout_s:g} s: is the address right?")
+    error = outcome.get("error")
+    if isinstance(error, ImportError):
+        raise DistributedError(
+            f"Ray's client is not installed: pip install -e '.[ray]' (or pip install 'ray[client]') "
+            f"to use a ray:// address ({error})"
+        ) from None
+    if isinstance(error, ConnectionError | RuntimeError | ValueError | TimeoutError):
+        raise DistributedError(f"cannot reach {where}: {error}") from None
+    if error is not None:
+        raise error
 
 
 def parts(num_texts: int, batch_size: int, texts_per_part: int) -> list[tuple[int, int]]:
@@ -100,6 +227,7 @@ def corpus_statistics_on_ray(
     retries: int = 3,
     threads: int | None = None,
     cpus_per_worker: float = 1,
+    connect_timeout_s: float = CONNECT_TIMEOUT_S,
 ) -> CorpusResult:
     """:func:`~attention_viz.analysis.corpus.corpus_statistics` with the batches run on Ray actors.
 
@@ -111,7 +239,9 @@ def corpus_statistics_on_ray(
             ``ray.init()`` does (``RAY_ADDRESS``, else a cluster started on this machine, else a new local
             one for this run). A connection this call opened is closed at the end.
         batch_size: texts per forward pass, as in the single-process run.
-        workers: actors to start (default: the cluster's CPUs divided by ``cpus_per_worker``).
+        workers: actors to start (default: the cluster's CPUs divided by ``cpus_per_worker``); more than
+            that is refused (:class:`NotEnoughCPUsError`). A worker waiting for a CPU another job holds
+            takes parts only once it has started.
         texts_per_part: texts per task (rounded up to whole batches); default :func:`default_texts_per_part`.
         progress: called with ``(0, texts in all)``, then ``(texts done, texts in all)`` as parts finish.
         cancel: asked every :data:`WAIT_S` seconds while parts run; True stops the run.
@@ -122,6 +252,8 @@ def corpus_statistics_on_ray(
             single-process run's float32 matrix products add in an order that depends on the thread count,
             so its result is matched to 1e-15 with the same count and to about 1e-7 with another.
         cpus_per_worker: Ray CPUs each actor reserves (how many actors share a machine).
+        connect_timeout_s: seconds the cluster has to answer, or a new local one to start (:func:`connect`);
+            unused when Ray is already initialized in this process.
 
     Returns:
         :class:`~attention_viz.analysis.corpus.CorpusResult`, equal to the single-process run's.
@@ -129,7 +261,10 @@ def corpus_statistics_on_ray(
     Raises:
         InputError, AttentionError: as ``corpus_statistics`` (a worker's error is raised as it was).
         CancelledError: when ``cancel()`` returned True.
-        DistributedError: Ray missing or unreachable, or a part that failed ``retries + 1`` times.
+        NotEnoughCPUsError: ``workers`` more than the cluster's CPUs hold.
+        DistributedError: Ray missing, the cluster unreachable within ``connect_timeout_s``, or a part that
+            failed ``retries + 1`` times.
+        KeyboardInterrupt: as raised (Ctrl+C), after this run's actors were ended.
     """
     import torch
 
@@ -144,30 +279,37 @@ def corpus_statistics_on_ray(
     ray = _ray()
     opened = not ray.is_initialized()
     if opened:
-        try:
-            ray.init(address=address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise DistributedError(
-                f"cannot reach the Ray cluster at {address or 'the default address'}: {exc}"
-            ) from None
+        connect(ray, address, connect_timeout_s)
+    actors = []
     try:
-        if workers is None:
-            workers = max(1, int(ray.cluster_resources().get("CPU", 1) // cpus_per_worker))
+        cpus = ray.cluster_resources().get("CPU", 0)
+        capacity = int(cpus // cpus_per_worker)
+        workers = capacity if workers is None else workers
+        if capacity < 1 or workers > capacity:  # the extra actors would never start
+            raise NotEnoughCPUsError(max(workers, 1), cpus, cpus_per_worker)
         size = texts_per_part or default_texts_per_part(len(texts), batch_size, workers)
         spans = parts(len(texts), batch_size, size)
         actor = ray.remote(num_cpus=cpus_per_worker, max_restarts=retries, max_task_retries=retries)(_Worker)
-        actors = [actor.remote(model, threads or torch.get_num_threads()) for _ in range(min(workers, len(spans)))]
+        for _ in range(min(workers, len(spans))):
+            actors.append(actor.remote(model, threads or torch.get_num_threads()))
         task = (batch_size, max_length, importance, divergence)
         return _run(ray, texts, spans, actors, task, progress, cancel or (lambda: False), retries)
-    finally:
-        if opened:
+    finally:  # also after an interrupt: the cluster's CPUs are free again
+        if opened:  # this driver leaves, and the cluster ends the actors it owned (no notice of their parts)
             ray.shutdown()
+        else:
+            for worker in actors:
+                ray.kill(worker)
 
 
 def _run(ray, texts: Texts, spans, actors, task: tuple, progress, stop, retries: int) -> CorpusResult:
-    """Every part on the actors (two in flight each), merged in corpus order; the actors are killed at the end."""
+    """Every part on the actors (two in flight each) once each has started, merged in corpus order.
+
+    An actor takes parts only after its first call has answered: one still waiting for a CPU holds none, so
+    the parts run on the actors that have started and the run never waits on one that cannot."""
     results: dict[int, CorpusSums] = {}
     pending: dict = {}  # object ref -> (part index, actor)
+    starting = {worker.pid.remote(): worker for worker in actors}  # object ref -> actor not yet started
     queue = list(range(len(spans)))[::-1]
 
     def submit(worker) -> None:
@@ -177,43 +319,45 @@ def _run(ray, texts: Texts, spans, actors, task: tuple, progress, stop, retries:
 
     if progress is not None:
         progress(0, len(texts))
-    try:
-        for worker in actors * IN_FLIGHT_PER_WORKER:
+    while len(results) < len(spans):
+        if stop():
+            raise CancelledError(
+                f"cancelled after {sum(r.used + r.skipped for r in results.values())} of {len(texts)} texts"
+            )
+        if not pending and not starting:  # cannot happen: a lost actor raises in _get
+            raise DistributedError(f"{len(spans) - len(results)} of {len(spans)} parts have no Ray worker left")
+        ready, _ = ray.wait([*pending, *starting], num_returns=1, timeout=WAIT_S)
+        for ref in ready:
+            if ref in starting:
+                worker = starting.pop(ref)
+                _get(ray, ref, None, retries)  # a worker that cannot start stops the run here
+                for _ in range(IN_FLIGHT_PER_WORKER):
+                    if queue:
+                        submit(worker)
+                continue
+            index, worker = pending.pop(ref)
+            results[index] = _get(ray, ref, spans[index], retries)
             if queue:
                 submit(worker)
-        while pending:
-            if stop():
-                raise CancelledError(
-                    f"cancelled after {sum(r.used + r.skipped for r in results.values())} of {len(texts)} texts"
-                )
-            ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT_S)
-            for ref in ready:
-                index, worker = pending.pop(ref)
-                results[index] = _get(ray, ref, spans[index], retries)
-                if queue:
-                    submit(worker)
-                if progress is not None:
-                    progress(sum(spans[i][1] - spans[i][0] for i in results), len(texts))
-    finally:
-        for worker in actors:
-            ray.kill(worker)
-    if len(results) != len(spans):  # cannot happen: every part was waited for
-        raise DistributedError(f"{len(spans) - len(results)} of {len(spans)} parts have no result")
+            if progress is not None:
+                progress(sum(spans[i][1] - spans[i][0] for i in results), len(texts))
     total = CorpusSums()
     for index in range(len(spans)):  # in corpus order, so a rerun adds in the same order
         total = total.merge(results[index])
     return corpus.finish_statistics(total)
 
 
-def _get(ray, ref, span: tuple[int, int], retries: int) -> CorpusSums:
-    """A part's sums; a worker's own error as it was raised there, a lost worker as :class:`DistributedError`."""
+def _get(ray, ref, span: tuple[int, int] | None, retries: int):
+    """A part's sums (``span``) or a worker's start (None); a worker's own error as it was raised there, a
+    lost worker as :class:`DistributedError`."""
     try:
         return ray.get(ref)
     except ray.exceptions.RayTaskError as exc:
         cause = getattr(exc, "cause", None)
         raise (cause if isinstance(cause, Exception) else exc) from None
     except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError, ray.exceptions.ObjectLostError) as exc:
+        what = f"texts {span[0] + 1}-{span[1]}: the Ray worker running them" if span else "a Ray worker starting"
         raise DistributedError(
-            f"texts {span[0] + 1}-{span[1]}: the Ray worker running them was lost {retries + 1} time(s) "
-            f"({type(exc).__name__}); the run stopped without a result: run it again"
+            f"{what} was lost {retries + 1} time(s) ({type(exc).__name__}); the run stopped without a result: "
+            "run it again"
         ) from None
