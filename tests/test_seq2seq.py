@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from tiny_families import DECODERS
 from tiny_seq2seq import SEQ2SEQ, T5_BUCKETS, T5_MAX_DISTANCE, make_tiny_causal_lm, make_tiny_seq2seq
 
 from attention_viz.extraction import InputError, encode, extract, model_inputs
@@ -217,7 +218,7 @@ def test_a_bart_saved_without_its_lm_head_gives_maps_but_refuses_to_generate(tmp
         generate_seq2seq(loaded, SOURCE)
 
 
-@pytest.mark.parametrize("family", ["gpt2", "llama", "qwen3", "gemma2"])
+@pytest.mark.parametrize("family", ["gpt2", *DECODERS])
 def test_decoder_generation_maps_equal_a_forward_of_the_whole_sequence(tmp_path, family):
     loaded = load_model(make_tiny_causal_lm(family, tmp_path))
     generator = load_generator(loaded.info)
@@ -234,14 +235,15 @@ def test_decoder_generation_maps_equal_a_forward_of_the_whole_sequence(tmp_path,
             prompt_ids, attention_mask=torch.ones_like(prompt_ids), do_sample=False, max_new_tokens=5
         )
         theirs = torch.cat(loaded.model(input_ids=ids, use_cache=False, output_attentions=True).attentions)
+        last_step = torch.cat(loaded.model(input_ids=ids[:, :-1], use_cache=False, output_attentions=True).attentions)
     assert torch.equal(ids, expected[:, :n])  # the ids are transformers' greedy ones
     assert out.result.source == "scratch" and out.result.weights.shape == (2, 4, n, n)
     torch.testing.assert_close(torch.from_numpy(out.result.weights), theirs, atol=1e-6, rtol=0)
     assert np.all(out.result.weights[..., np.triu(np.ones((n, n), bool), k=1)] == 0)
-    whole = extract(loaded, "x").__class__  # the same result type the pages draw
-    assert isinstance(out.result, whole)
-    inputs = model_inputs(out.result.encoding)
-    assert inputs["input_ids"].shape == (1, n)
+    # the last step read every token but the last one written: its maps are the first n - 1 rows and columns
+    torch.testing.assert_close(torch.from_numpy(out.result.weights[:, :, :-1, :-1]), last_step, atol=1e-6, rtol=0)
+    assert isinstance(out.result, type(extract(loaded, "x")))  # the result type the pages draw
+    assert model_inputs(out.result.encoding)["input_ids"].shape == (1, n)
 
 
 def test_a_bare_decoder_without_its_lm_head_cannot_generate(tmp_path):

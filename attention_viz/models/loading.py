@@ -351,8 +351,8 @@ def load_model(name: str | None = None, policy: settings.ModelPolicy | None = No
     config = model.config
     if getattr(config, "is_encoder_decoder", False):
         raise ModelLoadError(
-            f"model {shown!r} is an encoder–decoder ({config.model_type!r}) model: the app's pages show encoders "
-            "and decoders only so far; read T5 and BART with attention_viz.load_seq2seq",
+            f"model {shown!r} is an encoder–decoder ({config.model_type!r}) model: only encoders and decoders are "
+            "shown here so far; T5 and BART load from Python with attention_viz.load_seq2seq",
             "encoder_decoder",
             name=shown,
             model_type=str(config.model_type),
