@@ -162,6 +162,20 @@ def test_unknown_model_gets_a_message_and_keeps_every_control(bundled):
     assert (control(at, "selectbox", "layer").value, at.toggle(key="fit_range").value) == (4, True)
 
 
+def test_an_encoder_decoder_folder_gets_a_message_and_the_previous_model_stays(tmp_path, bundled):
+    from tiny_seq2seq import make_tiny_seq2seq
+
+    folder = make_tiny_seq2seq("t5", tmp_path)
+    at = _app(model=folder, text="Keep this sentence.", layer=4, head=9)
+    _no_errors(at)
+    assert len(at.error) == 1 and not at.exception  # one message, no traceback
+    message = at.error[0].value
+    assert f"`{folder}`" in message and "encoder–decoder model (t5)" in message and "not in the app yet" in message
+    assert at.text_area(key="text").value == "Keep this sentence."
+    expected = extract(bundled, "Keep this sentence.").weights[4, 9]
+    assert np.array_equal(_z(_figures(at)[0]), expected)  # the previous model, still shown
+
+
 def test_a_failed_model_leaves_the_previous_one_not_the_bundled_one(tiny_model_dir):
     # the session had shown the tiny model (AppTest cannot type a new option, so it is set beforehand)
     at = _app(model="/no/such/folder", _active_model=tiny_model_dir)

@@ -10,6 +10,10 @@
 - :mod:`~attention_viz.extraction.results`: :func:`extract`, pretrained or from scratch, as an
   :class:`AttentionResult`.
 - :mod:`~attention_viz.extraction.export`: results as CSV, JSON and file names.
+- :mod:`~attention_viz.extraction.seq2seq`: an encoder–decoder's (T5, BART) encoder, decoder and cross-attention
+  for a source and a target text, or a target it generates (:func:`extract_seq2seq`, :func:`generate_seq2seq`).
+- :mod:`~attention_viz.extraction.generation`: a decoder's maps over a prompt and the tokens it generates
+  greedily (:func:`generate_decoder`).
 
 Data preparation only; drawing lives in :mod:`attention_viz.figures`.
 """

@@ -6,7 +6,10 @@
   families) that takes a checkpoint's weights.
 - :mod:`~attention_viz.models.families`: one module per supported family (BERT, RoBERTa, XLM-RoBERTa,
   DistilBERT, ELECTRA, ALBERT, GPT-2), picked by ``config.model_type``.
-- :mod:`~attention_viz.models.loading`: a checkpoint (bundled, cached or a folder) loaded for attention.
+- :mod:`~attention_viz.models.seq2seq`: a from-scratch encoder–decoder (T5, BART) with encoder, decoder and
+  cross-attention; :mod:`~attention_viz.models.seq2seq_families` maps their checkpoints onto it.
+- :mod:`~attention_viz.models.loading`: a checkpoint (bundled, cached or a folder) loaded for attention
+  (:func:`load_seq2seq` for T5 and BART).
 - :mod:`~attention_viz.models.catalog`: the supported models already on this machine.
 """
 

@@ -32,8 +32,8 @@ class ModelLoadError(RuntimeError):
 
     Attributes:
         code: a stable id of the kind of failure, for the app's translated message: ``not_allowed``,
-            ``outside_root``, ``no_config``, ``not_found``, ``unreadable``, ``not_bert``, ``dtype``,
-            ``mismatch``.
+            ``outside_root``, ``no_config``, ``not_found``, ``unreadable``, ``not_bert``, ``encoder_decoder``,
+            ``dtype``, ``mismatch``.
         fields: what the translated message needs (always ``name``; ``detail`` for the library's
             first line, and per code ``model_type``, ``dtype``, ``root``).
     """
@@ -244,17 +244,75 @@ def checkpoint_dtype(folder: str, config) -> str:
     return str(recorded).removeprefix("torch.") if recorded else "float32"
 
 
-def _read_checkpoint(source: str, local_only: bool):
+def _read_checkpoint(source: str, local_only: bool, auto: str = "AutoModel"):
+    """``(tokenizer, model)`` of a folder or hub name; ``auto``: the transformers auto class that reads the
+    model (``AutoModel``; ``AutoModelForSeq2SeqLM`` for an encoder–decoder, whose LM head generates)."""
     import torch
-    from transformers import AutoModel, AutoTokenizer
+    import transformers
+    from transformers import AutoTokenizer
 
     # trust_remote_code off and safetensors only, always: a checkpoint is data, never code (pickle runs code)
     options = {"trust_remote_code": False, "local_files_only": local_only}
     tokenizer = AutoTokenizer.from_pretrained(source, **options)
-    model = AutoModel.from_pretrained(
+    model = getattr(transformers, auto).from_pretrained(
         source, attn_implementation="eager", use_safetensors=True, dtype=torch.float32, **options
     )
     return tokenizer, model
+
+
+def _source_of(name: str | None, policy: settings.ModelPolicy | None) -> tuple[str, str, bool]:
+    """``(shown name, path or hub name, whether it is a local folder)``, after the policy and the folder's
+    config.json are checked.
+
+    Raises:
+        ModelLoadError: ``not_allowed``, ``outside_root`` (see :func:`check_policy`) or ``no_config``.
+    """
+    shown = (name or BUNDLED_MODEL).strip() or BUNDLED_MODEL
+    if shown in _BUNDLED_ALIASES:
+        source = str(bundled_model_path())
+    else:
+        source = check_policy(shown, settings.load().models if policy is None else policy)
+    local = os.path.isdir(source)
+    if local and not os.path.isfile(os.path.join(source, "config.json")):
+        raise ModelLoadError(
+            f"could not load model {shown!r}: folder {source!r} has no config.json", "no_config", name=shown
+        )
+    return shown, source, local
+
+
+def _read(shown: str, source: str, local: bool, read) -> tuple[object, object]:
+    """``read(source, local_only)`` from local files, then from the hub when it can be reached.
+
+    Raises:
+        ModelLoadError: ``unreadable`` (a folder) or ``not_found`` (a hub name), with the library's first line.
+    """
+    try:
+        return read(source, True)
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+        reason = None if local else hub_unreachable_reason()
+        if local or reason:
+            where = (
+                f"the folder {source!r}"
+                if local
+                else f"no folder {source!r}, not in the cache, hub not asked: {reason}"
+            )
+            code = "unreadable" if local else "not_found"
+            raise ModelLoadError(
+                f"could not load model {shown!r} ({where}). {_first_line(exc)}",
+                code,
+                name=shown,
+                detail=_first_line(exc),
+            ) from exc
+    try:
+        return read(source, False)
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+        where = f"no folder {source!r}, not in the cache, and not found on the hub"
+        raise ModelLoadError(
+            f"could not load model {shown!r} ({where}). {_first_line(exc)}",
+            "not_found",
+            name=shown,
+            detail=_first_line(exc),
+        ) from exc
 
 
 def load_model(name: str | None = None, policy: settings.ModelPolicy | None = None) -> LoadedModel:
@@ -279,52 +337,26 @@ def load_model(name: str | None = None, policy: settings.ModelPolicy | None = No
 
     Raises:
         ModelLoadError: if the policy refuses the name, or the model cannot be found or read, is of no
-            supported family (code ``not_bert``), has no safetensors weights, or does not fit the from-scratch encoder
+            supported family (code ``not_bert``; an encoder–decoder such as T5 or BART: ``encoder_decoder``, see
+            :func:`load_seq2seq`), has no safetensors weights, or does not fit the from-scratch encoder
             (:attr:`ModelLoadError.code` says which).
     """
     from transformers.utils import logging as hf_logging
 
-    shown = (name or BUNDLED_MODEL).strip() or BUNDLED_MODEL
-    if shown in _BUNDLED_ALIASES:
-        source = str(bundled_model_path())
-    else:
-        source = check_policy(shown, settings.load().models if policy is None else policy)
-    local = os.path.isdir(source)
-    if local and not os.path.isfile(os.path.join(source, "config.json")):
-        raise ModelLoadError(
-            f"could not load model {shown!r}: folder {source!r} has no config.json", "no_config", name=shown
-        )
+    shown, source, local = _source_of(name, policy)
     hf_logging.disable_progress_bar()
     # Before reading: files rewritten during the read make the next look see another fingerprint, not this one.
     revision = disk_revision(shown, settings.load().models if policy is None else policy)
-    try:
-        tokenizer, model = _read_checkpoint(source, local_only=True)
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
-        reason = None if local else hub_unreachable_reason()
-        if local or reason:
-            where = (
-                f"the folder {source!r}"
-                if local
-                else f"no folder {source!r}, not in the cache, hub not asked: {reason}"
-            )
-            code = "unreadable" if local else "not_found"
-            raise ModelLoadError(
-                f"could not load model {shown!r} ({where}). {_first_line(exc)}",
-                code,
-                name=shown,
-                detail=_first_line(exc),
-            ) from exc
-        try:
-            tokenizer, model = _read_checkpoint(source, local_only=False)
-        except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
-            where = f"no folder {source!r}, not in the cache, and not found on the hub"
-            raise ModelLoadError(
-                f"could not load model {shown!r} ({where}). {_first_line(exc)}",
-                "not_found",
-                name=shown,
-                detail=_first_line(exc),
-            ) from exc
+    tokenizer, model = _read(shown, source, local, lambda path, local_only: _read_checkpoint(path, local_only))
     config = model.config
+    if getattr(config, "is_encoder_decoder", False):
+        raise ModelLoadError(
+            f"model {shown!r} is an encoder–decoder ({config.model_type!r}) model: only encoders and decoders are "
+            "shown here so far; T5 and BART load from Python with attention_viz.load_seq2seq",
+            "encoder_decoder",
+            name=shown,
+            model_type=str(config.model_type),
+        )
     try:
         family = families.family_for(config.model_type)
     except families.UnsupportedFamilyError:
@@ -371,3 +403,162 @@ def load_model(name: str | None = None, policy: settings.ModelPolicy | None = No
         revision=revision,
     )
     return LoadedModel(info=info, tokenizer=tokenizer, model=model, encoder=encoder)
+
+
+@dataclass(frozen=True)
+class Seq2SeqInfo:
+    """A loaded encoder–decoder's description.
+
+    Attributes:
+        name, path, checkpoint_dtype, revision: as :class:`ModelInfo`'s.
+        family: ``t5`` or ``bart``; family_name: ``T5`` or ``BART``.
+        encoder_layers, decoder_layers: ``L_enc`` and ``L_dec``.
+        encoder_heads, decoder_heads: heads of the encoder's attention and of the decoder's two.
+        hidden_size, vocab_size: from its config.
+        max_positions: the most tokens a source or target can have (BART's position table); ``None`` for T5,
+            whose relative positions have no end (the server's token limit still applies).
+        decoder_start_token_id: the token the decoder starts from (T5: ``<pad>``, BART: ``</s>``).
+        can_generate: whether the checkpoint has its LM head (a bare ``T5Model`` with untied embeddings has
+            none): generation needs it, the maps do not.
+    """
+
+    name: str
+    path: str
+    family: str
+    family_name: str
+    encoder_layers: int
+    decoder_layers: int
+    encoder_heads: int
+    decoder_heads: int
+    hidden_size: int
+    vocab_size: int
+    max_positions: int | None
+    decoder_start_token_id: int
+    can_generate: bool
+    checkpoint_dtype: str = "float32"
+    revision: str = ""
+
+
+@dataclass(frozen=True)
+class LoadedSeq2Seq:
+    """A tokenizer, the transformers ``...ForConditionalGeneration`` model (eval mode, eager attention) and the
+    from-scratch :class:`~attention_viz.models.seq2seq.Seq2SeqTransformer` with its weights. Shared read-only."""
+
+    info: Seq2SeqInfo
+    tokenizer: object
+    model: object
+    twin: object
+
+
+def load_seq2seq(name: str, policy: settings.ModelPolicy | None = None) -> LoadedSeq2Seq:
+    """Load a T5 or BART checkpoint (encoder–decoder) with its from-scratch twin, in float32.
+
+    Read by ``AutoModelForSeq2SeqLM`` (with the LM head, for generation) under the same rules as
+    :func:`load_model`: the operator's policy first, safetensors only, no remote code, eager attention.
+
+    Args:
+        name: a local folder or a cached hub name (``t5-small``, ``facebook/bart-base``).
+        policy: as for :func:`load_model`.
+
+    Returns:
+        :class:`LoadedSeq2Seq`.
+
+    Raises:
+        ModelLoadError: the policy refuses the name; the model cannot be found or read; it is no T5 or BART
+            model (code ``not_bert``, naming the two); quantised weights (``dtype``); weights or settings the
+            twin lacks (``mismatch``).
+    """
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    from attention_viz.models.seq2seq_families import twin_from_pretrained
+
+    shown, source, local = _source_of(name, policy)
+    if local:  # another family's folder is named before transformers is asked for a model it has no class for
+        _check_seq2seq(shown, json.loads(Path(source, "config.json").read_text()).get("model_type", ""))
+    hf_logging.disable_progress_bar()
+    revision = disk_revision(shown, settings.load().models if policy is None else policy)
+
+    def read(path: str, local_only: bool):
+        verbosity = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()  # a missing LM head is reported as can_generate, not as a warning
+        try:
+            return _read_checkpoint(path, local_only, "AutoModelForSeq2SeqLM")
+        finally:
+            hf_logging.set_verbosity(verbosity)
+
+    tokenizer, model = _read(shown, source, local, read)
+    config = model.config
+    family = _check_seq2seq(shown, config.model_type)
+    if any(not p.is_floating_point() or p.dtype != torch.float32 for p in model.parameters()):
+        saved = checkpoint_dtype(source, config)
+        raise ModelLoadError(
+            f"model {shown!r} has {saved} weights that cannot be read as float32", "dtype", name=shown, dtype=saved
+        )
+    model.eval()
+    try:
+        twin = twin_from_pretrained(model)
+    except WeightMismatchError as exc:
+        raise ModelLoadError(
+            f"model {shown!r} does not fit the from-scratch encoder–decoder: {exc}",
+            "mismatch",
+            name=shown,
+            detail=str(exc),
+        ) from exc
+    twin_config = twin.config
+    info = Seq2SeqInfo(
+        name=shown,
+        path=source,
+        family=family.model_type,
+        family_name=family.name,
+        encoder_layers=twin_config.encoder_layers,
+        decoder_layers=twin_config.decoder_layers,
+        encoder_heads=twin_config.encoder_heads,
+        decoder_heads=twin_config.decoder_heads,
+        hidden_size=twin_config.hidden_size,
+        vocab_size=twin_config.vocab_size,
+        max_positions=None if twin_config.t5 else twin_config.max_positions,
+        decoder_start_token_id=twin_config.decoder_start_token_id,
+        can_generate=_has_lm_head(source, model),
+        checkpoint_dtype=checkpoint_dtype(source, config),
+        revision=revision,
+    )
+    return LoadedSeq2Seq(info=info, tokenizer=tokenizer, model=model, twin=twin)
+
+
+def _check_seq2seq(shown: str, model_type: str):
+    """The encoder–decoder family of ``model_type``.
+
+    Raises:
+        ModelLoadError: ``not_bert`` for any other model type, naming T5 and BART.
+    """
+    from attention_viz.models.seq2seq_families import SEQ2SEQ_FAMILIES, seq2seq_family
+
+    family = seq2seq_family(model_type)
+    if family is None:
+        supported = ", ".join(SEQ2SEQ_FAMILIES)
+        raise ModelLoadError(
+            f"model {shown!r} is a {model_type!r} model; the encoder–decoder families are: {supported}",
+            "not_bert",
+            name=shown,
+            model_type=str(model_type),
+            families=supported,
+        )
+    return family
+
+
+def _has_lm_head(source: str, model) -> bool:
+    """Whether the LM head's weights were read from the checkpoint: tied to the shared embedding (the same
+    tensor), or saved (``lm_head.weight`` in a local folder's safetensors headers). A hub model counts as having
+    one when its config names a ``...ForConditionalGeneration``."""
+    head, embedding = model.get_output_embeddings(), model.get_input_embeddings()
+    if head is not None and head.weight.data_ptr() == embedding.weight.data_ptr():
+        return True
+    if os.path.isdir(source):
+        for path in sorted(Path(source).glob("*.safetensors")):
+            with path.open("rb") as handle:
+                (size,) = struct.unpack("<Q", handle.read(8))
+                if "lm_head.weight" in json.loads(handle.read(size)):
+                    return True
+        return False
+    return any(a.endswith("ForConditionalGeneration") for a in getattr(model.config, "architectures", None) or ())
