@@ -89,7 +89,9 @@ def test_a_model_of_no_supported_family_is_refused_naming_the_families(tmp_path)
     with pytest.raises(ModelLoadError, match="'mpnet' model; only these families are supported: albert, bert") as info:
         load_model(str(tmp_path))
     assert info.value.code == "not_bert"
-    assert info.value.fields["families"] == "albert, bert, distilbert, electra, gpt2, roberta, xlm-roberta"
+    assert info.value.fields["families"] == (
+        "albert, bert, distilbert, electra, gemma2, gpt2, llama, mistral, qwen2, qwen3, roberta, xlm-roberta"
+    )
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
