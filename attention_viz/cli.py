@@ -360,10 +360,42 @@ def _check_ray_options(args: argparse.Namespace) -> None:
             raise _UsageError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
 
 
+def _atlas_on_ray(args: argparse.Namespace, texts, limits: settings.Limits, chosen: dict):
+    from attention_viz.analysis.distributed import atlas_on_ray
+
+    return _on_ray(
+        args,
+        limits,
+        lambda ray_limits: atlas_on_ray(
+            texts, args.model, args.ray or None, workers=args.ray_workers, limits=ray_limits, **chosen
+        ),
+    )
+
+
 def _run_on_ray(args: argparse.Namespace, texts, limits: settings.Limits, advance):
+    from attention_viz.analysis.distributed import corpus_statistics_on_ray
+
+    return _on_ray(
+        args,
+        limits,
+        lambda ray_limits: corpus_statistics_on_ray(
+            texts,
+            args.model,
+            args.ray or None,
+            args.batch_size,
+            workers=args.ray_workers,
+            progress=advance,
+            importance=args.importance,
+            limits=ray_limits,
+        ),
+    )
+
+
+def _on_ray(args: argparse.Namespace, limits: settings.Limits, run):
+    """``run(limits)`` on Ray with the command line's limits; Ray's and the limits' errors as one line."""
     import dataclasses
 
-    from attention_viz.analysis.distributed import DistributedError, corpus_statistics_on_ray
+    from attention_viz.analysis.distributed import DistributedError
     from attention_viz.extraction import InputError
 
     limits = dataclasses.replace(
@@ -372,16 +404,7 @@ def _run_on_ray(args: argparse.Namespace, texts, limits: settings.Limits, advanc
         max_corpus_tokens=args.max_tokens or limits.max_corpus_tokens,
     )
     try:
-        return corpus_statistics_on_ray(
-            texts,
-            args.model,
-            args.ray or None,
-            args.batch_size,
-            workers=args.ray_workers,
-            progress=advance,
-            importance=args.importance,
-            limits=limits,
-        )
+        return run(limits)
     except DistributedError as exc:
         raise _UsageError(str(exc)) from None
     except InputError as exc:
@@ -418,6 +441,7 @@ def _add_atlas_parser(commands) -> None:
     atlas.add_argument("--batch-size", type=int, default=16, help="texts per forward pass (default 16)")
     atlas.add_argument("--table", choices=("events", "heads"), default="events", help="what is printed")
     atlas.add_argument("--format", choices=("csv", "json"), default="csv")
+    _add_ray_options(atlas)
 
 
 def _run_atlas(args: argparse.Namespace, limits: settings.Limits) -> str:
@@ -431,6 +455,7 @@ def _run_atlas(args: argparse.Namespace, limits: settings.Limits) -> str:
             raise _UsageError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     if args.sample < 0 or args.seed < 0:
         raise _UsageError("--sample and --seed take numbers from 0")
+    _check_ray_options(args)
     out = Path(args.out) if args.out else None
     if out is not None and not out.parent.is_dir():
         raise _UsageError(f"cannot write {out}: there is no folder {out.parent}")
@@ -443,20 +468,21 @@ def _run_atlas(args: argparse.Namespace, limits: settings.Limits) -> str:
             bars.append(tqdm(total=total, unit="text", file=sys.stderr, leave=False, desc="atlas"))
         bars[0].update(int(done) - bars[0].n)
 
+    chosen = dict(
+        top=args.top,
+        sample=args.sample,
+        seed=args.seed,
+        fold=not args.no_fold,
+        exclude=not args.keep_special,
+        batch_size=args.batch_size,
+        induction=args.induction,
+        progress=advance,
+    )
     try:
-        built = atlas.build_atlas(
-            loaded,
-            texts,
-            args.top,
-            args.sample,
-            args.seed,
-            fold=not args.no_fold,
-            exclude=not args.keep_special,
-            batch_size=args.batch_size,
-            induction=args.induction,
-            progress=advance,
-            limits=limits,
-        )
+        if args.ray is None:
+            built = atlas.build_atlas(loaded, texts, limits=limits, **chosen)
+        else:
+            built = _atlas_on_ray(args, texts, limits, chosen)
     finally:
         for bar in bars:
             bar.close()

@@ -84,3 +84,19 @@ def test_an_event_opens_in_compare_at_its_head_sentence_and_query(bundled, small
     at.switch_page(COMPARE).run()
     no_errors(at)
     assert at.session_state["focus"] == int(event["query"])
+
+
+def test_a_stopped_atlas_says_so_and_offers_to_run_again_in_chinese_too(bundled, small_corpus):
+    import hashlib
+
+    digest = hashlib.sha256(CORPUS.encode("utf-8")).hexdigest()
+    stopped = (f"atlas|{bundled.info.name}|{digest}", 32, 264)  # what Stop's callback leaves
+    at = _page(_corpus_stopped=stopped)
+    assert any("Stopped after 32 of 264 texts: the atlas needs the whole corpus" in info.value for info in at.info)
+    assert not figures(at) and at.button(key="_corpus_again")
+    at.button(key="_corpus_again").click().run()
+    no_errors(at)
+    assert len(figures(at)) == 1  # built now
+    at = _page(lang="zh", layer=0, head=2)
+    assert at.subheader[0].value == "第 0 层，第 2 个头"
+    assert control(at, "radio", "atlas_kind").options == ["最强", "典型（按注意力比例抽取）"]

@@ -223,3 +223,28 @@ def test_the_command_line_writes_the_atlas_and_prints_its_tables(bundled, tmp_pa
     assert "--top must be at least 1" in capsys.readouterr().err
     assert cli.main(["atlas", str(tmp_path / "missing.txt")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("split", [0, 1, 37, 150, 299])
+def test_two_running_tops_merge_into_what_one_stream_keeps(split):
+    """Events of 12 token pairs with many ties: offered in two streams cut at ``split`` and merged, they keep
+    the same rows and counts as one stream, and as sorting them all."""
+    rng = np.random.default_rng(split)
+    events = [
+        ((-float(rng.integers(0, 20)) / 20, int(t), int(q), 0), (f"q{q % 4}", f"k{q % 3}"))
+        for t, q in enumerate(rng.integers(0, 12, 300))
+    ]
+    one, first, second = atlas.RunningTop(5), atlas.RunningTop(5), atlas.RunningTop(5)
+    for i, (order, pair) in enumerate(events):
+        one.offer(order, pair, *pair)
+        (first if i < split else second).offer(order, pair, *pair)
+    assert first.merge(second).rows() == one.rows()
+    ranked = sorted(events)
+    chosen, counts = [], {}
+    for order, pair in ranked:
+        counts[pair] = counts.get(pair, 0) + 1
+        if counts[pair] == 1:
+            chosen.append((order, pair))
+            if len(chosen) == 5:
+                break
+    assert one.rows() == [(order, *pair, counts[pair]) for order, pair in chosen]

@@ -10,8 +10,8 @@ gives the key token. For every head the atlas keeps
   are left out (their share of the attention is in the head's ``special`` and ``self`` numbers), and
   events of the same (query token, key token) pair are **folded**: the top events are ``top`` different
   pairs, each shown by its strongest event, and ``folded`` counts the pair's events at or above the last
-  row (walking the events from the strongest, the pair's events met before the ``top``-th pair first
-  appears). Both can be switched off (``exclude=False``, ``fold=False``; unfolded, ``folded`` is 1).
+  row (walking the events from the strongest, the pair's events met up to and including the ``top``-th
+  pair's first one). Both can be switched off (``exclude=False``, ``fold=False``; unfolded, ``folded`` is 1).
 - its **typical events**: ``sample`` events drawn with probability proportional to their weight, without
   replacement, by weighted reservoir sampling (Efraimidis & Spirakis 2006, "Weighted random sampling with
   a reservoir", algorithm A-Res: each event gets the key ``u ** (1 / weight)`` with ``u`` uniform in (0, 1),
@@ -21,8 +21,8 @@ gives the key token. For every head the atlas keeps
 
 Memory does not grow with the corpus's maps: each batch's maps are read once and dropped; per head the
 atlas holds ``sample`` reservoir entries, its ``top`` pairs and, for the counts of folded events, the
-events of those pairs at or above the current last row (which only rises). Texts are kept only while an
-event refers to them.
+events of those pairs at or above the current last row (which only rises). The atlas stores only the texts
+its events refer to.
 
 The forwards are the corpus path's (:mod:`attention_viz.extraction.batch`: padded batches, each text's
 weights cut to its own tokens and checked). The per-head numbers are corpus means over query tokens:
@@ -42,7 +42,7 @@ import io
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -247,6 +247,21 @@ class RunningTop:
             for pair, orders in self.kept.items():
                 self.kept[pair] = [order for order in orders if order <= worst]
 
+    def merge(self, other: RunningTop) -> RunningTop:
+        """The running top of both streams of events: what offering ``other``'s events after these would keep
+        (an event either part left out is weaker than the merged last row)."""
+        merged = RunningTop(self.top)
+        for source in (self, other):
+            for pair, best in source.best.items():
+                if pair not in merged.best or best[0] < merged.best[pair][0]:
+                    merged.best[pair] = best
+                merged.kept.setdefault(pair, []).extend(source.kept[pair])
+        for pair in sorted(merged.best, key=lambda p: merged.best[p][0])[self.top :]:
+            del merged.best[pair], merged.kept[pair]
+        if len(merged.best) == self.top:
+            merged._new_last_row()
+        return merged
+
     def rows(self) -> list[tuple[tuple, str, str, int]]:
         """``(order key, query token, key token, folded)`` of each kept pair, strongest first."""
         ranked = sorted(self.best.items(), key=lambda item: item[1][0])
@@ -284,6 +299,16 @@ class Reservoir:
         self.text, self.query, self.key_pos = (np.full(shape, -1, dtype=np.int64) for _ in range(3))
         self.weight = np.zeros(shape, dtype=np.float64)
         self.size = size
+
+    def merge(self, other: Reservoir) -> Reservoir:
+        """The reservoir of both streams: the ``size`` largest keys of the two."""
+        merged = Reservoir(*self.key.shape)
+        names = ("key", "text", "query", "key_pos", "weight")
+        joined = {name: np.concatenate([getattr(self, name), getattr(other, name)], axis=-1) for name in names}
+        order = np.argsort(-joined["key"], axis=-1, kind="stable")[..., : self.size]
+        for name, values in joined.items():
+            setattr(merged, name, np.take_along_axis(values, order, axis=-1))
+        return merged
 
     def add(self, keys: np.ndarray, weights: np.ndarray, text: int) -> None:
         layers, heads, n, _ = keys.shape
@@ -334,6 +359,19 @@ class _HeadSums:
         copies = (ids[:, None] == ids[None, :]) & np.tri(n, k=-1, dtype=bool)  # (n, n): j < i, same id
         self.duplicate = (w * copies).sum((-1, -2)) + (0 if self.duplicate is None else self.duplicate)
         self.duplicate_queries += int(copies.any(-1).sum())
+
+    def merge(self, other: _HeadSums) -> _HeadSums:
+        def add(a, b):
+            return b if a is None else a if b is None else a + b
+
+        return _HeadSums(
+            self.special + other.special,
+            self.queries + other.queries,
+            add(self.sink, other.sink),
+            self.sink_queries + other.sink_queries,
+            add(self.duplicate, other.duplicate),
+            self.duplicate_queries + other.duplicate_queries,
+        )
 
     def means(self) -> dict[str, np.ndarray]:
         def mean(total, count):
@@ -388,63 +426,185 @@ def build_atlas(
         CancelledError: when ``cancel()`` returned True.
     """
     began = time.perf_counter()
+    limits = check_atlas_input(loaded, texts, top, sample, batch_size, limits)
+    max_length = limits.tokens_for(loaded.info.max_positions)
+    options = AtlasOptions(top, sample, seed, fold, exclude, batch_size, max_length)
+    stop = cancel or (lambda: False)
+    if progress is not None:
+        progress(0, len(texts))
+    total = None
+    for first, last in part_spans(len(texts), batch_size):  # the parts of a Ray run, added up in the same order
+        part = atlas_sums(loaded, texts[first:last], first, options, progress, stop, len(texts))
+        total = part if total is None else total.merge(part)
+    return finish_atlas(total, loaded, texts, options, induction, time.perf_counter() - began)
+
+
+PART_BATCHES = 4  # batches per part: a local run adds its sums part by part, as a Ray run does
+
+
+def part_spans(num_texts: int, batch_size: int) -> list[tuple[int, int]]:
+    """``(first, last)`` text of each part of a corpus: :data:`PART_BATCHES` whole batches (the last may be
+    short). The local run and the Ray run add the parts' sums in this order, so their floats are the same."""
+    size = batch_size * PART_BATCHES
+    return [(first, min(first + size, num_texts)) for first in range(0, num_texts, size)]
+
+
+def check_atlas_input(loaded, texts: Texts, top: int, sample: int, batch_size: int, limits) -> settings.Limits:
+    """Refuse what :func:`build_atlas` cannot run, before anything runs; return the limits that apply.
+
+    Raises:
+        InputError: as :func:`build_atlas` says.
+    """
     if not texts:
         raise InputError(EMPTY, "corpus_empty")
     if top < 1 or sample < 0 or batch_size < 1:
         raise InputError(f"top must be at least 1, sample at least 0 and the batch size at least 1: {top}, {sample}")
     limits = settings.load().limits if limits is None else limits
+    check_corpus(loaded.tokenizer, texts, limits, limits.tokens_for(loaded.info.max_positions))
+    return limits
+
+
+@dataclass(frozen=True)
+class AtlasOptions:
+    """How an atlas is built: see :func:`build_atlas`; ``max_length`` tokens per text."""
+
+    top: int = DEFAULT_TOP
+    sample: int = DEFAULT_SAMPLE
+    seed: int = 0
+    fold: bool = True
+    exclude: bool = True
+    batch_size: int = 16
+    max_length: int = 512
+
+
+@dataclass
+class AtlasSums:
+    """What some texts of a corpus add to an atlas: every head's running top events and reservoir, and the
+    sums behind its numbers. Two parts merge (:meth:`merge`, the earlier part first) into what one run over
+    both gives: the same events, the same floats when added in the same order (:func:`part_spans`)."""
+
+    tops: list
+    reservoir: Reservoir | None
+    statistics: stats.StatisticSums | None
+    heads: _HeadSums
+    used: int = 0
+    skipped: int = 0
+    tokens: int = 0
+    forward_seconds: float = 0.0
+
+    def merge(self, other: AtlasSums) -> AtlasSums:
+        """Both parts' sums (``other`` holds later texts)."""
+        tops = [[a.merge(b) for a, b in zip(x, y, strict=True)] for x, y in zip(self.tops, other.tops, strict=True)]
+        reservoir = None if self.reservoir is None else self.reservoir.merge(other.reservoir)
+        if self.statistics is None or other.statistics is None:
+            statistics = self.statistics or other.statistics
+        else:
+            statistics = self.statistics + other.statistics
+        return AtlasSums(
+            tops,
+            reservoir,
+            statistics,
+            self.heads.merge(other.heads),
+            self.used + other.used,
+            self.skipped + other.skipped,
+            self.tokens + other.tokens,
+            self.forward_seconds + other.forward_seconds,
+        )
+
+
+def atlas_sums(
+    loaded,
+    texts: Texts,
+    first: int,
+    options: AtlasOptions,
+    progress: Progress | None = None,
+    cancel: Callable[[], bool] | None = None,
+    total: int | None = None,
+) -> AtlasSums:
+    """The :class:`AtlasSums` of ``texts``, the corpus's texts from index ``first`` on, in batches; no limit is
+    checked here.
+
+    Raises:
+        AttentionError: the model returns no or invalid attention.
+        CancelledError: when ``cancel()`` returned True (asked before each batch).
+    """
     info, tokenizer = loaded.info, loaded.tokenizer
-    max_length = limits.tokens_for(info.max_positions)
-    check_corpus(tokenizer, texts, limits, max_length)
     layers, heads = info.num_layers, info.num_heads
-    tops = [[RunningTop(top) for _ in range(heads)] for _ in range(layers)]
-    reservoir = Reservoir(layers, heads, sample) if sample else None
-    sums = _HeadSums(np.zeros((layers, heads)))
-    statistic_sums, used, skipped, tokens, forward = None, 0, 0, 0, 0.0
+    part = AtlasSums(
+        [[RunningTop(options.top) for _ in range(heads)] for _ in range(layers)],
+        Reservoir(layers, heads, options.sample) if options.sample else None,
+        None,
+        _HeadSums(np.zeros((layers, heads))),
+    )
     stop = cancel or (lambda: False)
-    if progress is not None:
-        progress(0, len(texts))
-    for start in range(0, len(texts), batch_size):
+    total = len(texts) if total is None else total
+    for start in range(0, len(texts), options.batch_size):
         if stop():
-            raise CancelledError(f"cancelled after {start} of {len(texts)} texts")
-        chunk = texts[start : start + batch_size]
+            raise CancelledError(f"cancelled after {first + start} of {total} texts")
+        chunk = texts[start : start + options.batch_size]
         forward_began = time.perf_counter()
-        inputs, rows = padded.encode_batch(tokenizer, chunk, max_length, loaded.encoder.config.type_vocab_size)
-        weights = padded.batch_attention(loaded.model, inputs, [len(r.input_ids) for r in rows], start)
-        forward += time.perf_counter() - forward_began
+        types = loaded.encoder.config.type_vocab_size
+        inputs, rows = padded.encode_batch(tokenizer, chunk, options.max_length, types)
+        weights = padded.batch_attention(loaded.model, inputs, [len(r.input_ids) for r in rows], first + start)
+        part.forward_seconds += time.perf_counter() - forward_began
         for offset, (row, text_weights) in enumerate(zip(rows, weights, strict=True)):
-            index = start + offset
-            if all(row.special):  # only [CLS] [SEP]: the line normalised to nothing
-                skipped += 1
-                continue
-            token_strings = tokenizer.convert_ids_to_tokens(row.input_ids)
-            special = special_keys(row.special, info.causal)
-            allowed = allowed_keys(len(token_strings), special, exclude, info.causal)
-            _offer_text(tops, text_weights, allowed, token_strings, index, fold)
-            if reservoir is not None:
-                reservoir.add(sample_keys(text_weights, allowed, seed, index), text_weights, index)
-            kinds = stats.TokenKinds.from_tokens(
-                token_strings, row.special, row.segments, tokenizer.cls_token, tokenizer.sep_token
-            )
-            text_sums = stats.statistic_sums(text_weights, kinds, causal=info.causal)
-            statistic_sums = text_sums if statistic_sums is None else statistic_sums + text_sums
-            sums.add(text_weights, special, np.asarray(row.input_ids))
-            used, tokens = used + 1, tokens + len(token_strings)
+            _add_text(part, loaded, row, text_weights, first + start + offset, options)
         if progress is not None:
-            progress(min(start + batch_size, len(texts)), len(texts))
-    if statistic_sums is None:
+            progress(first + min(start + options.batch_size, len(texts)), total)
+    return part
+
+
+def _add_text(part: AtlasSums, loaded, row, weights: np.ndarray, index: int, options: AtlasOptions) -> None:
+    """One text's events and sums into ``part`` (a text of only special tokens is counted as skipped)."""
+    info, tokenizer = loaded.info, loaded.tokenizer
+    if all(row.special):  # only [CLS] [SEP]: the line normalised to nothing
+        part.skipped += 1
+        return
+    token_strings = tokenizer.convert_ids_to_tokens(row.input_ids)
+    special = special_keys(row.special, info.causal)
+    allowed = allowed_keys(len(token_strings), special, options.exclude, info.causal)
+    _offer_text(part.tops, weights, allowed, token_strings, index, options.fold)
+    if part.reservoir is not None:
+        part.reservoir.add(sample_keys(weights, allowed, options.seed, index), weights, index)
+    kinds = stats.TokenKinds.from_tokens(
+        token_strings, row.special, row.segments, tokenizer.cls_token, tokenizer.sep_token
+    )
+    text_sums = stats.statistic_sums(weights, kinds, causal=info.causal)
+    part.statistics = text_sums if part.statistics is None else part.statistics + text_sums
+    part.heads.add(weights, special, np.asarray(row.input_ids))
+    part.used, part.tokens = part.used + 1, part.tokens + len(token_strings)
+
+
+def finish_atlas(
+    sums: AtlasSums, loaded, texts: Texts, options: AtlasOptions, induction: bool, seconds: float
+) -> Atlas:
+    """The :class:`Atlas` of a whole corpus's merged :class:`AtlasSums` (``seconds``: how long the run took).
+
+    Raises:
+        InputError: ``corpus_empty`` when no text had a token.
+    """
+    began = time.perf_counter()
+    if sums.statistics is None:
         raise InputError(f"{EMPTY} (no line has a character the tokenizer keeps)", "corpus_empty")
-    events = _events_frame(tops, reservoir, loaded, texts, max_length)
-    heads_frame = _heads_frame(events, statistic_sums, sums, loaded, induction)
+    events = _events_frame(sums.tops, sums.reservoir, loaded, texts, options.max_length)
+    heads_frame = _heads_frame(events, sums.statistics, sums.heads, loaded, induction)
     kept = {}
     for i in sorted(set(events["text"].tolist())):
         a, b = texts[i]
-        kept[i] = (a, b, _token_count(tokenizer, a, b, max_length))
-    options = dict(
-        top=top, sample=sample, seed=seed, fold=fold, exclude=exclude, batch_size=batch_size, max_length=max_length
+        kept[i] = (a, b, _token_count(loaded.tokenizer, a, b, options.max_length))
+    seconds += time.perf_counter() - began
+    return Atlas(
+        events,
+        heads_frame,
+        kept,
+        loaded.info.name,
+        asdict(options),
+        sums.used,
+        sums.skipped,
+        sums.tokens,
+        seconds,
+        sums.forward_seconds,
     )
-    seconds = time.perf_counter() - began
-    return Atlas(events, heads_frame, kept, info.name, options, used, skipped, tokens, seconds, forward)
 
 
 def _token_count(tokenizer, a: str, b: str | None, max_length: int) -> int:

@@ -79,6 +79,11 @@ class _Worker:
             self.loaded, texts, batch_size, max_length, importance=importance, divergence=divergence
         )
 
+    def atlas_sums(self, texts: Texts, first: int, options):
+        from attention_viz.analysis import atlas
+
+        return atlas.atlas_sums(self.loaded, texts, first, options)
+
     def pid(self) -> int:
         import os
 
@@ -164,16 +169,19 @@ def corpus_statistics_on_ray(
             ray.shutdown()
 
 
-def _run(ray, texts: Texts, spans, actors, task: tuple, progress, stop, retries: int) -> CorpusResult:
-    """Every part on the actors (two in flight each), merged in corpus order; the actors are killed at the end."""
-    results: dict[int, CorpusSums] = {}
+def _run(ray, texts: Texts, spans, actors, task: tuple, progress, stop, retries: int, call=None):
+    """Every part on the actors (two in flight each), merged in corpus order; the actors are killed at the end.
+    With ``call(actor, start, end)`` (the task of one part) the parts' results are returned in corpus order
+    instead, unmerged."""
+    results: dict = {}
     pending: dict = {}  # object ref -> (part index, actor)
     queue = list(range(len(spans)))[::-1]
 
     def submit(worker) -> None:
         index = queue.pop()
         start, end = spans[index]
-        pending[worker.sums.remote(list(texts[start:end]), *task)] = (index, worker)
+        ref = worker.sums.remote(list(texts[start:end]), *task) if call is None else call(worker, start, end)
+        pending[ref] = (index, worker)
 
     if progress is not None:
         progress(0, len(texts))
@@ -199,13 +207,89 @@ def _run(ray, texts: Texts, spans, actors, task: tuple, progress, stop, retries:
             ray.kill(worker)
     if len(results) != len(spans):  # cannot happen: every part was waited for
         raise DistributedError(f"{len(spans) - len(results)} of {len(spans)} parts have no result")
+    if call is not None:
+        return [results[index] for index in range(len(spans))]
     total = CorpusSums()
     for index in range(len(spans)):  # in corpus order, so a rerun adds in the same order
         total = total.merge(results[index])
     return corpus.finish_statistics(total)
 
 
-def _get(ray, ref, span: tuple[int, int], retries: int) -> CorpusSums:
+def atlas_on_ray(
+    texts: Texts,
+    model: str | None = None,
+    address: str | None = None,
+    batch_size: int = 16,
+    workers: int | None = None,
+    top: int = 20,
+    sample: int = 20,
+    seed: int = 0,
+    fold: bool = True,
+    exclude: bool = True,
+    induction: bool = False,
+    progress: Progress | None = None,
+    cancel: Callable[[], bool] | None = None,
+    limits: settings.Limits | None = None,
+    retries: int = 3,
+    threads: int | None = None,
+    cpus_per_worker: float = 1,
+):
+    """:func:`~attention_viz.analysis.atlas.build_atlas` with the parts of the corpus
+    (:func:`~attention_viz.analysis.atlas.part_spans`) run on Ray actors and merged here in corpus order, as
+    the local run merges them: the same events and, with the same torch threads, the same floats.
+
+    Args: as :func:`corpus_statistics_on_ray` and ``build_atlas``.
+
+    Returns:
+        :class:`~attention_viz.analysis.atlas.Atlas`.
+
+    Raises:
+        InputError, AttentionError: as ``build_atlas`` (a worker's error is raised as it was).
+        CancelledError: when ``cancel()`` returned True.
+        DistributedError: Ray missing or unreachable, or a part that failed ``retries + 1`` times.
+    """
+    import time
+
+    import torch
+
+    from attention_viz.analysis import atlas
+    from attention_viz.models.loading import load_model
+
+    began = time.perf_counter()
+    local = load_model(model)  # the tokenizer checks the corpus here, before any worker starts
+    limits = atlas.check_atlas_input(local, texts, top, sample, batch_size, limits)
+    max_length = limits.tokens_for(local.info.max_positions)
+    options = atlas.AtlasOptions(top, sample, seed, fold, exclude, batch_size, max_length)
+    spans = atlas.part_spans(len(texts), batch_size)
+    ray = _ray()
+    opened = not ray.is_initialized()
+    if opened:
+        try:
+            ray.init(address=address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise DistributedError(
+                f"cannot reach the Ray cluster at {address or 'the default address'}: {exc}"
+            ) from None
+    try:
+        if workers is None:
+            workers = max(1, int(ray.cluster_resources().get("CPU", 1) // cpus_per_worker))
+        actor = ray.remote(num_cpus=cpus_per_worker, max_restarts=retries, max_task_retries=retries)(_Worker)
+        actors = [actor.remote(model, threads or torch.get_num_threads()) for _ in range(min(workers, len(spans)))]
+
+        def call(worker, start: int, end: int):
+            return worker.atlas_sums.remote(list(texts[start:end]), start, options)
+
+        found = _run(ray, texts, spans, actors, (), progress, cancel or (lambda: False), retries, call)
+    finally:
+        if opened:
+            ray.shutdown()
+    total = found[0]
+    for part in found[1:]:  # in corpus order, as the local run adds them
+        total = total.merge(part)
+    return atlas.finish_atlas(total, local, texts, options, induction, time.perf_counter() - began)
+
+
+def _get(ray, ref, span: tuple[int, int], retries: int):
     """A part's sums; a worker's own error as it was raised there, a lost worker as :class:`DistributedError`."""
     try:
         return ray.get(ref)

@@ -89,13 +89,13 @@ def _atlas(loaded) -> atlas_module.Atlas:
         st.stop()
 
 
-def _on_select() -> None:
+def _on_select(num_heads: int) -> None:
     """The scatter's ``on_select``: the clicked head becomes the chosen layer and head (the sidebar's boxes)."""
     event = st.session_state.get(CHART_KEY)
     points = (event or {}).get("selection", {}).get("points", []) if event is not None else []
-    if points and points[0].get("customdata") is not None:
-        layer, head = points[0]["customdata"][:2]
-        state.choose_head(int(layer), int(head))
+    index = points[0].get("point_index", points[0].get("point_number")) if points else None
+    if index is not None:
+        state.choose_head(*head_links.head_of_point(int(index), num_heads))  # one point per head, layer-major
 
 
 def _scatter(built: atlas_module.Atlas, num_heads: int, selected: tuple[int, int]) -> None:
@@ -126,7 +126,13 @@ def _scatter(built: atlas_module.Atlas, num_heads: int, selected: tuple[int, int
         selected,
         colour == "layer",
     )
-    st.plotly_chart(figure, key=CHART_KEY, theme=None, on_select=state.guarded(_on_select), selection_mode="points")
+    st.plotly_chart(
+        figure,
+        key=CHART_KEY,
+        theme=None,
+        on_select=state.guarded(lambda: _on_select(num_heads)),
+        selection_mode="points",
+    )
     st.caption(t("atlas.scatter_caption"))
 
 
@@ -154,7 +160,7 @@ def _events(built: atlas_module.Atlas, layer: int, head: int, same_model: bool) 
     if events.empty:
         st.info(t("atlas.no_events"))
         return
-    shown = events[["rank", "weight", "query_token", "key_token", "distance", "folded", "text", "sentence"]]
+    shown = events[["rank", "weight", "query_token", "key_token", "sentence", "distance", "folded", "text"]]
     st.dataframe(
         shown,
         hide_index=True,
