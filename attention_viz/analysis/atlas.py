@@ -21,7 +21,8 @@ gives the key token. For every head the atlas keeps
 
 Memory does not grow with the corpus's maps: each batch's maps are read once and dropped; per head the
 atlas holds ``sample`` reservoir entries, its ``top`` pairs and, for the counts of folded events, the
-events of those pairs at or above the current last row (which only rises). The atlas stores only the texts
+events of those pairs at or above the current last row (which only rises; at most twice as many between
+two prunings). The atlas stores only the texts
 its events refer to.
 
 The forwards are the corpus path's (:mod:`attention_viz.extraction.batch`: padded batches, each text's
@@ -208,14 +209,19 @@ class RunningTop:
 
     An event's order key is ``(-weight, text, query, key)``: smaller is stronger. :meth:`offer` takes events
     in any order and keeps exactly what sorting all of them would give (see the module docstring), holding
-    only the kept pairs and, per pair, its events at or above the current last row.
+    only the kept pairs and, per pair, its events at or above the last row: those that fell below it as the
+    last row rose are dropped whenever the kept events have doubled since the last time (so the work stays
+    linear in the events offered).
     """
 
     def __init__(self, top: int):
         self.top = top
         self.best: dict = {}  # pair -> (order key, query token, key token) of its strongest event
-        self.kept: dict = {}  # pair -> order keys of its events at or above the last row
+        self.kept: dict = {}  # pair -> order keys of its events, all those at or above the last row
         self.worst: tuple | None = None  # the last row's order key, once there are ``top`` pairs
+        self.worst_pair = None  # the last row's pair
+        self.size = 0  # order keys in ``kept``
+        self.prune_at = 4 * top
 
     def threshold(self) -> float:
         """The weight an event needs to be considered (the last row's; -1 while fewer than ``top`` pairs)."""
@@ -225,27 +231,34 @@ class RunningTop:
         """Consider one event; False when it is weaker than the last row (so is every weaker one)."""
         if self.worst is not None and order > self.worst:
             return False
+        self.size += 1
         if pair in self.best:
             self.kept[pair].append(order)
             if order < self.best[pair][0]:
                 self.best[pair] = (order, query_token, key_token)
-                if len(self.best) == self.top:
+                if pair == self.worst_pair:
                     self._new_last_row()
-            return True
-        self.best[pair], self.kept[pair] = (order, query_token, key_token), [order]
-        if len(self.best) > self.top:
-            out = max(self.best, key=lambda p: self.best[p][0])
-            del self.best[out], self.kept[out]
-        if len(self.best) == self.top:
-            self._new_last_row()
+        else:
+            self.best[pair], self.kept[pair] = (order, query_token, key_token), [order]
+            if len(self.best) > self.top:  # full before: the last row's pair goes
+                self.size -= len(self.kept[self.worst_pair])
+                del self.best[self.worst_pair], self.kept[self.worst_pair]
+            if len(self.best) == self.top:
+                self._new_last_row()
+        if self.size > self.prune_at:
+            self._prune()
         return True
 
     def _new_last_row(self) -> None:
-        worst = max(order for order, _, _ in self.best.values())
-        if worst != self.worst:
-            self.worst = worst
+        self.worst_pair, (self.worst, _, _) = max(self.best.items(), key=lambda item: item[1][0])
+
+    def _prune(self) -> None:
+        """Drop the kept events below the last row."""
+        if self.worst is not None:
             for pair, orders in self.kept.items():
-                self.kept[pair] = [order for order in orders if order <= worst]
+                self.kept[pair] = [order for order in orders if order <= self.worst]
+            self.size = sum(len(orders) for orders in self.kept.values())
+        self.prune_at = max(4 * self.top, 2 * self.size)
 
     def merge(self, other: RunningTop) -> RunningTop:
         """The running top of both streams of events: what offering ``other``'s events after these would keep
@@ -260,10 +273,12 @@ class RunningTop:
             del merged.best[pair], merged.kept[pair]
         if len(merged.best) == self.top:
             merged._new_last_row()
+        merged._prune()
         return merged
 
     def rows(self) -> list[tuple[tuple, str, str, int]]:
         """``(order key, query token, key token, folded)`` of each kept pair, strongest first."""
+        self._prune()
         ranked = sorted(self.best.items(), key=lambda item: item[1][0])
         return [(order, q, k, len(self.kept[pair])) for pair, (order, q, k) in ranked]
 
