@@ -50,6 +50,7 @@ def main() -> None:
             title=t("app.page_head_similarity"),
             icon=":material/scatter_plot:",
         ),
+        "atlas": st.Page("attention_viz/ui/pages/atlas.py", title=t("app.page_atlas"), icon=":material/explore:"),
         "rollout": st.Page(
             "attention_viz/ui/pages/rollout.py", title=t("app.page_rollout"), icon=":material/account_tree:"
         ),

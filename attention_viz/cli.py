@@ -1,7 +1,9 @@
 """Command line, as ``attention-viz`` (the console script) or ``python -m attention_viz``:
 ``attention TEXT [options]`` prints attention as JSON or CSV; ``stats FILE [options]`` prints per-head
 statistics over a corpus, and with ``--scores induction,previous,duplicate,sink`` named head scores on seeded
-random tokens; ``app [streamlit options]`` starts the web app (``streamlit run app.py`` in the checkout).
+random tokens; ``atlas FILE --out ATLAS.parquet`` builds a head atlas (every head's strongest and typical
+attention events over a corpus) and saves it as one Parquet file; ``app [streamlit options]`` starts the
+web app (``streamlit run app.py`` in the checkout).
 
 Exit status 0 on success; 2 with one ``error: ...`` line on stderr for bad input, a corpus over the
 limits, an invalid ``ATTENTION_VIZ_*`` setting (checked first), a model that cannot be loaded or a Ray
@@ -57,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     attention.add_argument("--head", type=int, help="only this head (from 0)")
     attention.add_argument("--format", choices=("json", "csv"), default="json")
     _add_stats_parser(commands)
+    _add_atlas_parser(commands)
     app = commands.add_parser(
         "app",
         help="start the web app (streamlit run app.py); Streamlit's options follow, e.g. --server.port 8600",
@@ -96,6 +99,8 @@ def _run(args: argparse.Namespace) -> str:
     limits = settings.load().limits  # an invalid ATTENTION_VIZ_* setting stops here, before any model loads
     if args.command == "stats":
         return _run_stats(args, limits)
+    if args.command == "atlas":
+        return _run_atlas(args, limits)
 
     _check_options(args)
     loaded = load_model(args.model)
@@ -378,15 +383,50 @@ def _check_ray_options(args: argparse.Namespace) -> None:
         raise _UsageError(f"--ray-timeout takes seconds above 0, got {args.ray_timeout:g}")
 
 
+def _atlas_on_ray(args: argparse.Namespace, texts, limits: settings.Limits, chosen: dict):
+    from attention_viz.analysis.distributed import atlas_on_ray
+
+    return _on_ray(
+        args,
+        limits,
+        lambda ray_limits, timeout_s: atlas_on_ray(
+            texts,
+            args.model,
+            args.ray or None,
+            workers=args.ray_workers,
+            limits=ray_limits,
+            connect_timeout_s=timeout_s,
+            **chosen,
+        ),
+    )
+
+
 def _run_on_ray(args: argparse.Namespace, texts, limits: settings.Limits, advance):
+    from attention_viz.analysis.distributed import corpus_statistics_on_ray
+
+    return _on_ray(
+        args,
+        limits,
+        lambda ray_limits, timeout_s: corpus_statistics_on_ray(
+            texts,
+            args.model,
+            args.ray or None,
+            args.batch_size,
+            workers=args.ray_workers,
+            progress=advance,
+            importance=args.importance,
+            limits=ray_limits,
+            connect_timeout_s=timeout_s,
+        ),
+    )
+
+
+def _on_ray(args: argparse.Namespace, limits: settings.Limits, run):
+    """``run(limits, connect_timeout_s)`` on Ray with the command line's limits and ``--ray-timeout``; Ray's and
+    the limits' errors as one line."""
     import dataclasses
 
-    from attention_viz.analysis.distributed import (
-        CONNECT_TIMEOUT_S,
-        DistributedError,
-        NotEnoughCPUsError,
-        corpus_statistics_on_ray,
-    )
+    from attention_viz.analysis.distributed import CONNECT_TIMEOUT_S, DistributedError, NotEnoughCPUsError
     from attention_viz.extraction import InputError
 
     limits = dataclasses.replace(
@@ -395,17 +435,7 @@ def _run_on_ray(args: argparse.Namespace, texts, limits: settings.Limits, advanc
         max_corpus_tokens=args.max_tokens or limits.max_corpus_tokens,
     )
     try:
-        return corpus_statistics_on_ray(
-            texts,
-            args.model,
-            args.ray or None,
-            args.batch_size,
-            workers=args.ray_workers,
-            progress=advance,
-            importance=args.importance,
-            limits=limits,
-            connect_timeout_s=args.ray_timeout or CONNECT_TIMEOUT_S,
-        )
+        return run(limits, args.ray_timeout or CONNECT_TIMEOUT_S)
     except NotEnoughCPUsError as exc:
         if not exc.capacity:
             raise _UsageError(
@@ -424,3 +454,92 @@ def _run_on_ray(args: argparse.Namespace, texts, limits: settings.Limits, advanc
         raise _UsageError(
             f"the corpus has {count:,} {what}; the limit is {limit:,}: raise it with --max-{what}"
         ) from None
+
+
+# --- atlas: every head's strongest and typical events over a corpus file ------------------------------
+
+
+def _add_atlas_parser(commands) -> None:
+    atlas = commands.add_parser(
+        "atlas",
+        help="a head atlas of a text file: every head's strongest and typical attention events, saved as Parquet",
+        description="Every head's top query→key attention events over a corpus (folded by token pair, events "
+        "onto [CLS]/[SEP] and onto the query itself left out) and a sample of typical events drawn in proportion "
+        "to attention; with --out the atlas is saved as one Parquet file the app opens (Head atlas page).",
+    )
+    atlas.add_argument("file", help="UTF-8 text file, one text per line; a tab splits a sentence pair")
+    atlas.add_argument("--out", help="write the atlas to this Parquet file (then nothing is printed)")
+    atlas.add_argument("--model", default=None, help="hub name or local folder (default: the bundled model)")
+    atlas.add_argument("--top", type=int, default=20, help="top events per head (default 20)")
+    atlas.add_argument("--sample", type=int, default=20, help="typical events per head (default 20; 0 for none)")
+    atlas.add_argument("--seed", type=int, default=0, help="seed of the typical sample (default 0)")
+    atlas.add_argument("--no-fold", action="store_true", help="keep repeated (query token, key token) pairs apart")
+    atlas.add_argument(
+        "--keep-special", action="store_true", help="keep events onto special tokens and onto the query itself"
+    )
+    atlas.add_argument("--induction", action="store_true", help="also the induction score on random tokens")
+    atlas.add_argument("--batch-size", type=int, default=16, help="texts per forward pass (default 16)")
+    atlas.add_argument("--table", choices=("events", "heads"), default="events", help="what is printed")
+    atlas.add_argument("--format", choices=("csv", "json"), default="csv")
+    _add_ray_options(atlas)
+
+
+def _run_atlas(args: argparse.Namespace, limits: settings.Limits) -> str:
+    from tqdm import tqdm
+
+    from attention_viz.analysis import atlas
+    from attention_viz.models.loading import load_model
+
+    for name in ("top", "batch_size"):
+        if getattr(args, name) < 1:
+            raise _UsageError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if args.sample < 0 or args.seed < 0:
+        raise _UsageError("--sample and --seed take numbers from 0")
+    _check_ray_options(args)
+    out = Path(args.out) if args.out else None
+    if out is not None and not out.parent.is_dir():
+        raise _UsageError(f"cannot write {out}: there is no folder {out.parent}")
+    texts, _ = _read_corpus_file(args.file)
+    loaded = load_model(args.model)
+    bars = []
+
+    def advance(done: float, total: int) -> None:
+        if not bars:
+            bars.append(tqdm(total=total, unit="text", file=sys.stderr, leave=False, desc="atlas"))
+        bars[0].update(int(done) - bars[0].n)
+
+    chosen = dict(
+        top=args.top,
+        sample=args.sample,
+        seed=args.seed,
+        fold=not args.no_fold,
+        exclude=not args.keep_special,
+        batch_size=args.batch_size,
+        induction=args.induction,
+        progress=advance,
+    )
+    try:
+        if args.ray is None:
+            built = atlas.build_atlas(loaded, texts, limits=limits, **chosen)
+        else:
+            built = _atlas_on_ray(args, texts, limits, chosen)
+    finally:
+        for bar in bars:
+            bar.close()
+    if out is not None:
+        try:
+            built.to_parquet(out)
+        except OSError as exc:
+            raise _UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
+        print(
+            f"wrote {out}: {len(built.events)} events of {len(built.heads)} heads, "
+            f"{built.num_texts} texts in {built.seconds:.1f} s",
+            file=sys.stderr,
+        )
+        return ""
+    frame = built.events if args.table == "events" else built.heads
+    if args.format == "csv":
+        return frame.to_csv(index=False, float_format="%.8g")
+    payload = {"model": built.model, "num_texts": built.num_texts, "options": built.options}
+    payload[args.table] = json.loads(frame.to_json(orient="records", double_precision=10, force_ascii=False))
+    return json.dumps(payload, ensure_ascii=False) + "\n"

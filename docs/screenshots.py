@@ -39,6 +39,7 @@ SHOTS = (
     Shot("all_heads.png", "?page=all_heads"),
     Shot("head_stats.png", "?page=head_stats"),
     Shot("head_similarity.png", "?page=head_similarity"),
+    Shot("atlas.png", "?page=atlas"),
     Shot("rollout.png", "?page=rollout"),
     Shot("inside.png", "?page=inside"),
     Shot("experiments.png", "?page=experiments"),

@@ -273,3 +273,39 @@ def test_a_missing_score_is_painted_grey_not_at_the_bottom_of_the_scale(server, 
     viridis_low = drawn([0x44, 0x01, 0x54])  # the bottom of the scale, where a missing value was drawn
     assert (np.abs(pixels - grey).max(-1) <= 3).sum() >= 72 * 100  # 72 marks of 20 px a side, grey inside
     assert (np.abs(pixels - viridis_low).max(-1) <= 16).sum() == 0
+
+
+def test_a_click_on_a_head_of_the_atlas_outlines_it_and_shows_its_events(server, chromium):
+    """The Head atlas built on the server: a click on the previous-token head 0·2 moves the red outline onto its
+    mark (read from the pixels) and shows that head's events."""
+    import io
+
+    from PIL import Image
+
+    url, _, _ = server
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(f"{url}/?page=atlas&layer=3&head=1")
+    chart = ".st-key-atlas_scatter .js-plotly-plot"
+    page.wait_for_selector(f"{chart} .scatterlayer .point", timeout=240_000)
+    page.wait_for_selector(IDLE, timeout=120_000)
+    settled(page, chart)
+    where = """(el, i) => { const f = el._fullLayout, r = el.getBoundingClientRect(), p = el._fullData[0];
+        return [r.left + f.xaxis._offset + f.xaxis.l2p(p.x[i]), r.top + f.yaxis._offset + f.yaxis.l2p(p.y[i])]; }"""
+
+    def red_around(point) -> int:
+        shot = np.asarray(Image.open(io.BytesIO(page.screenshot())).convert("RGB")).astype(int)
+        x, y = int(point[0]), int(point[1])
+        box = shot[y - 12 : y + 13, x - 12 : x + 13]
+        return int(((box[..., 0] > 200) & (box[..., 1] < 60) & (box[..., 2] < 60)).sum())
+
+    page.locator(chart).scroll_into_view_if_needed()
+    before, target = page.eval_on_selector(chart, where, 3 * 12 + 1), page.eval_on_selector(chart, where, 2)
+    assert red_around(before) >= 20 and red_around(target) < 20  # the head in focus is outlined, 0·2 not
+    page.mouse.click(*target)
+    expect(page.get_by_text("Layer 0, head 2", exact=True)).to_be_visible(timeout=60_000)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    settled(page, chart)
+    before, target = page.eval_on_selector(chart, where, 3 * 12 + 1), page.eval_on_selector(chart, where, 2)
+    assert red_around(target) >= 20 and red_around(before) < 20  # the outline moved with the click
+    page.screenshot(path=ARTIFACTS / "atlas_clicked.png")
+    page.close()

@@ -410,3 +410,34 @@ def test_cli_ctrl_c_stops_cleanly_and_frees_the_workers(head_node, tmp_path, tin
     while _ray_workers(head_node.marker) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not _ray_workers(head_node.marker)
+
+
+def test_the_atlas_on_ray_equals_the_single_process_atlas_exactly(cluster, tiny_model_dir, tmp_path, capsys):
+    from attention_viz.analysis import atlas
+
+    loaded = load_model(tiny_model_dir)
+    alone = atlas.build_atlas(loaded, TEXTS, top=6, sample=5, seed=2, batch_size=BATCH)
+    assert atlas.part_spans(len(TEXTS), BATCH) == [(0, 16), (16, 24)]  # two parts, on two actors
+    calls = []
+    ours = distributed.atlas_on_ray(
+        TEXTS,
+        tiny_model_dir,
+        batch_size=BATCH,
+        top=6,
+        sample=5,
+        seed=2,
+        workers=2,
+        progress=lambda done, total: calls.append((done, total)),
+    )
+    pd.testing.assert_frame_equal(ours.events, alone.events, check_exact=True)
+    pd.testing.assert_frame_equal(ours.heads, alone.heads, check_exact=True)
+    assert ours.texts == alone.texts and ours.options == alone.options
+    assert (ours.num_texts, ours.num_tokens) == (alone.num_texts, alone.num_tokens)
+    assert calls[0] == (0, 24) and calls[-1] == (24, 24)
+    corpus_file = tmp_path / "corpus.txt"
+    corpus_file.write_text("\n".join(a if b is None else f"{a}\t{b}" for a, b in TEXTS) + "\n", encoding="utf-8")
+    out = tmp_path / "atlas.parquet"
+    args = ["atlas", str(corpus_file), "--model", tiny_model_dir, "--batch-size", str(BATCH), "--out", str(out)]
+    assert main([*args, "--top", "6", "--sample", "5", "--seed", "2", "--ray", "--ray-workers", "2"]) == 0
+    capsys.readouterr()
+    pd.testing.assert_frame_equal(atlas.read_atlas(out).events, alone.events, check_exact=True)

@@ -102,7 +102,7 @@ def test_every_page_of_the_app_has_its_docs_page_with_its_title_and_a_screenshot
     english = _english()
     shots = _shots()
     pages = _app_pages()
-    assert len(pages) == 8
+    assert len(pages) == 9
     for page, title_key in pages.items():
         doc = DOCS / "pages" / f"{page}.md"
         assert doc.is_file(), f"the app's page {page} has no docs/pages/{page}.md"

@@ -24,6 +24,8 @@ never imports this module.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
 import os
 import socket
@@ -206,6 +208,11 @@ class _Worker:
             self.loaded, texts, batch_size, max_length, importance=importance, divergence=divergence
         )
 
+    def atlas_sums(self, texts: Texts, first: int, options):
+        from attention_viz.analysis import atlas
+
+        return atlas.atlas_sums(self.loaded, texts, first, options)
+
     def pid(self) -> int:
         import os
 
@@ -266,8 +273,6 @@ def corpus_statistics_on_ray(
             failed ``retries + 1`` times.
         KeyboardInterrupt: as raised (Ctrl+C), after this run's actors were ended.
     """
-    import torch
-
     from attention_viz.models.loading import load_model
 
     if not texts:
@@ -276,38 +281,69 @@ def corpus_statistics_on_ray(
     local = load_model(model)  # the tokenizer checks the corpus here, before any worker starts
     max_length = limits.tokens_for(local.info.max_positions)
     corpus.check_corpus(local.tokenizer, texts, limits, max_length)
+    with _actors(model, address, workers, retries, threads, cpus_per_worker, connect_timeout_s) as (ray, start):
+        size = texts_per_part or default_texts_per_part(len(texts), batch_size, start.workers)
+        spans = parts(len(texts), batch_size, size)
+        actors = start(len(spans))
+        task = (batch_size, max_length, importance, divergence)
+        return _run(ray, texts, spans, actors, task, progress, cancel or (lambda: False), retries)
+
+
+@dataclasses.dataclass
+class _Start:
+    """Starts the run's actors (``start(parts)``: at most one per part) and keeps them to end them."""
+
+    ray: object
+    actor: object
+    model: str | None
+    threads: int
+    workers: int
+    started: list = dataclasses.field(default_factory=list)
+
+    def __call__(self, parts: int) -> list:
+        for _ in range(min(self.workers, parts)):
+            self.started.append(self.actor.remote(self.model, self.threads))
+        return self.started
+
+
+@contextlib.contextmanager
+def _actors(model, address, workers, retries: int, threads, cpus_per_worker: float, connect_timeout_s: float):
+    """Ray connected (:func:`connect`, unless this process already is) and ``workers`` checked against the
+    cluster's CPUs (:class:`NotEnoughCPUsError`); yields ``(ray, start)``. On the way out, also after an
+    interrupt, the cluster's CPUs are free again: a connection opened here is closed (the cluster ends the
+    actors this driver owned, with no notice of their parts), else the run's actors are killed."""
+    import torch
+
     ray = _ray()
     opened = not ray.is_initialized()
     if opened:
         connect(ray, address, connect_timeout_s)
-    actors = []
+    start = None
     try:
         cpus = ray.cluster_resources().get("CPU", 0)
         capacity = int(cpus // cpus_per_worker)
         workers = capacity if workers is None else workers
         if capacity < 1 or workers > capacity:  # the extra actors would never start
             raise NotEnoughCPUsError(max(workers, 1), cpus, cpus_per_worker)
-        size = texts_per_part or default_texts_per_part(len(texts), batch_size, workers)
-        spans = parts(len(texts), batch_size, size)
         actor = ray.remote(num_cpus=cpus_per_worker, max_restarts=retries, max_task_retries=retries)(_Worker)
-        for _ in range(min(workers, len(spans))):
-            actors.append(actor.remote(model, threads or torch.get_num_threads()))
-        task = (batch_size, max_length, importance, divergence)
-        return _run(ray, texts, spans, actors, task, progress, cancel or (lambda: False), retries)
-    finally:  # also after an interrupt: the cluster's CPUs are free again
-        if opened:  # this driver leaves, and the cluster ends the actors it owned (no notice of their parts)
+        start = _Start(ray, actor, model, threads or torch.get_num_threads(), workers)
+        yield ray, start
+    finally:
+        if opened:
             ray.shutdown()
-        else:
-            for worker in actors:
+        elif start is not None:
+            for worker in start.started:
                 ray.kill(worker)
 
 
-def _run(ray, texts: Texts, spans, actors, task: tuple, progress, stop, retries: int) -> CorpusResult:
-    """Every part on the actors (two in flight each) once each has started, merged in corpus order.
+def _run(ray, texts: Texts, spans, actors, task: tuple, progress, stop, retries: int, call=None):
+    """Every part on the actors (two in flight each) once each has started, merged in corpus order. With
+    ``call(actor, start, end)`` (the task of one part) the parts' results are returned in corpus order
+    instead, unmerged.
 
     An actor takes parts only after its first call has answered: one still waiting for a CPU holds none, so
     the parts run on the actors that have started and the run never waits on one that cannot."""
-    results: dict[int, CorpusSums] = {}
+    results: dict = {}
     pending: dict = {}  # object ref -> (part index, actor)
     starting = {worker.pid.remote(): worker for worker in actors}  # object ref -> actor not yet started
     queue = list(range(len(spans)))[::-1]
@@ -315,14 +351,15 @@ def _run(ray, texts: Texts, spans, actors, task: tuple, progress, stop, retries:
     def submit(worker) -> None:
         index = queue.pop()
         start, end = spans[index]
-        pending[worker.sums.remote(list(texts[start:end]), *task)] = (index, worker)
+        ref = worker.sums.remote(list(texts[start:end]), *task) if call is None else call(worker, start, end)
+        pending[ref] = (index, worker)
 
     if progress is not None:
         progress(0, len(texts))
     while len(results) < len(spans):
         if stop():
             raise CancelledError(
-                f"cancelled after {sum(r.used + r.skipped for r in results.values())} of {len(texts)} texts"
+                f"cancelled after {sum(spans[i][1] - spans[i][0] for i in results)} of {len(texts)} texts"
             )
         if not pending and not starting:  # cannot happen: a lost actor raises in _get
             raise DistributedError(f"{len(spans) - len(results)} of {len(spans)} parts have no Ray worker left")
@@ -341,10 +378,70 @@ def _run(ray, texts: Texts, spans, actors, task: tuple, progress, stop, retries:
                 submit(worker)
             if progress is not None:
                 progress(sum(spans[i][1] - spans[i][0] for i in results), len(texts))
+    if call is not None:
+        return [results[index] for index in range(len(spans))]
     total = CorpusSums()
     for index in range(len(spans)):  # in corpus order, so a rerun adds in the same order
         total = total.merge(results[index])
     return corpus.finish_statistics(total)
+
+
+def atlas_on_ray(
+    texts: Texts,
+    model: str | None = None,
+    address: str | None = None,
+    batch_size: int = 16,
+    workers: int | None = None,
+    top: int = 20,
+    sample: int = 20,
+    seed: int = 0,
+    fold: bool = True,
+    exclude: bool = True,
+    induction: bool = False,
+    progress: Progress | None = None,
+    cancel: Callable[[], bool] | None = None,
+    limits: settings.Limits | None = None,
+    retries: int = 3,
+    threads: int | None = None,
+    cpus_per_worker: float = 1,
+    connect_timeout_s: float = CONNECT_TIMEOUT_S,
+):
+    """:func:`~attention_viz.analysis.atlas.build_atlas` with the parts of the corpus
+    (:func:`~attention_viz.analysis.atlas.part_spans`) run on Ray actors and merged here in corpus order, as
+    the local run merges them: the same events and, with the same torch threads, the same floats.
+
+    Args: as :func:`corpus_statistics_on_ray` and ``build_atlas``.
+
+    Returns:
+        :class:`~attention_viz.analysis.atlas.Atlas`.
+
+    Raises:
+        InputError, AttentionError: as ``build_atlas`` (a worker's error is raised as it was).
+        CancelledError: when ``cancel()`` returned True.
+        NotEnoughCPUsError: ``workers`` more than the cluster's CPUs hold.
+        DistributedError: Ray missing, the cluster unreachable within ``connect_timeout_s``, or a part that
+            failed ``retries + 1`` times.
+        KeyboardInterrupt: as raised (Ctrl+C), after this run's actors were ended.
+    """
+    from attention_viz.analysis import atlas
+    from attention_viz.models.loading import load_model
+
+    began = time.perf_counter()
+    local = load_model(model)  # the tokenizer checks the corpus here, before any worker starts
+    limits = atlas.check_atlas_input(local, texts, top, sample, batch_size, limits)
+    max_length = limits.tokens_for(local.info.max_positions)
+    options = atlas.AtlasOptions(top, sample, seed, fold, exclude, batch_size, max_length)
+    spans = atlas.part_spans(len(texts), batch_size)
+    with _actors(model, address, workers, retries, threads, cpus_per_worker, connect_timeout_s) as (ray, start):
+
+        def call(worker, first: int, end: int):
+            return worker.atlas_sums.remote(list(texts[first:end]), first, options)
+
+        found = _run(ray, texts, spans, start(len(spans)), (), progress, cancel or (lambda: False), retries, call)
+    total = found[0]
+    for part in found[1:]:  # in corpus order, as the local run adds them
+        total = total.merge(part)
+    return atlas.finish_atlas(total, local, texts, options, induction, time.perf_counter() - began)
 
 
 def _get(ray, ref, span: tuple[int, int] | None, retries: int):

@@ -403,6 +403,44 @@ def corpus_statistics(
         run.lock.release()
 
 
+ATLASES_KEPT = 4
+
+
+@st.cache_resource(show_spinner=False)
+def _atlas_store() -> tuple[OrderedDict, threading.Lock]:
+    # An atlas run reports progress to the page, which st.cache_data cannot replay: results are kept here.
+    return OrderedDict(), threading.Lock()
+
+
+def atlas(loaded: LoadedModel, corpus: str, batch_size: int, progress=None):
+    """The head atlas of a corpus text (:func:`attention_viz.analysis.atlas.build_atlas`, with the induction
+    score), computed once per model, corpus and limits and shared by every session; ``progress(done, total)``
+    is called while it runs, and Streamlit stops the run when the user presses Stop (nothing is stored then).
+
+    Raises:
+        InputError: an empty corpus, or one over the operator's limits.
+    """
+    from attention_viz.analysis import atlas as atlas_module
+
+    digest = hashlib.sha256(corpus.encode("utf-8")).hexdigest()
+    limits = app_settings().limits
+    key = (model_key(loaded), digest, batch_size, limits)
+    store, lock = _atlas_store()
+    with lock:
+        if key in store:
+            store.move_to_end(key)
+            return store[key]
+    texts = analysis.parse_corpus(corpus)
+    result = atlas_module.build_atlas(
+        loaded, texts, batch_size=batch_size, induction=True, progress=progress, limits=limits
+    )
+    with lock:
+        store[key] = result
+        while len(store) > ATLASES_KEPT:
+            store.popitem(last=False)
+    return result
+
+
 @st.cache_data(max_entries=32, ttl=RESULT_TTL, show_spinner=False)
 def _text_divergence(model_name: str, text: str, pair: str | None, limits, _weights: np.ndarray) -> np.ndarray:
     return analysis.head_divergence(_weights)

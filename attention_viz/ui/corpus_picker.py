@@ -88,13 +88,22 @@ def _run_again() -> None:
 
 def run_corpus(loaded: LoadedModel, corpus: str, importance: bool = False) -> analysis.CorpusResult:
     """The corpus statistics (cached), with a progress bar, the time left (estimated from the first batch)
-    and a Stop button while they run. A refused corpus shows why (the shared, translated message) and
-    stops the page; so does a run the user stopped, with a button to run it again."""
+    and a Stop button while they run (:func:`run_stoppable`)."""
     digest = hashlib.sha256(corpus.encode("utf-8")).hexdigest()
     run = f"{loaded.info.name}|{digest}|{importance}"
+    return run_stoppable(
+        run, lambda progress: cache.corpus_statistics(loaded, corpus, CORPUS_BATCH_SIZE, importance, progress)
+    )
+
+
+def run_stoppable(run: str, compute, stopped_note: str = "stats.stopped"):
+    """``compute(progress)`` with a progress bar, the time left (estimated from the first batch) and a Stop
+    button while it runs; ``run`` names the run. A refused corpus shows why (the shared, translated message)
+    and stops the page; so does a run the user stopped (``stopped_note`` says so), with a button to run it
+    again."""
     stopped = st.session_state.get(_STOPPED)
     if stopped is not None and stopped[0] == run:
-        st.info(t("stats.stopped", done=int(stopped[1]), total=stopped[2]), icon=":material/stop_circle:")
+        st.info(t(stopped_note, done=int(stopped[1]), total=stopped[2]), icon=":material/stop_circle:")
         st.button(t("stats.run_again"), on_click=_run_again, icon=":material/play_arrow:", key="_corpus_again")
         st.stop()
     running = st.empty()
@@ -116,6 +125,6 @@ def run_corpus(loaded: LoadedModel, corpus: str, importance: bool = False) -> an
             text += Markdown(" ") + t("stats.left", left=duration(left))
         bar.progress(min(done / max(total, 1), 1.0), text=text)
 
-    result = feedback.or_stop(cache.corpus_statistics, loaded, corpus, CORPUS_BATCH_SIZE, importance, progress)
+    result = feedback.or_stop(compute, progress)
     running.empty()
     return result

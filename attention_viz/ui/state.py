@@ -28,6 +28,7 @@ from attention_viz.ui.url_state import (  # noqa: F401  (re-exported: state.X fo
 )
 from attention_viz.ui.view_schema import (  # noqa: F401
     ALIASES,
+    ATLAS_SOURCES,
     BUNDLED_SHAPE,
     CHOICES,
     DEFAULTS,
@@ -108,6 +109,28 @@ def open_head(layer: int, head: int) -> None:
     statistics, Head similarity): in a callback, before the sidebar's Layer and Head boxes are drawn."""
     st.session_state["layer"], st.session_state["head"] = layer, head
     st.session_state[_OPEN_COMPARE] = True
+
+
+def choose_head(layer: int, head: int) -> None:
+    """Choose ``(layer, head)`` on the page shown (a click on a head in the Head atlas): in a callback."""
+    st.session_state["layer"], st.session_state["head"] = layer, head
+
+
+def open_event(layer: int, head: int, text: str, pair: str | None, query: int, key: int, total: int) -> None:
+    """Open an attention event in Compare (the Head atlas's button): ``text`` and ``pair`` as the input,
+    ``(layer, head)`` chosen, query token ``query`` in focus and the map's window on it and on ``key``, out of
+    the text's ``total`` tokens. The view toggles go back to the token-level map, whose positions the
+    event's are. In a callback, before the sidebar is drawn."""
+    set_text("text", text)
+    set_text("pair", pair or "")
+    for name in ("word_level", "hide_special", "block"):
+        st.session_state[name] = DEFAULTS[name]
+    size = figures.map_style(st.session_state.get("presentation", False), total).window
+    query_key, key_key = WINDOW_KEYS["compare"]
+    st.session_state["focus"] = query
+    st.session_state[query_key] = figures.window_around(query, total, size)
+    st.session_state[key_key] = figures.window_around(key, total, size)
+    open_head(layer, head)
 
 
 def head_to_open() -> bool:

@@ -11,6 +11,8 @@ named otherwise (:data:`ALIASES`, :data:`RENAMED_PAGES`), and the rules built fr
 from __future__ import annotations
 
 from attention_viz.analysis import BLOCKS, STATISTICS, presets
+from attention_viz.analysis.atlas import KINDS as ATLAS_KINDS
+from attention_viz.analysis.atlas import NUMBERS as ATLAS_NUMBERS
 from attention_viz.analysis.head_scores import SCORES
 from attention_viz.analysis.knockout import SCOPES as KNOCKOUT_SCOPES
 from attention_viz.analysis.minimal_pairs import MEASURES as PAIR_MEASURES
@@ -27,6 +29,7 @@ EXAMPLE_TEXT, EXAMPLE_LAYER, EXAMPLE_HEAD = OPENING.text, OPENING.layer, OPENING
 MAP_VIEWS = ("pretrained", "scratch", "difference")  # the maps Compare draws large
 ROLLOUT_MAPS = ("raw", "rollout", "norm")  # the maps Rollout & norms draws
 SCOPES = ("text", "bundled", "upload")  # what Head statistics and Head similarity run over
+ATLAS_SOURCES = ("bundled", "upload")  # the Head atlas: built from the bundled corpus, or a saved file
 EXPERIMENTS = ("knockout", "pairs", "predictions")  # the Experiments page's three views
 BUNDLED_SHAPE = (6, 12)  # layers, heads of all-MiniLM-L6-v2: the controls' range before any model loaded
 
@@ -85,6 +88,13 @@ DEFAULTS = {
     "pairs_measure": "js",
     "pairs_head": 0,
     "predict_position": -1,
+    # Head atlas: where it comes from, the scatter's axes and colour, the events shown and the one to open.
+    "atlas_source": "bundled",
+    "atlas_x": "special",
+    "atlas_y": "top_weight",
+    "atlas_colour": "layer",
+    "atlas_kind": "top",
+    "atlas_event": 0,
 }
 # What a link may carry beyond its default's type (see attention_viz.ui.links.Rules); add a key's
 # allowed values or range here when its type alone is not enough.
@@ -101,6 +111,10 @@ CHOICES["experiment"] = EXPERIMENTS
 CHOICES["knockout_scope"] = KNOCKOUT_SCOPES
 CHOICES["pairs_preset"] = ("custom", *PAIR_PRESETS)
 CHOICES["pairs_measure"] = PAIR_MEASURES
+CHOICES["atlas_source"] = ATLAS_SOURCES
+CHOICES["atlas_x"] = CHOICES["atlas_y"] = ATLAS_NUMBERS
+CHOICES["atlas_colour"] = ("layer", *ATLAS_NUMBERS)
+CHOICES["atlas_kind"] = ATLAS_KINDS
 RANGES: dict[str, tuple] = {
     "layer": (0, 1023),
     "head": (0, 1023),
@@ -114,6 +128,7 @@ RANGES: dict[str, tuple] = {
     "pairs_query": (-1, 4095),
     "pairs_head": (0, 11),
     "predict_position": (-1, 4095),
+    "atlas_event": (0, 4095),
 }
 # Values that older links wrote under other names.
 ALIASES = {"scaling": {"bert": "exact", "article": "article-scaling", "none": "no-scaling"}}
