@@ -1,7 +1,5 @@
 """``python -m attention_viz``: see :mod:`attention_viz.cli`."""
 
-import sys
+from attention_viz.cli import entry
 
-from attention_viz.cli import main
-
-sys.exit(main())
+entry()

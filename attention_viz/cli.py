@@ -153,6 +153,21 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def entry() -> None:
+    """The program (``attention-viz``, ``python -m attention_viz``): :func:`main`, then exit with its status.
+    After a Ray cluster that did not answer in time, the thread still waiting in Ray's client would abort the
+    interpreter's exit (``std::bad_alloc``, status -6), so the program then leaves at once, output flushed."""
+    status = main()
+    if "attention_viz.analysis.distributed" in sys.modules:
+        from attention_viz.analysis.distributed import stuck_connection
+
+        if stuck_connection():
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(status)
+    sys.exit(status)
+
+
 # --- app: the web app -------------------------------------------------------------------------------------
 
 APP_HELP = (

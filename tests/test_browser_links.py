@@ -46,6 +46,8 @@ def test_a_shared_link_opens_the_same_head_and_language(server, chromium):
     expect(page.locator(f"{LINK_BOX} code").first).to_contain_text("lang=en", timeout=60_000)
     page.keyboard.press("Escape")
     page.locator("a[href$='all_heads']").first.click()
+    # the page is there (as a person waits to see it) before its link is asked for
+    expect(page.get_by_role("heading", name=re.compile("^All heads: "))).to_be_visible(timeout=60_000)
     _open_link_box(page, "Link")
     expect(page.locator(f"{LINK_BOX} code").first).to_contain_text("page=all_heads", timeout=60_000)
     other = chromium.new_page(viewport={"width": 800, "height": 600})  # a student opens it (a new context)

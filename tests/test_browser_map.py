@@ -23,12 +23,15 @@ from PIL import Image
 from playwright.sync_api import expect
 
 from attention_viz.extraction import extract
+from attention_viz.figures.layout import DENSE
 from attention_viz.models.loading import bundled_model_path
 from attention_viz.ui import i18n, state
 from attention_viz.ui.attention_map import element, serving
 
 ELEMENT = '[data-testid="attention-map"]'
-LONG = " ".join(f"word{i % 7} and" for i in range(30))  # about 62 tokens: a window of 24 with an overview
+LONG = " ".join(f"word{i % 7} and" for i in range(30))  # about 62 tokens: a window with an overview
+WINDOW = DENSE.window  # the window of a long input on a screen (its labels at the smaller size)
+QUARTER = WINDOW // 4  # Shift + an arrow moves the window by a quarter of it
 
 
 def _open(chromium, url: str, query: str = "", width: int = 1280, height: int = 720):
@@ -158,15 +161,16 @@ def test_a_long_input_pans_in_the_browser_and_the_sliders_follow(server, chromiu
     url, _, _ = server
     page = _open(chromium, url, "?" + urllib.parse.urlencode({"text": LONG}))
     total = extract(bundled, LONG).encoding.num_tokens
-    assert total > 24 and page.locator(".av-overview").is_visible()
+    assert total > WINDOW and page.locator(".av-overview").is_visible()
     page.keyboard.press("Shift+ArrowRight")  # keys a quarter window to the right
     page.keyboard.press("Shift+ArrowDown")  # queries a quarter window down
     _settle(page)
     view = _view(page)
-    assert (view["keyStart"], view["queryStart"]) == (6, 6)
-    assert (_address(page)["key_start"], _address(page)["query_start"]) == ("6", "6")
+    assert (view["keyStart"], view["queryStart"]) == (QUARTER, QUARTER)
+    assert (_address(page)["key_start"], _address(page)["query_start"]) == (str(QUARTER), str(QUARTER))
     weights = extract(bundled, LONG).weights[state.EXAMPLE_LAYER, state.EXAMPLE_HEAD]
-    np.testing.assert_allclose(_drawn_z(page), weights[6:30, 6:30], atol=1e-7)
+    shown = slice(QUARTER, QUARTER + WINDOW)
+    np.testing.assert_allclose(_drawn_z(page), weights[shown, shown], atol=1e-7)
     page.locator(".av-overview").scroll_into_view_if_needed()
     overview = page.eval_on_selector(
         ".av-overview", "c => { const r = c.getBoundingClientRect(); return [r.x, r.y, r.width]; }"
@@ -175,11 +179,11 @@ def test_a_long_input_pans_in_the_browser_and_the_sliders_follow(server, chromiu
     page.mouse.click(x + side - 2, y + side - 2)  # the overview's corner: the last window
     _settle(page)
     view = _view(page)
-    assert (view["keyStart"], view["queryStart"]) == (total - 24, total - 24)
-    expect(page.get_by_role("slider").first).to_have_value(str(total - 24), timeout=30_000)  # the sliders follow
+    assert (view["keyStart"], view["queryStart"]) == (total - WINDOW, total - WINDOW)
+    expect(page.get_by_role("slider").first).to_have_value(str(total - WINDOW), timeout=30_000)  # the sliders follow
     page.keyboard.press("ArrowRight")  # a head step keeps the window
     _settle(page)
-    assert _view(page)["keyStart"] == total - 24
+    assert _view(page)["keyStart"] == total - WINDOW
     page.close()
 
 
@@ -206,7 +210,7 @@ def test_a_layer_step_at_a_long_input_paints_from_the_neighbours_fetched_ahead(s
     assert painted == [str(layer + 1), "1"]  # painted at once: no "Loading layer"
     _settle(page)
     _agrees(page, layer + 1, head)
-    np.testing.assert_allclose(_drawn_z(page), result.weights[layer + 1, head, :24, :24], atol=1e-7)
+    np.testing.assert_allclose(_drawn_z(page), result.weights[layer + 1, head, :WINDOW, :WINDOW], atol=1e-7)
     wait_until(lambda: ahead().endswith(str(layer + 2)), 60, "the next layer's neighbours")
     page.close()
 

@@ -67,14 +67,17 @@ def _assert_same(ours: corpus.CorpusResult, single: corpus.CorpusResult) -> None
 
 def _ray_workers(marker: str | None = None) -> list[int]:
     """Processes of this test's actors (Ray titles them ``ray::_Worker``); with ``marker``, only those of the
-    head node whose processes have it in their environment."""
+    head node whose processes have it in their environment, without, only those of no such head node (the
+    local cluster's: a head node's actors may still be ending)."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if (entry / "cmdline").read_bytes().startswith(b"ray::_Worker") and (
-                    marker is None or f"{MARKER}={marker}".encode() in (entry / "environ").read_bytes().split(b"\0")
-                ):
+                if not (entry / "cmdline").read_bytes().startswith(b"ray::_Worker"):
+                    continue
+                environ = (entry / "environ").read_bytes().split(b"\0")
+                marked = [item for item in environ if item.startswith(f"{MARKER}=".encode())]
+                if (f"{MARKER}={marker}".encode() in marked) if marker is not None else not marked:
                     found.append(int(entry.name))
             except OSError:
                 continue
@@ -102,13 +105,28 @@ def _within(seconds: float, call: Callable[[], object]) -> object:
     return outcome["value"]
 
 
+def _descends_from_this_process(pid: int) -> bool:
+    """Whether ``pid`` was started (through any number of parents) by this test process: the local cluster's
+    processes are, a head node's or another run's are not."""
+    while pid > 1:
+        try:
+            stat = (Path("/proc") / str(pid) / "stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the parent: the field after the state
+        if pid == os.getpid():
+            return True
+    return False
+
+
 def _killing_one_worker(calls: list):
-    """A progress callback that kills one worker (SIGKILL) once the first part is done: others still run."""
+    """A progress callback that kills one worker (SIGKILL) of this process's own cluster once the first part
+    is done: others still run."""
 
     def progress(done: float, total: int) -> None:
         calls.append(done)
         if done and len(calls) == 2:
-            workers = _ray_workers()
+            workers = [pid for pid in _ray_workers() if _descends_from_this_process(pid)]
             assert workers, "no Ray worker process found"
             os.kill(workers[0], signal.SIGKILL)
 

@@ -44,6 +44,7 @@ MAX_BATCHES_PER_PART = 64
 IN_FLIGHT_PER_WORKER = 2  # the next part waits in the worker's queue while one runs
 WAIT_S = 0.5  # how often cancel() is asked while parts run
 CONNECT_TIMEOUT_S = 30.0  # seconds a cluster has to answer (or a new local one to start)
+CONNECT_THREAD = "ray-connect"  # the thread that runs ray.init for connect(), named so the CLI can find it
 
 
 class DistributedError(RuntimeError):
@@ -154,7 +155,7 @@ def connect(ray, address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> N
             finally:
                 done.set()
 
-    threading.Thread(target=init, name="ray-connect", daemon=True).start()
+    threading.Thread(target=init, name=CONNECT_THREAD, daemon=True).start()
     try:
         finished = done.wait(max(0.0, deadline - time.monotonic()))
     finally:
@@ -173,6 +174,13 @@ def connect(ray, address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> N
         raise DistributedError(f"cannot reach {where}: {error}") from None
     if error is not None:
         raise error
+
+
+def stuck_connection() -> bool:
+    """Whether a connection :func:`connect` gave up on is still inside Ray's client (a thread of this process,
+    see :data:`CONNECT_THREAD`). The interpreter's exit can then abort in Ray's C++ code (``std::bad_alloc``):
+    a program that is done leaves with ``os._exit`` instead (:func:`attention_viz.cli.entry`)."""
+    return any(thread.name == CONNECT_THREAD and thread.is_alive() for thread in threading.enumerate())
 
 
 def parts(num_texts: int, batch_size: int, texts_per_part: int) -> list[tuple[int, int]]:

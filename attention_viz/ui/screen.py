@@ -29,13 +29,14 @@ from attention_viz.ui.internals import (
 )
 
 PRESENTATION_SCALE = 1.2  # Presentation's text size over Streamlit's 16 px
+NAV_ZOOM = 0.9  # the list of pages at 14.4 px: with nine pages, the Sentence, Examples and link stay in a 720 px window
 NOMINAL_MAP_HEIGHT = 640  # the map box's height where CSS does not apply (AppTest, a print)
 NARROW = 620  # px of main area below which a map and its controls stack (800 px wide with the sidebar open)
 # Streamlit's own elements by their test ids and class names (attention_viz/ui/internals.py).
 _FRAME = f"""
 {MAIN_BLOCK} {{ padding: 3.5rem 1.5rem 2.5rem 1.5rem; container: main / inline-size; }}
 {SIDEBAR_CONTENT} {{ padding-top: 0.5rem; padding-bottom: 2rem; }}
-{SIDEBAR_NAV} {{ padding-top: 0; }}
+{SIDEBAR_NAV} {{ padding-top: 0; zoom: {NAV_ZOOM}; }}
 {SIDEBAR_HEADER} {{ height: 2.5rem; margin-bottom: 0; }}
 {MAIN}:focus, {MAIN}:focus-visible {{ outline: none; }}
 {MAIN}:focus::before, {MAIN}:focus-visible::before {{ box-shadow: none; }}
@@ -50,12 +51,14 @@ _FRAME = f"""
 
 # Presentation: the page starts at the top of the window under a see-through header (its menu stays), so a
 # map can take the window's height; while the sidebar is closed, the content starts right of the header's »
-# (which opens it again) instead of under it.
+# (which opens it again) instead of under it. The list of pages keeps its size: it is the lecturer's, and at
+# 1.2× its nine rows would push the Sentence box and the link below a 720 px window.
 _PRESENTATION = f"""
 {MAIN_BLOCK} {{ padding-top: 0.25rem; }}
 body:has({EXPAND_SIDEBAR_BUTTON}) {MAIN_BLOCK} {{ padding-left: 3.5rem; }}
 {HEADER} {{ background: transparent; pointer-events: none; }}
 {HEADER} * {{ pointer-events: auto; }}
+{SIDEBAR_NAV} {{ zoom: {NAV_ZOOM / PRESENTATION_SCALE:.4f}; }}
 """
 
 

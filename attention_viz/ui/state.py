@@ -18,10 +18,13 @@ import streamlit as st
 from attention_viz import figures
 from attention_viz.models.loading import BUNDLED_MODEL, ModelInfo
 from attention_viz.ui.url_state import (  # noqa: F401  (re-exported: state.X for every job)
+    FALLBACK_ORIGIN,
+    PAGE_PATH_ROOM,
     app_root,
     init,
     link_notes,
     link_pending,
+    query_room,
     requested_page,
     view_query,
     write_url,
@@ -36,6 +39,7 @@ from attention_viz.ui.view_schema import (  # noqa: F401
     EXAMPLE_LAYER,
     EXAMPLE_TEXT,
     EXPERIMENTS,
+    FREE_TEXTS,
     MAP_VIEWS,
     OPENING,
     PAGE_KEY,
