@@ -213,7 +213,7 @@ def test_the_console_script_has_the_module_s_subcommands(tmp_path):
         assert done.returncode == 0, done.stderr
         shown[name] = re.search(r"\{([a-z,]+)\}", done.stdout).group(1).split(",")
     assert shown["script"] == shown["module"] == ["attention", "stats", "atlas", "app"]
-    assert 'attention-viz = "attention_viz.cli:main"' in (ROOT / "pyproject.toml").read_text()
+    assert 'attention-viz = "attention_viz.cli:entry"' in (ROOT / "pyproject.toml").read_text()
 
 
 def test_the_console_script_prints_attention_from_another_folder(tmp_path, bundled):

@@ -46,6 +46,15 @@ def _shown(text: str) -> tuple[str, list[int]]:
     return "".join(parts), [i for i, part in enumerate(parts) for _ in part]
 
 
+def _find(text: str, origin: list[int], typed: str, start: int) -> int:
+    """The first ``typed`` in ``text`` from ``start`` that does not begin inside the visible mark of one typed
+    character (the label ``0`` is not the ``0`` of ``\\x80``, the mark of a deleted control character)."""
+    found = text.find(typed, start)
+    while found > 0 and origin[found] == origin[found - 1]:
+        found = text.find(typed, found + 1)
+    return found
+
+
 def _check_labels(tokenizer, encoding, texts_in_order) -> None:
     """Labels of each sentence appear in it in order (as labels draw it); what lies between is whitespace or
     deleted."""
@@ -60,7 +69,7 @@ def _check_labels(tokenizer, encoding, texts_in_order) -> None:
             if special or seg != segment:
                 continue
             typed = label.removeprefix("##").removesuffix(" [UNK]")
-            found = text.find(typed, cursor)
+            found = _find(text, origin, typed, cursor)
             if label.startswith("##") and found != cursor and text.find(typed, previous) < cursor:
                 # a piece of a character that NFD splits (Hangul, accents) shares that character
                 found = text.find(typed, previous)
