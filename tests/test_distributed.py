@@ -177,7 +177,9 @@ def test_a_worker_killed_mid_run_is_restarted_and_the_result_is_the_same(cluster
 def test_a_worker_lost_past_its_retries_stops_the_run_with_a_clear_message(cluster, tiny_model_dir):
     calls = []
     try:
-        with pytest.raises(distributed.DistributedError, match=r"texts \d+-\d+: the Ray worker running them was lost"):
+        # the newest actor may be running a part or still starting (it takes parts once started): either stops
+        lost = r"(texts \d+-\d+: the Ray worker running them|a Ray worker starting) was lost 1 time"
+        with pytest.raises(distributed.DistributedError, match=lost):
             killing = _killing_one_worker(calls)
             distributed.corpus_statistics_on_ray(
                 TEXTS, tiny_model_dir, batch_size=BATCH, texts_per_part=4, progress=killing, retries=0
