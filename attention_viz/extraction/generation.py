@@ -117,28 +117,17 @@ def load_generator(info: ModelInfo):
     if not info.causal:
         raise GenerationError(f"{info.name!r} is not a decoder ({info.family_name}): it does not generate text")
     from transformers import AutoModelForCausalLM
-    from transformers.utils import logging as hf_logging
 
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()  # a missing head is reported below instead
+    from attention_viz.models.lm_head import read_lm_model
+
     try:
-        model, report = AutoModelForCausalLM.from_pretrained(
-            info.path,
-            output_loading_info=True,
-            attn_implementation="eager",
-            use_safetensors=True,
-            dtype=torch.float32,
-            trust_remote_code=False,
-            local_files_only=True,
-        )
-    except (OSError, ValueError, KeyError) as exc:
-        raise GenerationError(f"could not read the language-model head of {info.name!r}: {exc}") from exc
-    finally:
-        hf_logging.set_verbosity(verbosity)
-    if report["missing_keys"]:
+        model, missing = read_lm_model(info, AutoModelForCausalLM)
+    except OSError as exc:
+        raise GenerationError(str(exc)) from exc
+    if missing:
         raise GenerationError(
             f"{info.name!r} was saved without its language-model head "
-            f"({sorted(report['missing_keys'])[0]} is missing): it cannot generate"
+            f"({sorted(missing)[0]} is missing): it cannot generate"
         )
     return model.eval()
 

@@ -63,10 +63,24 @@ def load_lm_head(info) -> LanguageModelHead | None:
     if info.family not in _HEADS:
         return None
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
-    from transformers.utils import logging as hf_logging
 
     kind = "causal" if info.causal else "masked"
-    auto = AutoModelForCausalLM if info.causal else AutoModelForMaskedLM
+    model, missing = read_lm_model(info, AutoModelForCausalLM if info.causal else AutoModelForMaskedLM)
+    if missing:
+        return None
+    return LanguageModelHead(model.eval(), kind, info.family)
+
+
+def read_lm_model(info, auto) -> tuple[object, list[str]]:
+    """The checkpoint of ``info`` read with its language-model head by ``auto`` (a transformers ``AutoModelFor…``
+    class), eager attention, float32, local files only; and the weights it lacked (the head's, when it was saved
+    without one).
+
+    Raises:
+        OSError: the checkpoint cannot be read that way.
+    """
+    from transformers.utils import logging as hf_logging
+
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the warning about missing head weights is what we report instead
     try:
@@ -83,9 +97,7 @@ def load_lm_head(info) -> LanguageModelHead | None:
         raise OSError(f"could not read the language-model head of {info.name!r}: {exc}") from exc
     finally:
         hf_logging.set_verbosity(verbosity)
-    if report["missing_keys"]:
-        return None
-    return LanguageModelHead(model.eval(), kind, info.family)
+    return model, list(report["missing_keys"])
 
 
 WORD_START = "␣"  # drawn before a piece that starts a new word (a space before it, or no ``##``)
