@@ -27,13 +27,15 @@ def main() -> None:
     st.set_page_config(page_title="attention-viz", page_icon=str(ICON), layout="wide")
     with warmup.importing():  # waits for the preload's imports: no figure is built while numpy is half-imported
         # torch, transformers: seconds when cold
-        from attention_viz.ui import controls, recovery, screen, sharing, state
+        from attention_viz.ui import browser_view, controls, recovery, screen, sharing, state
         from attention_viz.ui.attention_map import element
         from attention_viz.ui.i18n import t
 
     state.init()  # before any word is drawn: the link may set the language
     screen.frame(st.session_state["presentation"])
     element.svg_buttons()  # every st.plotly_chart's toolbar: an SVG beside the PNG
+    with st.sidebar:  # hidden: where the map element leaves the view it moved to, for the next run
+        browser_view.draw()
 
     pages = {
         "compare": st.Page(

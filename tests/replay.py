@@ -9,9 +9,14 @@ the newest labels; :func:`replay` makes a run carry the earlier ones, as a brows
 
 from __future__ import annotations
 
+import json
+
 from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import InitialValue, Widget
+
+from attention_viz.ui import browser_view
+from attention_viz.ui.view_schema import stepped
 
 LABEL_FIELDS = {"string_value", "string_array_value"}
 
@@ -64,8 +69,6 @@ def replay(at: AppTest, shown: dict[str, tuple[WidgetState, tuple[str, ...]]], e
 def element_state(at: AppTest, key: str, value: dict) -> WidgetState:
     """The state a browser element (custom components v2) with ``key`` sends: ``value`` as its JSON value,
     as its ``setStateValue`` calls leave it (AppTest keeps such an element as an unknown element)."""
-    import json
-
     (element,) = [
         node
         for node in at._tree
@@ -78,7 +81,97 @@ def element_state(at: AppTest, key: str, value: dict) -> WidgetState:
 
 
 def control(at: AppTest, kind: str, key: str):
-    """The page widget bound to the view setting ``key`` (its widget key is ``_key``, perhaps with a suffix)."""
+    """The page widget bound to the view setting ``key`` (its widget key is ``_key``, perhaps with a suffix);
+    on Compare, whose map has its own controls in the browser, a :class:`MapControl` for the map's settings."""
     found = [w for w in at.get(kind) if w.key == f"_{key}" or (w.key or "").startswith(f"_{key}~")]
+    if not found and key in browser_view.VIEW_KEYS and map_data(at) is not None:
+        return MapControl(at, key)
     assert len(found) == 1, (key, [w.key for w in at.get(kind)])
     return found[0]
+
+
+# --- Compare's map: its controls are the browser's -----------------------------------------------------------
+
+
+def map_data(at: AppTest) -> dict | None:
+    """The data of Compare's map element (which draws its own controls), or ``None`` on another page."""
+    for node in at._tree:
+        if getattr(node, "type", None) == "bidi_component" and node.proto.id.endswith("-attention_map"):
+            data = json.loads(node.proto.json)
+            return data if "controls" in data else None
+    return None
+
+
+def map_view(at: AppTest) -> dict:
+    """The view Compare's map shows after the last run (its data's view)."""
+    return dict(map_data(at)["view"])
+
+
+def map_title(at: AppTest) -> str:
+    """The line above Compare's map, as ``attention_map.js`` writes it (``headline``): the head, then the map's
+    title."""
+    data, view = map_data(at), map_view(at)
+    head = data["texts"]["head"].replace("{layer}", str(view["layer"])).replace("{head}", str(view["head"]))
+    return head + " · " + data["kinds"][view["map_view"]]["title"].replace("{layer}", str(view["layer"]))
+
+
+def browser_report(at: AppTest, **changes) -> None:
+    """What a person's moves on Compare's map leave for the server (``layer``, ``head``, ``focus``,
+    ``query_start``, ``key_start``, ``map_view``): nothing at once; the view they end on goes into the hidden
+    ``browser_view`` box, which the next run carries, whatever causes it."""
+    view = {**map_view(at), **changes}
+    seq = at.session_state["_browser_view_seq"] + 1 if "_browser_view_seq" in at.session_state else 1
+    at.text_input(key=browser_view.KEY).set_value(json.dumps({"seq": seq, "view": view}))
+
+
+def browser_step(at: AppTest, **changes) -> AppTest:
+    """:func:`browser_report`, then a run (as a new sentence or a page switch would run)."""
+    browser_report(at, **changes)
+    return at.run()
+
+
+def browser_steps(at: AppTest, unit: str, delta: int) -> AppTest:
+    """A step of the map's ‹ › buttons (or the arrow keys) by ``delta`` of ``unit``, as the browser wraps it."""
+    view = map_view(at)
+    layers, heads = map_data(at)["shape"]
+    layer, head = stepped(view["layer"], view["head"], unit, delta, (layers, heads))
+    return browser_step(at, layer=layer, head=head)
+
+
+class MapControl:
+    """One of Compare's map controls as a test drives it: ``value``, ``set_value(...).run()``, ``format_func``
+    and ``options`` (the focus box's), like an AppTest widget."""
+
+    def __init__(self, at: AppTest, key: str) -> None:
+        self.at, self.key, self._value = at, key, None
+
+    @property
+    def value(self):
+        return map_view(self.at)[self.key]
+
+    def set_value(self, value) -> MapControl:
+        browser_report(self.at, **{self.key: value})
+        return self
+
+    def run(self) -> AppTest:
+        return self.at.run()
+
+    @property
+    def options(self) -> list[str]:
+        """The shown options, as an AppTest option widget gives them."""
+        data = map_data(self.at)
+        if self.key == "focus":
+            values = [-1, *range(len(data["controls"]["focus_labels"]))]
+        elif self.key == "map_view":
+            values = list(data["controls"]["kinds"])
+        else:
+            values = list(range(data["shape"][0 if self.key == "layer" else 1]))
+        return [self.format_func(value) for value in values]
+
+    def format_func(self, value) -> str:
+        controls = map_data(self.at)["controls"]
+        if self.key == "focus":
+            return controls["focus_none"] if value < 0 else controls["focus_labels"][value]
+        if self.key == "map_view":
+            return controls["kinds"][value]
+        return str(value)

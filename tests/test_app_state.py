@@ -4,15 +4,17 @@ A browser sends back the labels it showed (see tests/replay.py), so each sequenc
 after a change of language, example or view with the labels of the run before it.
 """
 
+import json
+
 import numpy as np
 import pytest
 from apptools import chart, no_errors, run_app, z
-from replay import control, replay, shown_labels
+from replay import browser_steps, control, map_data, map_title, map_view, replay, shown_labels
 from streamlit.testing.v1 import AppTest
 
 from attention_viz.analysis import presets
 from attention_viz.extraction import extract
-from attention_viz.ui import i18n, links, state
+from attention_viz.ui import i18n, links, presets_ui, state
 
 INSIDE = "attention_viz/ui/pages/inside.py"
 ZH = i18n.table("zh")
@@ -50,7 +52,7 @@ def test_chinese_then_head_keeps_the_map_view_and_shows_chinese_labels(bundled):
     _language(at, "zh")
     _head(at, 2, english)
     no_errors(at)
-    assert at.header[0].value.startswith(ZH["compare.title"].format(layer=3, head=2)[:4])
+    assert map_title(at).startswith(ZH["attention_map.head"].format(layer=3, head=2))
     assert control(at, "radio", "map_view").value == "difference"
     variant = control(at, "selectbox", "variant")
     assert variant.format_func(variant.value) == ZH["compare.variant_exact"]
@@ -83,7 +85,7 @@ def test_focus_then_example_then_head(bundled):
     _head(at, 2, before)
     no_errors(at)
     preset = next(p for p in presets.load() if p.id == "repeated")
-    assert at.header[0].value == f"Layer {preset.layer}, head 2"
+    assert map_title(at).startswith(f"Layer {preset.layer}, head 2 · ")
     _map_is_the_head(at, bundled, preset.text, None, preset.layer, 2)
     focus = control(at, "selectbox", "focus").value
     assert focus == -1 or 0 <= focus < len(extract(bundled, preset.text).encoding.tokens)
@@ -98,7 +100,7 @@ def test_focus_then_hide_special_then_head(bundled):
     no_errors(at)
     _head(at, 2, before)
     no_errors(at)
-    assert at.header[0].value == "Layer 3, head 2"
+    assert map_title(at).startswith("Layer 3, head 2 · ")
     focus = control(at, "selectbox", "focus")
     assert focus.value == -1 or focus.value < len(extract(bundled, state.EXAMPLE_TEXT).encoding.tokens) - 2
 
@@ -149,17 +151,25 @@ def test_head_steps_wrap_to_the_next_layer_and_around():
     assert state.stepped(0, 0, "head", 1, (1, 1)) == (0, 0)  # a one-head model steps onto itself
 
 
-def test_step_buttons_move_the_head_and_the_title_follows(bundled):
+def test_map_steps_reach_the_server_with_the_next_run_and_the_address_follows(bundled):
+    """Compare's map steps in the browser; the view it ends on comes with the next run (here: each step's)."""
     at = run_app(head=11)
-    at.button(key="step_head_next").click().run()
+    browser_steps(at, "head", 1)
     no_errors(at)
-    assert at.header[0].value == "Layer 4, head 0"
+    assert (at.session_state["layer"], at.session_state["head"]) == (4, 0)
     _map_is_the_head(at, bundled, state.EXAMPLE_TEXT, None, 4, 0)
-    at.button(key="step_layer_previous").click().run()
-    at.button(key="step_head_previous").click().run()
-    assert at.header[0].value == "Layer 2, head 11"
+    browser_steps(at, "layer", -1)
+    browser_steps(at, "head", -1)
     assert (control(at, "selectbox", "layer").value, control(at, "selectbox", "head").value) == (2, 11)
     assert at.query_params["layer"] == "2" and at.query_params["head"] == "11"
+    stale = {"seq": 1, "view": {"layer": 0, "head": 0}}  # a report already taken changes nothing
+    at.text_input(key="browser_view").set_value(json.dumps(stale)).run()
+    assert (at.session_state["layer"], at.session_state["head"]) == (2, 11)
+    for broken in ("{", '{"seq": 99, "view": {"layer": 5000}}', '{"seq": 99, "view": {"map_view": "x"}}', "[]"):
+        at.text_input(key="browser_view").set_value(broken).run()  # not a report: ignored, no error
+        no_errors(at)
+        shown = (at.session_state["layer"], at.session_state["head"], at.session_state["map_view"])
+        assert shown == (2, 11, "pretrained")
 
 
 def test_step_buttons_leave_the_keys_to_the_map_elements():
@@ -167,7 +177,9 @@ def test_step_buttons_leave_the_keys_to_the_map_elements():
     keys (in the browser), so the ‹ › buttons take none and a key steps once."""
     keys = ("step_head_next", "step_layer_previous")
     at = run_app()
-    for page in ("inside", "article", None):
+    assert not [b for b in at.button if b.key in keys]  # Compare's map has its own ‹ › buttons (in the browser)
+    at.switch_page("attention_viz/ui/pages/inside.py").run()
+    for page in ("article", None):
         assert {key: at.button(key=key).proto.shortcut for key in keys} == dict.fromkeys(keys, "")
         if page:
             at.switch_page(f"attention_viz/ui/pages/{page}.py").run()
@@ -182,9 +194,9 @@ def test_a_one_head_model_steps_through_its_layers(tmp_path_factory):
     at = run_app(model=folder, layer=0, head=0)
     no_errors(at)
     assert control(at, "selectbox", "head").options == ["0"]
-    at.button(key="step_head_next").click().run()
+    browser_steps(at, "head", 1)
     no_errors(at)
-    assert at.header[0].value == "Layer 1, head 0"
+    assert (at.session_state["layer"], at.session_state["head"]) == (1, 0)
 
 
 def test_a_setting_that_no_longer_fits_is_reset_with_a_note(bundled):
@@ -232,7 +244,7 @@ def test_back_brings_the_earlier_address_back_but_a_stale_one_never_undoes_a_cha
     then the typed sentence and the step stand."""
     at = run_app()
     before = dict(at.query_params)
-    at.button(key="step_head_next").click().run()
+    browser_steps(at, "head", 1)
     assert at.query_params["head"] == str(state.EXAMPLE_HEAD + 1)
     for key in list(at.query_params):  # the browser's address as it was before the step
         del at.query_params[key]
@@ -246,12 +258,22 @@ def test_back_brings_the_earlier_address_back_but_a_stale_one_never_undoes_a_cha
         "The cat sat on the mat.",
     )
     back = dict(at.query_params, head=str(state.EXAMPLE_HEAD + 3))  # Back to an address of a later head
-    at.button(key="step_head_next").click().run()
+    browser_steps(at, "head", 1)
     for key in list(at.query_params):
         del at.query_params[key]
     at.query_params.update(back)
     at.run()  # what the browser's Back sends: no widget changed
     assert at.session_state["head"] == state.EXAMPLE_HEAD + 3 and at.session_state["text"] == "The cat sat on the mat."
+    assert map_view(at)["head"] == state.EXAMPLE_HEAD + 3  # the map takes the address's view
+    # steps in the browser, then Back: the address wins over the steps not yet told (they were after it)
+    view = {**map_view(at), "head": 0}
+    at.text_input(key="browser_view").set_value(json.dumps({"seq": 50, "view": view}))
+    for key in list(at.query_params):
+        del at.query_params[key]
+    at.query_params.update(back)
+    at.query_params["head"] = "5"
+    at.run()
+    assert at.session_state["head"] == 5 and map_view(at)["head"] == 5
 
 
 def test_off_the_examples_head_the_page_leads_back_and_the_box_keeps_its_name(bundled):
@@ -259,13 +281,16 @@ def test_off_the_examples_head_the_page_leads_back_and_the_box_keeps_its_name(bu
     the page alone, never the box); off its head the page has a button back to it, and there the note."""
     at = run_app()
     widget = next(w for w in at.sidebar.get("selectbox") if (w.key or "").startswith("_example"))
-    assert widget.value == "pronoun" and at.info and not [b for b in at.button if b.key == "example_back"]
-    at.button(key="step_head_next").click().run()
-    assert at.header[0].value == f"Layer {state.EXAMPLE_LAYER}, head {state.EXAMPLE_HEAD + 1}"
+    # Compare draws both, the one off the head shown hidden; the map shows the other as it steps in the browser
+    hidden = lambda key: any(f".st-key-{key} {{ display: none; }}" in h.proto.body for h in at.get("html"))  # noqa: E731
+    assert widget.value == "pronoun" and at.info and hidden(presets_ui.BACK_KEY) and not hidden(presets_ui.NOTE_KEY)
+    assert map_data(at)["follow"]["example"] == [state.EXAMPLE_LAYER, state.EXAMPLE_HEAD]
+    browser_steps(at, "head", 1)
+    assert (at.session_state["layer"], at.session_state["head"]) == (state.EXAMPLE_LAYER, state.EXAMPLE_HEAD + 1)
     assert next(w for w in at.sidebar.get("selectbox") if (w.key or "").startswith("_example")).value == "pronoun"
-    assert not at.info
+    assert hidden(presets_ui.NOTE_KEY) and not hidden(presets_ui.BACK_KEY)
     at.button(key="example_back").click().run()
     no_errors(at)
-    assert at.header[0].value == f"Layer {state.EXAMPLE_LAYER}, head {state.EXAMPLE_HEAD}"
-    assert at.info and "Pronoun" in at.info[0].value
+    assert map_view(at)["layer"] == state.EXAMPLE_LAYER and map_view(at)["head"] == state.EXAMPLE_HEAD
+    assert at.info and "Pronoun" in at.info[0].value and hidden(presets_ui.BACK_KEY)
     _map_is_the_head(at, bundled, state.EXAMPLE_TEXT, None, state.EXAMPLE_LAYER, state.EXAMPLE_HEAD)

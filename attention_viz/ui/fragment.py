@@ -19,13 +19,14 @@ from collections.abc import Iterator
 
 import streamlit as st
 
-from attention_viz.ui import recovery, sharing, state
+from attention_viz.ui import browser_view, recovery, sharing, state
 
 
 @contextlib.contextmanager
 def page_body(page: str) -> Iterator[None]:
     """Run a page's body (inside the function that ``st.fragment`` wraps)."""
     if state.begin_fragment_run(page):
+        browser_view.adopt()  # the steps the browser drew on its own since the last run
         if st.session_state.get(sharing.SHARE_OPEN):
             st.rerun(scope="app")  # the open link box must show the new view
         state.write_url(page)

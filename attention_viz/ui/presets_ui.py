@@ -66,26 +66,36 @@ def _back(layer: int, head: int) -> None:
     st.session_state.update(layer=layer, head=head)
 
 
-def look_for(loaded: LoadedModel, place=st) -> None:
+NOTE_KEY, BACK_KEY = "example_note", "example_back_box"  # containers Compare's map shows or hides in the browser
+
+
+def look_for(loaded: LoadedModel, place=st, in_browser: bool = False) -> tuple[int, int] | None:
     """What to look for in the current example, while the view is on its layer and head; elsewhere, a button
-    back to that head.
+    back to that head. Returns the example's ``(layer, head)``, or ``None`` when the input is no example.
 
     The weight comes from the model's result; once the layer or head moves away the note goes, as it
-    would speak of a head that is not shown.
+    would speak of a head that is not shown. ``in_browser`` (Compare, whose map steps in the browser): both
+    are drawn, in containers keyed :data:`NOTE_KEY` and :data:`BACK_KEY`, the one that does not fit the
+    session's head hidden; the map shows the one that fits the head it shows, as it steps.
     """
     preset = active()
     s = st.session_state
     if preset is None or not (preset.layer < loaded.info.num_layers and preset.head < loaded.info.num_heads):
-        return
-    if (s["layer"], s["head"]) != (preset.layer, preset.head):
-        place.button(
+        return None
+    at_example = (s["layer"], s["head"]) == (preset.layer, preset.head)
+    if in_browser:
+        hidden = BACK_KEY if at_example else NOTE_KEY
+        place.html(f"<style>.st-key-{hidden} {{ display: none; }}</style>")
+    if not at_example or in_browser:
+        (place.container(key=BACK_KEY) if in_browser else place).button(
             t("presets.back", layer=preset.layer, head=preset.head),
             key="example_back",
             icon=":material/undo:",
             on_click=state.guarded(_back),
             args=(preset.layer, preset.head),
         )
-        return
+        if not in_browser:
+            return preset.layer, preset.head
     result = cache.pretrained(loaded, preset.text, preset.pair or None)
     found = presets.finding(preset, result.encoding, result.weights[preset.layer, preset.head])
     text = Markdown(preset.look_for[language()])  # the project's own words (assets/presets), in Markdown
@@ -100,4 +110,6 @@ def look_for(loaded: LoadedModel, place=st) -> None:
             key=labels[key],
             weight=f"{weight:.2f}",
         )
-    place.info(t("presets.active", title=Markdown(preset.title[language()])) + " " + text, icon=":material/lightbulb:")
+    note = place.container(key=NOTE_KEY) if in_browser else place
+    note.info(t("presets.active", title=Markdown(preset.title[language()])) + " " + text, icon=":material/lightbulb:")
+    return preset.layer, preset.head

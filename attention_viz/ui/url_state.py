@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import streamlit as st
 
-from attention_viz.ui import links
+from attention_viz.ui import browser_view, links
 from attention_viz.ui.view_schema import DEFAULTS, PAGE_KEY, RENAMED_PAGES, link_rules
 
 _URL_READ, _URL_NOTES, _URL_PAGE, _URL_VALUES = "_url_read", "_url_notes", "_url_page", "_url_values"
@@ -42,7 +42,8 @@ def query_room(root: str) -> int:
 
 def init() -> None:
     """Fill in defaults once per session, after the settings the page's link carries (read once); after the
-    browser's Back or Forward, the settings of the address it went to."""
+    browser's Back or Forward, the settings of the address it went to; else the view the browser moved to on
+    its own (:mod:`attention_viz.ui.browser_view`)."""
     if _URL_READ not in st.session_state:
         st.session_state[_URL_READ] = True
         values, notes = links.from_query(st.query_params.to_dict(), link_rules())
@@ -51,30 +52,33 @@ def init() -> None:
         st.session_state[_URL_VALUES] = dict(values)
         for key, value in values.items():
             st.session_state[key] = value
+    elif _follow_history():
+        browser_view.skip()  # Back or Forward went to an address: its view, not the steps made before it
     else:
-        _follow_history()
+        browser_view.adopt()  # the steps the browser drew on its own since the last run
     for key, value in DEFAULTS.items():
         st.session_state.setdefault(key, value)
 
 
-def _follow_history() -> None:
+def _follow_history() -> bool:
     """The browser's Back and Forward: an address other than the one :func:`write_url` last wrote is an
     earlier view of this session, so its settings become the view again (the address and the view agree).
 
     Unless the view itself moved since that write (a box, the map's keys: this run's widgets): then the
     browser sent this run before it had taken the last address (a sentence typed while a step's run was
-    writing it), and following that stale address would undo what the user just did."""
+    writing it), and following that stale address would undo what the user just did. Whether it followed."""
     written = st.session_state.get(_URL_WRITTEN)
     current = st.query_params.to_dict()
     if written is None or not current or current == written:
-        return
+        return False
     if _view_values() != st.session_state.get(_URL_WRITTEN_VIEW):
-        return
+        return False
     values, _ = links.from_query(current, link_rules())
     values.pop(PAGE_KEY, None)
     for key, value in values.items():
         st.session_state[key] = value
     st.session_state[_URL_WRITTEN] = current
+    return True
 
 
 def requested_page(pages: tuple[str, ...]) -> str | None:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import streamlit as st
 
-from attention_viz.ui import internals
+from attention_viz.ui import browser_view, internals
 from attention_viz.ui.i18n import t
 from attention_viz.ui.view_schema import DEFAULTS
 
@@ -83,6 +83,9 @@ def guarded(callback: Callable[..., None]) -> Callable[..., None]:
 
     def run(*args, **kwargs) -> None:
         try:
+            # Callbacks run before the app's script: the steps the browser drew on its own come first, so that
+            # a move made now (a head opened, an example's head) is not undone by them in the run.
+            browser_view.adopt()
             callback(*args, **kwargs)
         except Exception:
             _log.exception("a widget callback failed: %s", getattr(callback, "__name__", callback))

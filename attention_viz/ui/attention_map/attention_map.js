@@ -37,9 +37,24 @@
 //   header.y, x     the query and key categories (distinct labels, as plotly shows them)
 //   header.y_text, x_text  the tick text (labels shortened)
 //
-// State sent (setStateValue):
+//   kinds       (Compare) {pretrained|scratch|difference: {title, what, colorscale, zrange, zmid, value_format}}:
+//               the bundle holds both maps (header.scratch) and the element switches between them and their
+//               difference (scratch − pretrained, in float32 as numpy subtracts) itself; view.map_view is the
+//               one shown
+//   controls    (Compare) the words of the element's own controls: the layer and head steppers, the map switch
+//               and the token in focus, drawn above the map
+//   details     (Compare) what it draws under the map for the head it shows: numbers {labels, values[layer]
+//               [head]} (strings made in Python), bars and lines {figure: plotly JSON made in Python for the
+//               server's head, whose values, labels and title the element puts in for the head shown}
+//   follow      (Compare) {example: [layer, head] or null, server_view, keys}: the page's containers it shows
+//               or hides as it steps (the example's note or its "back" button; the server's downloads or the
+//               button that brings the server to the head shown)
+//
+// State sent: with `controls` (Compare) nothing: a step is reported with the next run the page makes
+// (browser_view.js: the hidden box and the address). Otherwise (setStateValue, a run of the page):
 //   "view": {layer, head, focus, query_start, key_start, seq}, integers; seq counts this element's reports.
 import { appUrl, mapPainted, plotly } from "./plotly_loader.js";
+import { report as reportView } from "./browser_view.js";
 
 const FOCUS_COLOR = "#ff7f0e";
 // The toolbar (plotly's modebar: the PNG and SVG buttons, 64 px wide) shows at the figure's top right corner
@@ -67,6 +82,8 @@ function parseBundle(buffer) {
   };
   header.mapValues = array(header.maps);
   header.overviewValues = header.overview ? array(header.overview) : null;
+  header.scratchValues = header.scratch ? array(header.scratch) : null;
+  header.overviewScratch = header.overview_scratch ? array(header.overview_scratch) : null;
   return header;
 }
 
@@ -189,11 +206,15 @@ class AttentionMap {
   update(data, setStateValue) {
     this.data = data;
     this.send = setStateValue;
+    this.tables = {};
+    for (const [kind, entry] of Object.entries(data.kinds || {})) this.tables[kind] = lookupTable(entry.colorscale);
     this.table = lookupTable(data.colorscale);
     if (data.rev !== this.rev) {
       this.rev = data.rev;
       this.view = { ...data.view };
     }
+    if (data.controls) this.buildControls();
+    if (data.details) this.buildDetails();
     if (data.keys) keyTarget = this;
     if (data.bundle !== this.bundlePath) {
       this.bundlePath = data.bundle;
@@ -218,7 +239,7 @@ class AttentionMap {
     for (const [layer, entry] of this.ahead) if (!named.has(entry.path)) this.ahead.delete(layer);
     if (this.main && this.mainPath === data.bundle) this.fetchAhead(); // else once it is drawn
     this.layoutAndPaint();
-    plotly(data.plotly).then((Plotly) => { this.Plotly = Plotly; this.schedulePlotly(0); });
+    plotly(data.plotly).then((Plotly) => { this.Plotly = Plotly; this.schedulePlotly(0); if (data.details) this.drawDetails(); });
   }
 
   fetchAhead() {
@@ -286,10 +307,16 @@ class AttentionMap {
     this.changed(false);
   }
 
-  focusOn(query) {
+  focusOn(query, chosen) {
     if (this.data.focus === false) return;
     const v = this.view;
-    v.focus = v.focus === query ? -1 : query;
+    v.focus = chosen ? query : v.focus === query ? -1 : query;
+    if (v.focus >= 0 && this.bundle) { // the query window moves to a token outside it (as the server's set_focus)
+      const w = this.data.window, q = this.bundle.queries;
+      if (!(v.query_start <= v.focus && v.focus < v.query_start + w)) {
+        v.query_start = Math.max(0, Math.min(v.focus - Math.floor(w / 2), q - Math.min(w, q)));
+      }
+    }
     this.changed(true);
   }
 
@@ -304,12 +331,261 @@ class AttentionMap {
     clearTimeout(this.reportTimer);
     const report = () => {
       const v = this.view;
-      this.send("view", {
-        layer: v.layer, head: v.head, focus: v.focus, query_start: v.query_start, key_start: v.key_start, seq: this.seq,
-      });
+      const view = { layer: v.layer, head: v.head, focus: v.focus, query_start: v.query_start, key_start: v.key_start };
+      if (!this.data.controls) { this.send("view", { ...view, seq: this.seq }); return; }
+      reportView({ ...view, map_view: v.map_view }, true); // no run: the next one the page makes takes it
+      // a layer the browser does not hold: the page's run makes its bundle (the only step that asks the server)
+      if (!this.held(v.layer, v.head)) this.send("view", { ...view, seq: this.seq });
     };
     if (now) report();
     else this.reportTimer = setTimeout(report, REPORT_AFTER_MS);
+  }
+
+  // --- Compare: the element's own controls, what it draws under the map, the page parts it shows or hides ----
+  buildControls() {
+    if (this.controls) return this.syncControls();
+    const c = this.data.controls;
+    const row = document.createElement("div");
+    row.className = "av-controls";
+    row.style.cssText = "display:flex;flex-wrap:wrap;gap:8px 18px;align-items:center";
+    const button = (text, title, onClick) => {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.textContent = text;
+      b.title = title;
+      b.setAttribute("aria-label", title);
+      b.style.cssText = "font:inherit;min-width:2em;padding:2px 8px;border:1px solid rgba(49,51,63,0.25);" +
+        "border-radius:8px;background:#fff;cursor:pointer;color:inherit";
+      b.addEventListener("click", onClick);
+      return b;
+    };
+    const labelled = (text, control) => {
+      const box = document.createElement("label");
+      box.style.cssText = "display:inline-flex;gap:6px;align-items:center";
+      const name = document.createElement("span");
+      name.textContent = text;
+      box.append(name, control);
+      return box;
+    };
+    const select = (onChange) => {
+      const sel = document.createElement("select");
+      sel.style.cssText = "font:inherit;padding:2px 4px;border:1px solid rgba(49,51,63,0.25);border-radius:8px;background:#fff";
+      sel.addEventListener("change", () => onChange(+sel.value));
+      return sel;
+    };
+    const stepper = (unit) => {
+      const box = document.createElement("span");
+      box.className = "av-stepper av-" + unit;
+      box.style.cssText = "display:inline-flex;gap:4px;align-items:center";
+      const sel = select((value) => this.choose(unit, value));
+      sel.dataset.unit = unit;
+      box.append(
+        button("‹", c[unit + "_previous"], () => this.step(unit, -1)),
+        labelled(c[unit], sel),
+        button("›", c[unit + "_next"], () => this.step(unit, 1)),
+      );
+      return box;
+    };
+    const kinds = document.createElement("span");
+    kinds.className = "av-kinds";
+    kinds.setAttribute("role", "group");
+    kinds.setAttribute("aria-label", c.map);
+    kinds.style.cssText = "display:inline-flex;gap:0;align-items:center";
+    for (const [kind, text] of Object.entries(c.kinds)) {
+      const b = button(text, text, () => this.setKind(kind));
+      b.dataset.kind = kind;
+      b.style.borderRadius = "0";
+      kinds.append(b);
+    }
+    kinds.firstChild.style.borderRadius = "8px 0 0 8px";
+    kinds.lastChild.style.borderRadius = "0 8px 8px 0";
+    const focus = select((value) => this.focusOn(value, true));
+    focus.className = "av-focus";
+    row.append(stepper("layer"), stepper("head"), kinds, labelled(c.focus, focus));
+    this.root.prepend(row);
+    this.controls = row;
+    this.place();
+    this.syncControls();
+  }
+
+  // the controls show the view (and the layers, heads and tokens there are)
+  syncControls() {
+    const row = this.controls, d = this.data;
+    if (!row || !this.view) return;
+    const [layers, heads] = d.shape;
+    const fill = (sel, count, text, value) => {
+      if (sel.options.length !== count || sel.dataset.texts !== text) {
+        sel.replaceChildren();
+        for (let i = 0; i < count; i++) {
+          const option = document.createElement("option");
+          option.value = String(i - (text === "focus" ? 1 : 0));
+          option.textContent = text === "focus" ? (i === 0 ? d.controls.focus_none : d.controls.focus_labels[i - 1]) : String(i);
+          sel.append(option);
+        }
+        sel.dataset.texts = text;
+      }
+      sel.value = String(value);
+    };
+    fill(row.querySelector("select[data-unit=layer]"), layers, "layer", this.view.layer);
+    fill(row.querySelector("select[data-unit=head]"), heads, "head", this.view.head);
+    fill(row.querySelector("select.av-focus"), d.controls.focus_labels.length + 1, "focus", this.view.focus);
+    for (const b of row.querySelectorAll(".av-kinds button")) {
+      const on = b.dataset.kind === this.kind;
+      b.setAttribute("aria-pressed", on ? "true" : "false");
+      b.style.background = on ? "#1f6feb" : "#fff";
+      b.style.color = on ? "#fff" : "inherit";
+    }
+  }
+
+  choose(unit, value) {
+    this.view[unit] = value;
+    this.changed(!this.held(this.view.layer, this.view.head));
+  }
+
+  setKind(kind) {
+    if (this.view.map_view === kind) return;
+    this.view.map_view = kind;
+    this.changed(false);
+  }
+
+  buildDetails() {
+    if (this.details) return;
+    const box = document.createElement("div");
+    box.className = "av-details";
+    box.innerHTML = '<div class="av-numbers" style="display:flex;flex-wrap:wrap;gap:8px 32px;margin:4px 0 8px 0"></div>' +
+      '<div class="av-bars"></div><div class="av-lines"></div>';
+    this.root.append(box);
+    this.details = box;
+    this.place();
+  }
+
+  // the controls and the details in the page's containers for them (follow.keys), when the page has them
+  place() {
+    const keys = (this.data.follow || {}).keys || {};
+    for (const [node, key] of [[this.controls, keys.controls], [this.details, keys.details]]) {
+      const slot = key && document.querySelector(".st-key-" + key);
+      if (node && slot && node.parentElement !== slot) slot.append(node);
+    }
+  }
+
+  // what follows the view besides the map: the controls, the numbers, the page parts shown or hidden (in this
+  // frame), and the bars and lines (plotly, in the next)
+  paintAround() {
+    const d = this.data, v = this.view;
+    if (!d.controls) return;
+    this.place();
+    this.syncControls();
+    const numbers = this.details.querySelector(".av-numbers");
+    const values = d.details.numbers.values[v.layer][v.head];
+    if (numbers.children.length !== values.length) {
+      numbers.replaceChildren();
+      for (const label of d.details.numbers.labels) {
+        const cell = document.createElement("div");
+        cell.innerHTML = '<div style="font-size:14px;color:#555"></div><div class="av-number" style="font-size:28px;line-height:1.3"></div>';
+        cell.firstChild.textContent = label;
+        numbers.append(cell);
+      }
+    }
+    values.forEach((text, i) => { numbers.children[i].querySelector(".av-number").textContent = text; });
+    this.root.dataset.mapView = this.kind;
+    this.follow();
+    cancelAnimationFrame(this.detailsFrame);
+    this.detailsFrame = requestAnimationFrame(() => this.drawDetails());
+  }
+
+  follow() {
+    const f = this.data.follow, v = this.view;
+    if (!f) return;
+    const show = (key, on) => {
+      const element = document.querySelector(".st-key-" + key);
+      if (element) element.style.display = on ? "flex" : "none";
+    };
+    const server = f.server_view;
+    const same = Object.keys(server).every((name) => server[name] === v[name]);
+    show(f.keys.server, same);
+    show(f.keys.other, !same);
+    if (f.example) {
+      const there = v.layer === f.example[0] && v.head === f.example[1];
+      show(f.keys.note, there);
+      show(f.keys.back, !there);
+    }
+  }
+
+  drawDetails() {
+    const Plotly = this.Plotly, b = this.bundle, d = this.data, v = this.view;
+    if (!Plotly || !b || !d.details || !this.held(v.layer, v.head)) return;
+    const { q0, k0, nq, nk } = this.windowOf();
+    const base = this.headOffset(v.layer, v.head, b.maps);
+    const pretrained = (i) => b.mapValues[i];
+    const scratch = (i) => b.scratchValues[i];
+    const filename = this.fileName();
+    const config = (entry) => ({ ...entry.config, displaylogo: false, responsive: true,
+      toImageButtonOptions: { ...(entry.config.toImageButtonOptions || {}), filename } });
+    // bars: the focus token's row, pretrained and from scratch, over the keys of the window
+    const bars = this.details.querySelector(".av-bars");
+    if (v.focus >= 0 && v.focus < b.queries) {
+      const entry = d.details.bars;
+      const figure = JSON.parse(entry.figure);
+      const x = b.x.slice(k0, k0 + nk);
+      const row = base + v.focus * b.keys + k0;
+      figure.data.forEach((trace, t) => {
+        const read = t === 0 ? pretrained : scratch;
+        trace.x = x;
+        trace.y = Array.from({ length: nk }, (_, j) => read(row + j));
+        trace.customdata = Array.from({ length: nk }, (_, j) => k0 + j);
+      });
+      Object.assign(figure.layout.xaxis, { tickvals: x, ticktext: b.x_text.slice(k0, k0 + nk) });
+      figure.layout.title.text = entry.title.replace("{token}", entry.tokens[v.focus]).replace("{index}", v.focus);
+      bars.style.display = "";
+      Plotly.react(bars, figure.data, figure.layout, config(entry));
+    } else {
+      bars.style.display = "none";
+    }
+    // lines: queries left, keys right, a line per query → key with its weight as opacity
+    const entry = d.details.lines, lines = this.details.querySelector(".av-lines");
+    const figure = JSON.parse(entry.figure);
+    const read = this.kind === "scratch" ? scratch : pretrained;
+    const focus = v.focus >= q0 && v.focus < q0 + nq ? v.focus - q0 : null;
+    const side = (trace, count, start, texts, hovers, marked) => {
+      trace.x = new Array(count).fill(trace === figure.data[0] ? 0 : 1);
+      trace.y = Array.from({ length: count }, (_, i) => i);
+      trace.text = texts.slice(start, start + count);
+      trace.customdata = Array.from({ length: count }, (_, i) => [start + i, hovers[start + i]]);
+      trace.textfont.color = Array.from({ length: count }, (_, i) => (i === marked ? FOCUS_COLOR : "#1b1f24"));
+    };
+    side(figure.data[0], nq, q0, entry.row_text, entry.row_hover, focus);
+    side(figure.data[1], nk, k0, entry.key_text, entry.key_hover, null);
+    const shapes = [];
+    for (const i of focus === null ? Array.from({ length: nq }, (_, i) => i) : [focus]) {
+      const row = base + (q0 + i) * b.keys + k0;
+      for (let j = 0; j < nk; j++) shapes.push({ y0: i, y1: j, opacity: +read(row + j).toPrecision(7) });
+    }
+    figure.layout.shapes = shapes;
+    figure.layout.height = Math.floor(Math.max(nq, nk) * entry.spacing) + 80;
+    figure.layout.yaxis.range = [Math.max(nq, nk) - 0.5, -0.5];
+    figure.layout.title.text = entry.titles[this.kind === "scratch" ? "scratch" : "pretrained"];
+    Plotly.react(lines, figure.data, figure.layout, config(entry));
+    this.root.dataset.details = String(this.seq);
+  }
+
+  // --- the map shown: pretrained, from scratch or their difference (Compare), else the one map -------------
+  get kind() {
+    return this.data.kinds ? this.view.map_view || "pretrained" : null;
+  }
+
+  // the drawing's fields for the map shown (colours, words, file name)
+  get look() {
+    return this.data.kinds ? { ...this.data, ...this.data.kinds[this.kind] } : this.data;
+  }
+
+  // value(i) of the map shown in a bundle's flat arrays (maps, or overview with `overview` true)
+  valuesOf(b, overview) {
+    const first = overview ? b.overviewValues : b.mapValues;
+    const kind = this.kind;
+    if (!kind || kind === "pretrained") return (i) => first[i];
+    const second = overview ? b.overviewScratch : b.scratchValues;
+    if (kind === "scratch") return (i) => second[i];
+    return (i) => Math.fround(second[i] - first[i]);
   }
 
   // --- drawing ------------------------------------------------------------------------------------------
@@ -371,13 +647,16 @@ class AttentionMap {
   headline() {
     const v = this.view;
     const t = this.data.texts;
-    return t.head.replace("{layer}", v.layer).replace("{head}", v.head) + " · " + t.title.replace("{layer}", v.layer);
+    const title = this.look.title || t.title;
+    return t.head.replace("{layer}", v.layer).replace("{head}", v.head) + " · " + title.replace("{layer}", v.layer);
   }
 
   range() {
     const b = this.bundle, v = this.view;
-    if (!b.ranges) return this.data.zrange;
-    return b.ranges[b.layers.indexOf(v.layer)][b.maps.shape[1] === 1 ? 0 : v.head];
+    let ranges = b.ranges;
+    if (ranges && this.kind) ranges = ranges[this.kind === "difference" ? "difference" : "attention"];
+    if (!ranges) return this.look.zrange;
+    return ranges[b.layers.indexOf(v.layer)][b.maps.shape[1] === 1 ? 0 : v.head];
   }
 
   headOffset(layer, head, entry) {
@@ -402,7 +681,7 @@ class AttentionMap {
     this.root.dataset.queryStart = v.query_start;
     this.root.dataset.keyStart = v.key_start;
     this.root.dataset.ready = waiting ? "0" : "1";
-    if (waiting) { this.canvas.style.opacity = "0.35"; return; }
+    if (waiting) { this.canvas.style.opacity = "0.35"; if (d.controls) this.syncControls(); return; }
     this.canvas.style.opacity = "1";
     const { q0, k0, nq, nk } = this.windowOf();
     const m = d.margins;
@@ -418,14 +697,14 @@ class AttentionMap {
       c.width = Math.round(cssW * ratio);
       c.height = Math.round(cssH * ratio);
     }
-    const values = b.mapValues, base = this.headOffset(v.layer, v.head, b.maps), keys = b.keys;
-    const [lo, hi] = this.range(), scale = 255 / (hi - lo || 1), table = this.table;
+    const value = this.valuesOf(b, false), base = this.headOffset(v.layer, v.head, b.maps), keys = b.keys;
+    const [lo, hi] = this.range(), scale = 255 / (hi - lo || 1), table = this.kind ? this.tables[this.kind] : this.table;
     const image = new ImageData(nk, nq);
     const px = image.data;
     for (let i = 0; i < nq; i++) {
       const row = base + (q0 + i) * keys + k0;
       for (let j = 0; j < nk; j++) {
-        let t = Math.round((values[row + j] - lo) * scale);
+        let t = Math.round((value(row + j) - lo) * scale);
         t = t < 0 ? 0 : t > 255 ? 255 : t;
         const o = 4 * (i * nk + j);
         px[o] = table[3 * t]; px[o + 1] = table[3 * t + 1]; px[o + 2] = table[3 * t + 2]; px[o + 3] = 255;
@@ -447,6 +726,7 @@ class AttentionMap {
       ctx.strokeRect(1.5 * ratio, f * cell * ratio + 1.5 * ratio, c.width - 3 * ratio, cell * ratio - 3 * ratio);
     }
     this.paintOverview();
+    this.paintAround();
     mapPainted();
   }
 
@@ -465,10 +745,10 @@ class AttentionMap {
     c.width = side; c.height = side;
     c.style.width = side + "px"; c.style.height = side + "px";
     const image = new ImageData(mk, mq), px = image.data;
-    const base = this.headOffset(this.view.layer, this.view.head, b.overview), values = b.overviewValues;
-    const [lo, hi] = this.range(), scale = 255 / (hi - lo || 1), table = this.table;
+    const base = this.headOffset(this.view.layer, this.view.head, b.overview), value = this.valuesOf(b, true);
+    const [lo, hi] = this.range(), scale = 255 / (hi - lo || 1), table = this.kind ? this.tables[this.kind] : this.table;
     for (let i = 0; i < mq * mk; i++) {
-      let t = Math.round((values[base + i] - lo) * scale);
+      let t = Math.round((value(base + i) - lo) * scale);
       t = t < 0 ? 0 : t > 255 ? 255 : t;
       px[4 * i] = table[3 * t]; px[4 * i + 1] = table[3 * t + 1]; px[4 * i + 2] = table[3 * t + 2]; px[4 * i + 3] = 255;
     }
@@ -509,6 +789,13 @@ class AttentionMap {
   }
 
   // --- plotly: axes, labels, colour bar, hover, PNG -----------------------------------------------------
+  fileName() {
+    const v = this.view, png = this.data.png;
+    const what = this.data.kinds ? this.look.what : png.what;
+    const head = this.data.head_axis === false ? "" : `_head${v.head}`;
+    return `${png.prefix}_layer${v.layer}${head}` + (what ? "_" + what : "");
+  }
+
   schedulePlotly(after) {
     clearTimeout(this.plotlyTimer);
     this.plotlyTimer = setTimeout(() => this.drawPlotly(), after);
@@ -520,10 +807,13 @@ class AttentionMap {
     const v = this.view;
     const { q0, k0, nq, nk } = this.windowOf();
     const base = this.headOffset(v.layer, v.head, b.maps);
+    const value = this.valuesOf(b, false), look = this.look;
     const z = [], custom = [];
     for (let i = 0; i < nq; i++) {
       const start = base + (q0 + i) * b.keys + k0;
-      z.push(Array.from(b.mapValues.subarray(start, start + nk)));
+      const zrow = new Array(nk);
+      for (let j = 0; j < nk; j++) zrow[j] = value(start + j);
+      z.push(zrow);
       const row = [];
       for (let j = 0; j < nk; j++) row.push([q0 + i, k0 + j]);
       custom.push(row);
@@ -536,15 +826,15 @@ class AttentionMap {
       tickfont: { size: font }, showgrid: false, fixedrange: true,
     });
     const trace = {
-      type: "heatmap", z, x, y, customdata: custom, colorscale: d.colorscale, zmin: this.range()[0], zmax: this.range()[1],
-      hovertemplate: "%{y} → %{x}: %{z:" + d.value_format + "}<br>" + d.texts.hover_index + "<extra></extra>",
+      type: "heatmap", z, x, y, customdata: custom, colorscale: look.colorscale, zmin: this.range()[0], zmax: this.range()[1],
+      hovertemplate: "%{y} → %{x}: %{z:" + look.value_format + "}<br>" + d.texts.hover_index + "<extra></extra>",
       colorbar: {
         orientation: "h", thickness: 10, lenmode: "pixels", len: this.colorbarLength(),
         x: (this.colorbarEnd() - m.l) / side, xanchor: "right", xpad: 0, y: 1, yanchor: "bottom", ypad: 6, ticklabelposition: "outside top", tickfont: { size: font },
         ...(d.texts.colorbar ? { title: { text: d.texts.colorbar, side: "right", font: { size: font } } } : {}),
       },
     };
-    if (d.zmid !== null) trace.zmid = d.zmid;
+    if (look.zmid !== null && look.zmid !== undefined) trace.zmid = look.zmid;
     const shapes = [];
     const f = v.focus - q0;
     if (v.focus >= 0 && f >= 0 && f < nq) {
@@ -568,9 +858,7 @@ class AttentionMap {
       dragmode: false,
       shapes,
     };
-    const png = d.png;
-    const head = d.head_axis === false ? "" : `_head${v.head}`;
-    const filename = `${png.prefix}_layer${v.layer}${head}` + (png.what ? "_" + png.what : "");
+    const filename = this.fileName();
     this.plotDiv.dataset.filename = filename;
     const headline = this.headline();
     // the image has the title the screen shows above the plot (plotly's own title, room made for it)

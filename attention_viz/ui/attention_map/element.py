@@ -64,7 +64,7 @@ import streamlit as st
 from attention_viz.figures import heatmaps, plotting
 from attention_viz.figures.grid import pool_attention
 from attention_viz.figures.layout import FONT_FAMILY, NORMAL, MapStyle, isolate, shorten_label, window_slice
-from attention_viz.ui import state
+from attention_viz.ui import browser_view, state
 from attention_viz.ui.attention_map.serving import PLOTLY_PATH, ROUTE, STORE, pack
 from attention_viz.ui.screen import PRESENTATION_SCALE
 
@@ -112,7 +112,8 @@ def bundle(
     key_labels: Sequence[str],
     overview: bool,
     only_head: int | None = None,
-    ranges: np.ndarray | None = None,
+    ranges: np.ndarray | dict | None = None,
+    scratch: np.ndarray | None = None,
 ) -> bytes:
     """Pack the maps of the held ``layers``: ``maps`` is ``(len(layers), heads, queries, keys)`` float32,
     or ``(len(layers), 1, queries, keys)`` with ``only_head`` the one head held (header ``only_head``).
@@ -122,7 +123,11 @@ def bundle(
     isolated: :func:`attention_viz.figures.unique_labels`); ``y_text``/``x_text``: their ticks (shortened).
     The overview is the square map pooled to :data:`OVERVIEW_BINS` bins a side (rows still sum to 1).
     ``ranges``, ``(len(layers), heads, 2)``, is each head's own colour range (``ranges`` in the header: a
-    fitted range); without it the element's one range applies to every head.
+    fitted range); without it the element's one range applies to every head. With ``scratch`` (Compare: the
+    from-scratch maps of the same heads, same shape) the header's ``scratch`` (and ``overview_scratch``) give
+    them, ``maps`` being the pretrained ones: the browser switches between the two and their difference
+    (``scratch − pretrained`` in float32, as numpy computes it) without asking the server; ``ranges`` is then
+    ``{"attention": ..., "difference": ...}`` (each ``(len(layers), heads, 2)``) or ``None``.
     """
     maps = np.asarray(maps, dtype=np.float32)
     held, heads, queries, keys = maps.shape
@@ -136,18 +141,41 @@ def bundle(
         "keys": keys,
         "maps": {"offset": 0, "shape": list(maps.shape)},
         "overview": None,
-        "ranges": None if ranges is None else np.asarray(ranges, dtype=float).tolist(),
+        "ranges": _ranges(ranges),
+        "scratch": None,
+        "overview_scratch": None,
         "y": heatmaps.unique_labels(row_labels),
         "x": heatmaps.unique_labels(key_labels),
         "y_text": [isolate(shorten_label(label)) for label in row_labels],
         "x_text": [isolate(shorten_label(label)) for label in key_labels],
     }
     arrays = [maps]
+    offset = maps.nbytes
+    if scratch is not None:
+        scratch = np.asarray(scratch, dtype=np.float32)
+        if scratch.shape != maps.shape:
+            raise ValueError(f"scratch maps {scratch.shape} do not match the pretrained maps {maps.shape}")
+        header["scratch"] = {"offset": offset, "shape": list(scratch.shape)}
+        arrays.append(scratch)
+        offset += scratch.nbytes
     if overview and queries == keys:
-        pooled, starts = pool_attention(maps, OVERVIEW_BINS)
-        header["overview"] = {"offset": maps.nbytes, "shape": list(pooled.shape), "starts": starts.tolist()}
-        arrays.append(pooled)
+        for name, values in (("overview", maps), ("overview_scratch", scratch)):
+            if values is None:
+                continue
+            pooled, starts = pool_attention(values, OVERVIEW_BINS)
+            header[name] = {"offset": offset, "shape": list(pooled.shape), "starts": starts.tolist()}
+            arrays.append(pooled)
+            offset += pooled.nbytes
     return pack(header, arrays)
+
+
+def _ranges(ranges: np.ndarray | dict | None):
+    """Fitted colour ranges as the header gives them (lists), by map kind when given by kind."""
+    if ranges is None:
+        return None
+    if isinstance(ranges, dict):
+        return {kind: np.asarray(value, dtype=float).tolist() for kind, value in ranges.items()}
+    return np.asarray(ranges, dtype=float).tolist()
 
 
 # --- The element --------------------------------------------------------------------------------------------
@@ -233,7 +261,9 @@ def _revision(key: str, view: dict) -> int:
     when the view is neither the one last sent nor the one the element last reported."""
     s = st.session_state
     rev = s.get(f"_{key}_rev", 0)
-    if view not in (s.get(f"_{key}_sent"), s.get(f"_{key}_reported")):
+    adopted = browser_view.last()
+    from_browser = adopted is not None and all(adopted.get(name, value) == value for name, value in view.items())
+    if not from_browser and view not in (s.get(f"_{key}_sent"), s.get(f"_{key}_reported")):
         rev += 1
     s[f"_{key}_rev"], s[f"_{key}_sent"] = rev, view
     return rev
@@ -305,6 +335,7 @@ def draw(
     maps_of: Callable[[Sequence[int]], np.ndarray],
     row_labels: Sequence[str],
     key_labels: Sequence[str],
+    extra: dict | None = None,
 ) -> None:
     """Draw the map element ``key`` in ``place`` for the session's view (layer, head, focus, window).
 
@@ -315,12 +346,17 @@ def draw(
         content_key: what the maps depend on (model, text, variant, view toggles, ...): the bundle is
             rebuilt only when it or the held layers change.
         maps_of: the maps of some layers, ``(len(layers), heads, queries, keys)`` float32, and each head's
-            colour range ``(len(layers), heads, 2)`` when the range is fitted per head (else ``None``). It
+            colour range ``(len(layers), heads, 2)`` when the range is fitted per head (else ``None``); or
+            ``{"pretrained": ..., "scratch": ...}`` and ranges ``{"attention": ..., "difference": ...}``
+            for a map the browser switches between the two and their difference (:func:`bundle`). It
             may be called later, from a request handler's thread (a neighbouring layer made when the browser
             asks for it): it must use no Streamlit call and only data that does not change.
         row_labels, key_labels: one label per query and per key.
+        extra: more of the element's data (Compare's controls and details: :mod:`attention_viz.ui.pages.compare`).
     """
     view = _view(spec)
+    if extra and "kinds" in extra:  # the map switch is the element's too
+        view["map_view"] = st.session_state["map_view"]
     queries, keys = len(row_labels), len(key_labels)
     layers = held_layers(spec.layers, spec.heads, queries, keys, view["layer"])
     only_head = None if holds_heads(spec.heads, queries, keys) else view["head"]  # a head step asks the server
@@ -328,11 +364,17 @@ def draw(
 
     def make(held: tuple) -> bytes:
         maps, ranges = maps_of(held)
-        maps = np.asarray(maps, dtype=np.float32)
+        scratch = None
+        if isinstance(maps, dict):  # Compare: both maps, the browser shows either or their difference
+            maps, scratch = maps["pretrained"], maps["scratch"]
         if only_head is not None:
-            maps = maps[:, only_head : only_head + 1]
-            ranges = None if ranges is None else np.asarray(ranges)[:, only_head : only_head + 1]
-        return bundle(maps, held, row_labels, key_labels, windowed, only_head, ranges)
+            one = slice(only_head, only_head + 1)
+            maps, scratch = np.asarray(maps)[:, one], None if scratch is None else np.asarray(scratch)[:, one]
+            if isinstance(ranges, dict):
+                ranges = {kind: np.asarray(value)[:, one] for kind, value in ranges.items()}
+            elif ranges is not None:
+                ranges = np.asarray(ranges)[:, one]
+        return bundle(maps, held, row_labels, key_labels, windowed, only_head, ranges, scratch)
 
     memo = _memo(key, content_key, only_head)
     made: list[bytes] = []  # the bundle, when this run makes it
@@ -350,6 +392,7 @@ def draw(
         "rev": _revision(key, view),
         "view": view,
         **_drawing(spec, row_labels, key_labels),
+        **(extra or {}),
     }
     with place:
         _element(COMPONENT, "attention_map.js")(
@@ -492,16 +535,24 @@ def as_figure(data: dict) -> dict:
     if payload is None:
         raise KeyError(data["bundle"])
     header, values = unpack(payload)
-    shape = header["maps"]["shape"]
-    maps = values[: int(np.prod(shape))].reshape(shape)
     view, size = data["view"], data["window"]
+    kind = view.get("map_view", "pretrained")
+    shape = header["maps"]["shape"]
+    maps = _array(values, header["maps"])
+    if header.get("scratch") and kind != "pretrained":
+        scratch = _array(values, header["scratch"])
+        maps = scratch if kind == "scratch" else scratch - maps  # float32 - float32, as the browser subtracts
+    drawing = {**data, **data["kinds"][kind]} if "kinds" in data else data
     rows = window_slice(view["query_start"], header["queries"], size)
     columns = window_slice(view["key_start"], header["keys"], size)
     q0, k0 = rows.start, columns.start
     nq, nk = rows.stop - rows.start, columns.stop - columns.start
     held = header["layers"].index(view["layer"])
     head = 0 if shape[1] == 1 else view["head"]
-    low, high = header["ranges"][held][head] if header["ranges"] else data["zrange"]
+    ranges = header["ranges"]
+    if isinstance(ranges, dict):
+        ranges = ranges["difference" if kind == "difference" else "attention"]
+    low, high = ranges[held][head] if ranges else drawing["zrange"]
     indices = np.stack(np.meshgrid(np.arange(nq) + q0, np.arange(nk) + k0, indexing="ij"), axis=-1)
     font = data["font"]
     trace = {
@@ -510,12 +561,12 @@ def as_figure(data: dict) -> dict:
         "x": header["x"][k0 : k0 + nk],
         "y": header["y"][q0 : q0 + nq],
         "customdata": indices.tolist(),
-        "colorscale": data["colorscale"],
+        "colorscale": drawing["colorscale"],
         "zmin": low,
         "zmax": high,
     }
-    if data["zmid"] is not None:
-        trace["zmid"] = data["zmid"]
+    if drawing["zmid"] is not None:
+        trace["zmid"] = drawing["zmid"]
     if data["texts"]["colorbar"]:
         trace["colorbar"] = {"title": {"text": data["texts"]["colorbar"]}}
     shapes = []
@@ -524,7 +575,7 @@ def as_figure(data: dict) -> dict:
         shapes.append({"type": "rect", "x0": -0.5, "x1": nk - 0.5, "y0": focus - 0.5, "y1": focus + 0.5})
     axis = {"tickfont": {"size": font}, "type": "category"}
     layout = {
-        "title": {"text": data["texts"]["title"].replace("{layer}", str(view["layer"]))},
+        "title": {"text": drawing.get("title", data["texts"]["title"]).replace("{layer}", str(view["layer"]))},
         "xaxis": {**axis, "ticktext": header["x_text"][k0 : k0 + nk], "title": {"text": data["texts"]["key_axis"]}},
         "yaxis": {**axis, "ticktext": header["y_text"][q0 : q0 + nq], "title": {"text": data["texts"]["query_axis"]}},
         "shapes": shapes,
@@ -533,24 +584,37 @@ def as_figure(data: dict) -> dict:
         "data": [trace],
         "layout": layout,
         "config": {"toImageButtonOptions": {"format": "png", "filename": _png_name(data), "scale": 2}},
-        "overview": _overview(header, values, held, head, rows, columns),
+        "overview": _overview(header, values, held, head, rows, columns, kind),
     }
+
+
+def _array(values: np.ndarray, entry: dict) -> np.ndarray:
+    """One float32 array of a bundle's values, by its header entry (``offset`` in bytes, ``shape``)."""
+    start = entry["offset"] // 4
+    return values[start : start + int(np.prod(entry["shape"]))].reshape(entry["shape"])
 
 
 def _png_name(data: dict) -> str:
     """The PNG export's file name at the element's view, as ``attention_map.js`` names it."""
     png, view = data["png"], data["view"]
+    if "kinds" in data:
+        png = {**png, "what": data["kinds"][view.get("map_view", "pretrained")]["what"]}
     head_part = f"_head{view['head']}" if data.get("head_axis", True) else ""
     return f"{png['prefix']}_layer{view['layer']}{head_part}" + (f"_{png['what']}" if png["what"] else "")
 
 
-def _overview(header: dict, values: np.ndarray, held: int, head: int, rows: slice, columns: slice) -> dict | None:
-    """The pooled overview of the head (when the bundle has one) with the window's outline on it."""
+def _overview(
+    header: dict, values: np.ndarray, held: int, head: int, rows: slice, columns: slice, kind: str = "pretrained"
+) -> dict | None:
+    """The pooled overview of the head's map of ``kind`` (when the bundle has one) with the window's outline."""
     entry = header["overview"]
     if entry is None:
         return None
-    pooled = values[entry["offset"] // 4 : entry["offset"] // 4 + int(np.prod(entry["shape"]))]
+    pooled = _array(values, entry)
+    if header.get("overview_scratch") and kind != "pretrained":
+        scratch = _array(values, header["overview_scratch"])
+        pooled = scratch if kind == "scratch" else scratch - pooled
     return {
-        "z": pooled.reshape(entry["shape"])[held, head].tolist(),
+        "z": pooled[held, head].tolist(),
         "window": {"y0": rows.start - 0.5, "y1": rows.stop - 0.5, "x0": columns.start - 0.5, "x1": columns.stop - 0.5},
     }

@@ -9,6 +9,7 @@ import streamlit as st
 
 from attention_viz import analysis, figures
 from attention_viz.extraction import export
+from attention_viz.figures.layout import plotly_text
 from attention_viz.models.encoder import Variant
 from attention_viz.ui import cache, controls, downloads, feedback, fragment, model_notes, presets_ui, state
 from attention_viz.ui.attention_map import element as attention_map
@@ -20,6 +21,12 @@ VARIANTS = tuple(v.value for v in Variant)
 # A pair's A→B and B→A blocks: their rows are parts of distributions (small weights), so their colour range
 # is fitted to the head's values by default (the colour bar says so).
 CROSS_BLOCKS = ("AB", "BA")
+# Containers of what the server made for the head it knows (the downloads), and of the button that brings the
+# server to the head the map shows: the map shows one or the other as it steps (data "follow").
+SERVER_VIEW, OTHER_VIEW = "at_server_view", "off_server_view"
+# Containers the map element puts its own controls and its details (numbers, bars, lines) in: beside the map and
+# under it, as the page's layout places them (the element's DOM, moved there; its keys answer wherever it is).
+CONTROLS_SLOT, DETAILS_SLOT = "map_controls", "map_details"
 
 
 @dataclass(frozen=True)
@@ -43,7 +50,9 @@ def _show() -> None:
         map_column, side = st.container(), st.container()
     else:
         map_column, side = st.columns([3, 2], gap="medium")
-    layer, head, view, variant, seed = _head_controls(side, loaded)
+    layer, head = selection.layer, selection.head
+    view = st.session_state["map_view"]
+    example, variant, seed = _side_controls(side, loaded)
     pretrained = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
     scratch = feedback.or_stop(cache.scratch, loaded, selection.text, selection.pair, variant, int(seed))
     encoding = pretrained.encoding
@@ -54,7 +63,7 @@ def _show() -> None:
     queries, keys = maps.pretrained.shape  # q != k for a pair's A→B and B→A blocks
     style = figures.map_style(selection.presentation, max(queries, keys))  # smaller labels fit more
     size = style.window
-    focus = _focus_control(side, maps.row_labels, queries, size)
+    focus = _focus(queries, size)
     query_start, key_start = state.set_window("compare", queries, keys, size)
     rows, columns = figures.window_slice(query_start, queries, size), figures.window_slice(key_start, keys, size)
     what = _file_part(view, options)  # names the files: e.g. attention_..._layer3_head1_pretrained_words.csv
@@ -74,20 +83,48 @@ def _show() -> None:
     map_title = plain(f"compare.map_title_{view}", variant=plain(f"compare.variant_{variant.replace('-', '_')}"))
     with map_column:
         feedback.truncation(encoding)
-    _map(map_column, loaded, pretrained, scratch, options, view, variant, int(seed), map_title, style, what)
+    details = _details(pretrained, scratch, maps, options, (rows, columns, focus), style, config, variant, seed)
+    follow = {"example": None if example is None else list(example), "server_view": _server_view()}
+    _map(map_column, loaded, pretrained, scratch, options, variant, int(seed), style, details, follow)
     windowed = _under_the_map(map_column, loaded.info, maps, options, encoding.num_tokens, size)
 
-    # Below the screen: the numbers, the token in focus as bars and lines, the downloads.
-    _numbers(maps)
+    # Below the screen: the parity check and the downloads (the numbers, bars and lines are the map's).
+    _slot(st.container(key=DETAILS_SLOT))  # the map draws its numbers, bars and lines here
     _variant_note(loaded, selection, variant, int(seed))
-    if focus >= 0:
-        _focus_bars(maps, focus, columns, style, config)
-    _lines(maps, view, rows, columns, style, window["focus"], config)
+    if maps.view is not None:
+        st.caption(t("compare.numbers_tokens"))
     if windowed:
         st.caption(t("compare.download_full", queries=queries, keys=keys))
     shown_window = (shown[rows, columns], maps.row_labels[rows])
     chart = functools.partial(_download_figure, maps, view, *shown_window, map_title, fit, window)
-    downloads.buttons(pretrained, shown, chart, layer, head, what, tuple(maps.row_labels), tuple(maps.key_labels))
+    # The files are the server's: for the head it drew. After steps in the browser the map hides them and offers
+    # a button that brings the server to the head shown (one run), the files then follow.
+    st.html(f"<style>.st-key-{OTHER_VIEW} {{ display: none; }}</style>")
+    with st.container(key=SERVER_VIEW):
+        downloads.buttons(pretrained, shown, chart, layer, head, what, tuple(maps.row_labels), tuple(maps.key_labels))
+    follow_button = st.container(key=OTHER_VIEW)
+    follow_button.button(t("compare.downloads_follow"), key="downloads_follow", icon=":material/download:")
+
+
+def _slot(container) -> None:
+    """Make ``container`` a place the map element can fill: Streamlit draws no container that holds nothing."""
+    container.html('<div class="av-slot"></div>')
+
+
+def _server_view() -> dict:
+    """The view this run draws the page's server-made parts for (the downloads)."""
+    s = st.session_state
+    return {name: s[name] for name in ("layer", "head", "focus", "query_start", "key_start", "map_view")}
+
+
+def _focus(queries: int, size: int) -> int:
+    """The query in focus, kept inside the text (-1: none); the query window moved to it when outside."""
+    s = st.session_state
+    focus = s["focus"] if isinstance(s["focus"], int) and -1 <= s["focus"] < queries else -1
+    if focus != s["focus"]:  # past the end of a shorter text: said, as a box says it of its setting
+        st.caption(t("controls.reset", control=t("compare.focus"), old=s["focus"], new=t("compare.focus_none")))
+    state.set_focus(focus, queries, size)
+    return focus
 
 
 def _download_figure(maps: _Head, view: str, matrix, row_labels, title: str, fit: bool, window: dict):
@@ -99,24 +136,15 @@ def _download_figure(maps: _Head, view: str, matrix, row_labels, title: str, fit
     return figures.attention_heatmap(matrix, row_labels, title, zrange, **window)
 
 
-def _head_controls(side, loaded) -> tuple[int, int, str, str, int]:
-    """The title, the head picker, the examples, the map shown and the encoder variant: ``(layer, head,
-    view, variant, seed)``."""
-    title = side.empty()
-    # The map answers the arrow keys itself (in the browser): the step buttons take no shortcuts here.
-    layer, head = controls.head_picker(
-        side, explanation=(t("compare.intro"), t("compare.reading_help")), shortcuts=False
-    )
-    title.header(t("compare.title", layer=layer, head=head))
-    presets_ui.look_for(loaded, side)
-    view = state.control(
-        side.radio,
-        t("compare.view"),
-        "map_view",
-        state.MAP_VIEWS,
-        labels=lambda v: t(f"compare.view_{v}"),
-        horizontal=True,
-    )
+def _side_controls(side, loaded) -> tuple[tuple[int, int] | None, str, int]:
+    """The page's explanation, the example's note, the encoder variant and its seed: ``(example, variant,
+    seed)``, ``example`` the current example's ``(layer, head)`` or ``None``. The layer, head, map and token
+    in focus are the map element's own controls (in the browser)."""
+    top = side.container(horizontal=True, vertical_alignment="center", gap="small")
+    _slot(top.container(key=CONTROLS_SLOT, width="content"))  # the map's own controls go here (attention_map.js)
+    controls.explain(top, t("compare.intro"), t("compare.reading_help"))
+    with side:
+        example = presets_ui.look_for(loaded, st, in_browser=True)
     variant = state.control(
         side.selectbox,
         t("compare.variant"),
@@ -128,7 +156,7 @@ def _head_controls(side, loaded) -> tuple[int, int, str, str, int]:
     seed = st.session_state["seed"]
     if variant == Variant.RANDOM:
         seed = state.control(side.number_input, t("compare.seed"), "seed", min_value=0, max_value=2**31 - 1)
-    return layer, head, view, variant, seed
+    return example, variant, seed
 
 
 def _head_maps(pretrained, scratch, layer: int, head: int, options: analysis.ViewOptions) -> _Head:
@@ -140,18 +168,6 @@ def _head_maps(pretrained, scratch, layer: int, head: int, options: analysis.Vie
     view = analysis.apply_view(raw_pretrained, encoding, options)
     scratch_map = analysis.apply_view(raw_scratch, encoding, options).matrix  # (q, k), same labels
     return _Head(raw_pretrained, raw_scratch, view.matrix, scratch_map, view.query_labels, view.key_labels, view)
-
-
-def _focus_control(side, row_labels, queries: int, size: int) -> int:
-    no_focus = t("compare.focus_none")
-    return state.control(
-        side.selectbox,
-        t("compare.focus"),
-        "focus",
-        [-1, *range(queries)],
-        labels=lambda i: no_focus if i < 0 else f"{i}: {figures.isolate(figures.shorten_label(row_labels[i]))}",
-        then=lambda query: state.set_focus(query, queries, size),
-    )
 
 
 def _file_part(view: str, options: analysis.ViewOptions) -> str:
@@ -180,29 +196,7 @@ def _under_the_map(place, info, maps: _Head, options, total: int, size: int) -> 
         place.caption(t("compare.window_note", size=size, total=queries))
     else:
         place.caption(t("compare.window_note_block", size=size, queries=queries, keys=keys))
-    sliders = place.columns([3, 2])[0]
-    if queries > size:
-        state.control(sliders.slider, t("compare.query_start"), "query_start", min_value=0, max_value=queries - size)
-    if keys > size:
-        state.control(sliders.slider, t("compare.key_start"), "key_start", min_value=0, max_value=keys - size)
     return True
-
-
-def _numbers(maps: _Head) -> None:
-    """How far the two encoders agree, over the head's whole token-level attention, whatever the view: a
-    block's rows are not distributions, so their entropy or divergence would mean nothing."""
-    raw_scratch, raw_pretrained = maps.raw_scratch, maps.raw_pretrained
-    numbers = st.container(horizontal=True, gap="large")  # wraps on a narrow screen: no number is cut
-    js = analysis.js_divergence(raw_scratch, raw_pretrained).mean()
-    numbers.metric(
-        t("compare.max_difference"), f"{analysis.max_abs_difference(raw_scratch, raw_pretrained):.2e}", width="content"
-    )
-    numbers.metric(t("compare.js"), t("compare.bits", value=f"{js:.4f}"), width="content")
-    for name, raw in (("pretrained", raw_pretrained), ("scratch", raw_scratch)):
-        entropy = t("compare.bits", value=f"{analysis.row_entropy(raw).mean():.3f}")
-        numbers.metric(t(f"compare.entropy_{name}"), entropy, width="content")
-    if maps.view is not None:
-        st.caption(t("compare.numbers_tokens"))
 
 
 def _variant_note(loaded, selection, variant: str, seed: int) -> None:
@@ -224,34 +218,115 @@ def _variant_note(loaded, selection, variant: str, seed: int) -> None:
         st.caption(t("compare.note_random", seed=seed))
 
 
-def _focus_bars(maps: _Head, focus: int, columns: slice, style, config: dict) -> None:
-    bars = {
-        t("compare.view_pretrained"): maps.pretrained[focus, columns],
-        t("compare.view_scratch"): maps.scratch[focus, columns],
-    }
-    title = plain("compare.bars_title", token=figures.isolate(maps.row_labels[focus]), index=focus)  # no Markdown
-    chart = figures.focus_bars(bars, maps.key_labels[columns], title, style, columns.start)
-    attention_map.figure(st.container(), "focus_bars", chart, config)
+NUMBER_KEYS = ("max_difference", "js", "entropy_pretrained", "entropy_scratch")
 
 
-def _lines(maps: _Head, view: str, rows: slice, columns: slice, style, focus: int | None, config: dict) -> None:
-    lines_of = maps.scratch if view == "scratch" else maps.pretrained
-    source = t("compare.view_scratch") if view == "scratch" else t("compare.view_pretrained")
-    chart = figures.line_view(
-        lines_of[rows, columns],
+def _numbers(pretrained, scratch) -> list[list[list[str]]]:
+    """How far the two encoders agree, for every head, over the head's whole token-level attention whatever the
+    view (a block's rows are not distributions, so their entropy or divergence would mean nothing): ``[layer]
+    [head]`` the four numbers of :data:`NUMBER_KEYS` as shown (max |difference|, mean Jensen-Shannon divergence
+    in bits, the two mean row entropies in bits). A few strings a head: the map shows a head's as it steps."""
+    first, second = pretrained.weights, scratch.weights  # (layers, heads, query, key)
+    js = analysis.js_divergence(second, first).mean(-1)  # (layers, heads)
+    entropy_first, entropy_second = analysis.row_entropy(first).mean(-1), analysis.row_entropy(second).mean(-1)
+    bits = lambda value, digits: plain("compare.bits", value=f"{value:.{digits}f}")  # noqa: E731
+    return [
+        [
+            [
+                f"{analysis.max_abs_difference(second[layer, head], first[layer, head]):.2e}",
+                bits(js[layer, head], 4),
+                bits(entropy_first[layer, head], 3),
+                bits(entropy_second[layer, head], 3),
+            ]
+            for head in range(first.shape[1])
+        ]
+        for layer in range(first.shape[0])
+    ]
+
+
+def _details(pretrained, scratch, maps: _Head, options, window: tuple, style, config: dict, variant, seed) -> dict:
+    """What the map draws under itself for each head it steps to: the agreement numbers (every head's, made
+    once per text), and the focus token's bars and the line view as plotly figures made here for the head
+    the server knows, whose values, labels and titles the browser puts in for the head it shows (only what
+    varies by head or token; the figures' look stays Python's, :mod:`attention_viz.figures`)."""
+    rows, columns, focus = window
+    memo = st.session_state.get("_compare_numbers")
+    content = (pretrained.model_name, pretrained.encoding.labels, variant, int(seed), id(scratch))
+    if memo is None or memo[0] != content:
+        memo = (content, _numbers(pretrained, scratch))
+        st.session_state["_compare_numbers"] = memo
+    row = max(focus, 0)
+    names = (t("compare.view_pretrained"), t("compare.view_scratch"))
+    bars = figures.focus_bars(
+        {names[0]: maps.pretrained[row, columns], names[1]: maps.scratch[row, columns]},
+        maps.key_labels[columns],
+        "",
+        style,
+        columns.start,
+    )
+    lines = figures.line_view(
+        maps.pretrained[rows, columns],
         maps.row_labels[rows],
         maps.key_labels[columns],
-        t("compare.lines_title", source=source),
+        "",
         style,
         rows.start,
         columns.start,
-        focus,
+        None,
     )
-    attention_map.figure(st.container(), "lines", chart, config)
+    pretrained_name, scratch_name = plain("compare.view_pretrained"), plain("compare.view_scratch")
+    return {
+        "numbers": {"labels": [plain(f"compare.{name}") for name in NUMBER_KEYS], "values": memo[1]},
+        "bars": {
+            "figure": bars.to_json(),
+            "title": plain("compare.bars_title", token="{token}", index="{index}"),
+            "tokens": [figures.isolate(label) for label in maps.row_labels],  # the title's token, whole
+            "config": config,
+        },
+        "lines": {
+            "figure": lines.to_json(),
+            "titles": {
+                "pretrained": plain("compare.lines_title", source=pretrained_name),
+                "scratch": plain("compare.lines_title", source=scratch_name),
+            },
+            # the text traces' words and hovers, as figures.line_view writes them
+            "row_text": [figures.isolate(figures.shorten_label(label)) for label in maps.row_labels],
+            "row_hover": [figures.isolate(plotly_text(label)) for label in maps.row_labels],
+            "key_text": [figures.isolate(figures.shorten_label(label)) for label in maps.key_labels],
+            "key_hover": [figures.isolate(plotly_text(label)) for label in maps.key_labels],
+            "spacing": 1.6 * style.font_size,  # px between rows (figures.line_view)
+            "config": config,
+        },
+    }
 
 
-def _map(place, loaded, pretrained, scratch, options, view, variant, seed, title, style, what) -> None:
-    """The map element: the shown map of every head the browser holds (see :mod:`attention_viz.ui.attention_map`)."""
+def _controls(row_labels) -> dict:
+    """The words of the map's own controls (the layer and head steppers, the map switch, the token in focus:
+    ``focus_labels``, one per query, shown literally by the browser)."""
+    return {
+        "focus_labels": [f"{i}: {figures.isolate(_short(label))}" for i, label in enumerate(row_labels)],
+        "layer": plain("sidebar.layer"),
+        "head": plain("sidebar.head"),
+        "layer_previous": plain("controls.layer_previous"),
+        "layer_next": plain("controls.layer_next"),
+        "head_previous": plain("controls.head_previous"),
+        "head_next": plain("controls.head_next"),
+        "map": plain("compare.view"),
+        "kinds": {kind: plain(f"compare.view_{kind}") for kind in state.MAP_VIEWS},
+        "focus": plain("compare.focus"),
+        "focus_none": plain("compare.focus_none"),
+    }
+
+
+def _short(label: str) -> str:
+    """A token's label cut as the map's ticks cut it (:func:`attention_viz.figures.shorten_label`), as text."""
+    limit = figures.layout.LABEL_LIMIT
+    return label if len(label) <= limit else label[: limit - 1] + figures.layout.ELLIPSIS
+
+
+def _map(place, loaded, pretrained, scratch, options, variant, seed, style, details: dict, follow: dict) -> None:
+    """The map element: both maps of every head the browser holds, its controls and what it draws under itself
+    (see :mod:`attention_viz.ui.attention_map`)."""
     info, selection = loaded.info, state.selection()
     encoding = pretrained.encoding
     plain_view = options == analysis.ViewOptions()
@@ -263,33 +338,49 @@ def _map(place, loaded, pretrained, scratch, options, view, variant, seed, title
         if not plain_view:
             first = analysis.apply_view(first, encoding, options).matrix
             second = analysis.apply_view(second, encoding, options).matrix
-        maps = {"pretrained": first, "scratch": second, "difference": second - first}[view]
+        maps = {"pretrained": first, "scratch": second}
         if not fit:
             return maps, None
-        if view == "difference":
-            bound = np.maximum(np.abs(maps).max(axis=(-2, -1)), 1e-12)
-            return maps, np.stack([-bound, bound], axis=-1)
+        bound = np.maximum(np.abs(second - first).max(axis=(-2, -1)), 1e-12)
         low = np.minimum(first.min(axis=(-2, -1)), second.min(axis=(-2, -1)))
         high = np.maximum(np.maximum(first.max(axis=(-2, -1)), second.max(axis=(-2, -1))), low + 1e-12)
-        return maps, np.stack([low, high], axis=-1)
+        return maps, {"attention": np.stack([low, high], axis=-1), "difference": np.stack([-bound, bound], axis=-1)}
 
     if plain_view:
         row_labels = key_labels = encoding.labels
     else:
         probe = analysis.apply_view(pretrained.weights[0, 0], encoding, options)
         row_labels, key_labels = probe.query_labels, probe.key_labels
+    variant_name = plain(f"compare.variant_{variant.replace('-', '_')}")
+    colorbar = t("compare.fit_colorbar") if fit else ""
+    kinds = {
+        kind: {
+            **attention_map.scale(kind == "difference"),
+            "title": plain(f"compare.map_title_{kind}", variant=variant_name),
+            "what": _file_part(kind, options),
+        }
+        for kind in state.MAP_VIEWS
+    }
+    for entry in kinds.values():
+        entry["colorscale"] = figures.plotting.colorscale(entry["colorscale"])
+        entry["zrange"] = list(entry["zrange"])
     spec = attention_map.MapSpec(
         layers=info.num_layers,
         heads=info.num_heads,
         style=style,
-        **attention_map.scale(view == "difference"),
-        texts=attention_map.texts(title, t("compare.fit_colorbar") if fit else ""),
+        **attention_map.scale(False),
+        texts=attention_map.texts(kinds["pretrained"]["title"], colorbar),
         png_prefix=export.file_stem(info.name),
-        png_what=what,
+        png_what=kinds["pretrained"]["what"],
         presentation=selection.presentation,
     )
-    content = (info.name, info.revision, encoding.labels, view, variant, seed, options, fit)
-    attention_map.draw(place, attention_map.COMPARE_KEY, spec, content, maps_of, tuple(row_labels), tuple(key_labels))
+    keys = {"server": SERVER_VIEW, "other": OTHER_VIEW, "note": presets_ui.NOTE_KEY, "back": presets_ui.BACK_KEY}
+    keys.update(controls=CONTROLS_SLOT, details=DETAILS_SLOT)
+    extra = {"kinds": kinds, "controls": _controls(row_labels), "details": details, "follow": {**follow, "keys": keys}}
+    content = (info.name, info.revision, encoding.labels, variant, seed, options, fit)
+    attention_map.draw(
+        place, attention_map.COMPARE_KEY, spec, content, maps_of, tuple(row_labels), tuple(key_labels), extra
+    )
 
 
 @st.fragment
