@@ -8,7 +8,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import numpy as np
-from replay import control
+from replay import control, map_data
 from streamlit.testing.v1 import AppTest
 
 from attention_viz.ui.attention_map import element as attention_map
@@ -28,6 +28,40 @@ def run_app(**state_before) -> AppTest:
 
 
 _CHARTS = (attention_map.COMPONENT, attention_map.FIGURE_COMPONENT)  # not the page-wide SVG buttons, which draw none
+
+
+def _details(at) -> dict:
+    """Compare's bars and lines as the server made them for the view it knows, which is the view the map shows
+    after any AppTest run (the browser fills them for the heads it steps to): ``{key: figure}``."""
+    data = map_data(at)
+    if data is None:
+        return {}
+    details, config = data["details"], None
+    found = {"lines": {**json.loads(details["lines"]["figure"]), "config": details["lines"]["config"]}}
+    if data["view"]["focus"] >= 0:
+        config = details["bars"]["config"]
+        found["focus_bars"] = {**json.loads(details["bars"]["figure"]), "config": config}
+    return found
+
+
+def hidden(at, key: str) -> bool:
+    """Whether the page hides its container keyed ``key`` until the map shows it (a style the page draws)."""
+    return any(f".st-key-{key} {{ display: none; }}" in node.proto.body for node in at.get("html"))
+
+
+def title(at) -> str:
+    """The page's title: Compare's (which its map writes, following its steps) or another page's header."""
+    data = map_data(at)
+    if data is None:
+        return at.header[0].value
+    return data["controls"]["title"].format(**data["view"])
+
+
+def numbers(at) -> list[str]:
+    """Compare's agreement numbers for the head its map shows (max |difference|, mean JS divergence, the two
+    mean row entropies), as shown."""
+    data = map_data(at)
+    return data["details"]["numbers"]["values"][data["view"]["layer"]][data["view"]["head"]]
 
 
 def _drawn(at) -> list:
@@ -57,8 +91,9 @@ def _as_figure(node) -> dict:
 
 
 def figures(at) -> list[dict]:
-    """Every chart on the page (plotly charts, the map element, its figures), as plotly JSON with ``config``."""
-    return [_as_figure(node) for node in _drawn(at)]
+    """Every chart on the page (plotly charts, the map element, its figures; Compare's bars and lines), as plotly
+    JSON with ``config``."""
+    return [_as_figure(node) for node in _drawn(at)] + list(_details(at).values())
 
 
 def configs(at) -> list[dict]:
@@ -88,6 +123,9 @@ def chart(at, key: str) -> dict:
     """The chart drawn with ``key=key``, as plotly JSON (see :func:`figures`); ``"map"`` is Compare's map
     element (its key is ``attention_map``)."""
     key = attention_map.COMPARE_KEY if key == "map" else key
+    details = _details(at)
+    if key in details:
+        return details[key]
     (found,) = [c for c in _drawn(at) if c.proto.id.endswith(f"-{key}")]
     return _as_figure(found)
 

@@ -119,9 +119,11 @@ def browser_report(at: AppTest, **changes) -> None:
     """What a person's moves on Compare's map leave for the server (``layer``, ``head``, ``focus``,
     ``query_start``, ``key_start``, ``map_view``): nothing at once; the view they end on goes into the hidden
     ``browser_view`` box, which the next run carries, whatever causes it."""
-    view = {**map_view(at), **changes}
-    seq = at.session_state["_browser_view_seq"] + 1 if "_browser_view_seq" in at.session_state else 1
-    at.text_input(key=browser_view.KEY).set_value(json.dumps({"seq": seq, "view": view}))
+    box = at.text_input(key=browser_view.KEY)
+    adopted = at.session_state["_browser_view_seq"] if "_browser_view_seq" in at.session_state else 0  # noqa: SIM401
+    pending = browser_view.reported(box.value)  # moves made since the last run, not yet told
+    seq, base = (pending[0], pending[1]) if pending and pending[0] > adopted else (adopted, map_view(at))
+    box.set_value(json.dumps({"seq": seq + 1, "view": {**base, **changes}}))
 
 
 def browser_step(at: AppTest, **changes) -> AppTest:
@@ -142,8 +144,15 @@ class MapControl:
     """One of Compare's map controls as a test drives it: ``value``, ``set_value(...).run()``, ``format_func``
     and ``options`` (the focus box's), like an AppTest widget."""
 
+    disabled = False  # the map's controls work whenever the map is drawn
+
     def __init__(self, at: AppTest, key: str) -> None:
         self.at, self.key, self._value = at, key, None
+
+    @property
+    def label(self) -> str:
+        controls = map_data(self.at)["controls"]
+        return controls["map" if self.key == "map_view" else self.key]
 
     @property
     def value(self):

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from apptools import _drawn, chart, configs, decode, downloaded, no_errors, run_app, z
+from apptools import _drawn, chart, configs, decode, downloaded, no_errors, numbers, run_app, z
 from numpy.testing import assert_allclose
 from replay import control
 
@@ -177,13 +177,13 @@ def test_the_numbers_stay_over_the_whole_token_level_head_in_any_view(bundled):
 
     text, pair = "The cat sat.", "It slept."
     at = run_app(text=text, pair=pair)
-    before = [m.value for m in at.metric]
+    before = numbers(at)
     control(at, "selectbox", "block").set_value("AB").run()
     control(at, "toggle", "word_level").set_value(True).run()
     no_errors(at)
-    assert [m.value for m in at.metric] == before
+    assert numbers(at) == before
     raw = extract(bundled, text, pair).weights[LAYER, HEAD]
-    assert f"{analysis.row_entropy(raw).mean():.3f}" in at.metric[2].value
+    assert f"{analysis.row_entropy(raw).mean():.3f}" in numbers(at)[2]
     assert any(i18n.t("compare.numbers_tokens") in c.value for c in at.caption)
 
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
-from apptools import decode, downloaded, figures, no_errors, run_app, z
+from apptools import decode, downloaded, figures, no_errors, run_app, title, z
 from numpy.testing import assert_allclose
 from replay import control
 
@@ -90,7 +90,7 @@ def test_head_statistics_over_the_bundled_corpus(bundled):
 def test_a_clicked_head_opens_in_compare():
     assert head_links.head_of_point(14, 12) == (1, 2)
     at = _page(STATS, layer=2, head=5, _open_compare=True)  # what the chart's on_select callback leaves
-    assert at.header[0].value == "Layer 2, head 5"
+    assert title(at) == "Layer 2, head 5"
 
 
 def test_head_similarity_page(bundled):
@@ -157,7 +157,7 @@ def test_pair_blocks_on_the_rollout_page(bundled):
 
 def test_rollout_and_norms_page_in_chinese():
     at = _page(FLOW, lang="zh")
-    assert at.header[0].value.startswith("注意力展开与范数")
+    assert title(at).startswith("注意力展开与范数")
     (raw,) = figures(at)
     assert raw["layout"]["xaxis"]["title"]["text"] == "键（被关注）"
     assert raw["layout"]["yaxis"]["title"]["text"] == "查询（发出关注）"

@@ -4,10 +4,11 @@ import logging
 
 import pytest
 from apptools import figures as figures_drawn
-from apptools import no_errors, run_app
+from apptools import no_errors, run_app, title
+from replay import browser_steps
 
 from attention_viz import figures
-from attention_viz.ui import i18n, state
+from attention_viz.ui import i18n, presets_ui, state
 
 
 def _broken(*args, **kwargs):
@@ -33,10 +34,11 @@ def test_a_failing_page_shows_one_message_and_keeps_the_sidebar(monkeypatch, cap
 
 def test_a_failing_click_leaves_the_view_and_says_so(monkeypatch):
     at = run_app()
-    monkeypatch.setattr(state, "stepped", _broken)
-    at.button(key="step_head_next").click().run()
+    monkeypatch.setattr(presets_ui, "_back", _broken)
+    browser_steps(at, "head", 1)  # off the example's head: its "back" button is the one shown
+    at.button(key="example_back").click().run()
     no_errors(at)
-    assert at.header[0].value == f"Layer {state.EXAMPLE_LAYER}, head {state.EXAMPLE_HEAD}"
+    assert title(at) == f"Layer {state.EXAMPLE_LAYER}, head {state.EXAMPLE_HEAD + 1}"
     assert at.warning[0].value == i18n.t("app.callback_failed")
     at.run()
     assert not at.warning  # said once

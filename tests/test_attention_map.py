@@ -7,8 +7,8 @@ import struct
 
 import numpy as np
 import pytest
-from apptools import _drawn, chart, no_errors, run_app
-from replay import element_state, replay
+from apptools import _drawn, chart, no_errors, run_app, title
+from replay import browser_step, element_state, replay
 
 from attention_viz import figures
 from attention_viz.extraction import extract
@@ -136,7 +136,7 @@ def test_the_maps_report_moves_the_page_and_a_bad_one_is_ignored(bundled):
     report = {"layer": 5, "head": 0, "focus": 2, "query_start": 0, "key_start": 0, "seq": 3}
     replay(at, {}, (element_state(at, element.COMPARE_KEY, {"view": report}),))
     no_errors(at)
-    assert at.header[0].value == "Layer 5, head 0"
+    assert title(at) == "Layer 5, head 0"
     assert (at.session_state["layer"], at.session_state["head"], at.session_state["focus"]) == (5, 0, 2)
     shown = chart(at, "map")
     weights = extract(bundled, state.EXAMPLE_TEXT).weights
@@ -144,18 +144,21 @@ def test_the_maps_report_moves_the_page_and_a_bad_one_is_ignored(bundled):
     assert shown["layout"]["shapes"][0]["y0"] == 1.5  # the focus outline
     replay(at, {}, (element_state(at, element.COMPARE_KEY, {"view": {**report, "layer": 99}}),))
     no_errors(at)
-    assert at.header[0].value == "Layer 5, head 0"
+    assert title(at) == "Layer 5, head 0"
 
 
 def test_a_server_side_change_gets_a_new_revision_and_an_echo_does_not(bundled):
     at = run_app()
     data = lambda: json.loads(next(n for n in at._tree if getattr(n, "type", None) == "bidi_component").proto.json)  # noqa: E731
     first = data()["rev"]
-    at.button(key="step_head_next").click().run()  # the server moved the view: the element adopts it
+    at.session_state["head"] = state.EXAMPLE_HEAD + 1
+    at.run()  # the server moved the view (a link, an example): the element adopts it
     assert data()["rev"] == first + 1 and data()["view"]["head"] == state.EXAMPLE_HEAD + 1
     report = {**data()["view"], "head": state.EXAMPLE_HEAD + 2, "seq": 1}
     replay(at, {}, (element_state(at, element.COMPARE_KEY, {"view": report}),))
     assert data()["rev"] == first + 1  # the element's own report: it keeps its (newer) view
+    browser_step(at, head=state.EXAMPLE_HEAD + 3)  # the view it left in the hidden box: its own too
+    assert data()["rev"] == first + 1 and data()["view"]["head"] == state.EXAMPLE_HEAD + 3
 
 
 def test_a_new_sentences_maps_travel_once_inside_the_data_and_a_step_names_them_only(bundled):
@@ -170,7 +173,7 @@ def test_a_new_sentences_maps_travel_once_inside_the_data_and_a_step_names_them_
     assert first["inline"] is not None and base64.b64decode(first["inline"]) == stored
     header, _ = serving.unpack(stored)
     assert header["layers"] == list(range(bundled.info.num_layers))  # every layer of the sentence
-    at.button(key="step_head_next").click().run()
+    browser_step(at, head=state.EXAMPLE_HEAD + 1)
     assert data()["bundle"] == first["bundle"] and data()["inline"] is None
     at.text_area(key="text").input("The dog sat on the mat.").run()
     changed = data()

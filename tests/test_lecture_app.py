@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import pandas as pd
 import pytest
-from apptools import APP, downloaded
+from apptools import APP, downloaded, title
 from apptools import decode as _decode
 from apptools import figures as _figures
 from apptools import no_errors as _no_errors
@@ -57,7 +57,7 @@ def test_language_switch_turns_every_sidebar_label_and_page_title_chinese():
     assert zh["presets.finding"].split("{")[0].strip() in at.info[0].value  # the example's finding, in Chinese
     at.switch_page(INSIDE).run()
     _no_errors(at)
-    assert at.header[0].value.startswith("第 3 层第 1 个头的内部")
+    assert title(at).startswith("第 3 层第 1 个头的内部")
     assert at.query_params["lang"] == "zh" and at.query_params["page"] == "inside"
 
 
@@ -66,7 +66,7 @@ def test_a_link_opens_the_same_view_page_head_and_language(bundled):
     view |= {"head": "7", "scaling": "article", "temperature": "0.5", "masked": "0,3"}  # "article": an older link
     at = _open_link(links.query_string(view))
     _no_errors(at)
-    assert at.header[0].value.startswith("第 4 层第 7 个头的内部")
+    assert title(at).startswith("第 4 层第 7 个头的内部")
     assert at.text_area(key="text").value == view["text"] and at.text_input(key="pair").value == view["pair"]
     assert (control(at, "selectbox", "layer").value, control(at, "selectbox", "head").value) == (4, 7)
     assert (
@@ -86,7 +86,7 @@ def test_state_to_link_to_state_round_trip_with_chinese_and_a_pair():
     _no_errors(opened)
     for key in state.DEFAULTS:
         assert opened.session_state[key] == at.session_state[key], key
-    assert opened.header[0].value == at.header[0].value  # same page, same head, same language
+    assert title(opened) == title(at)  # same page, same head, same language
 
 
 def test_every_change_is_written_back_to_the_url():
@@ -108,7 +108,7 @@ def test_a_malformed_link_opens_the_default_view_with_a_note():
     note = at.warning[0].value
     for name in ("layer", "head", "lang", "fit_range", "page", "temperature", "zzz"):
         assert name in note
-    assert at.header[0].value == f"Layer {state.EXAMPLE_LAYER}, head {state.EXAMPLE_HEAD}"  # Compare, the default
+    assert title(at) == f"Layer {state.EXAMPLE_LAYER}, head {state.EXAMPLE_HEAD}"  # Compare, the default
 
 
 def test_text_too_long_for_a_link_is_cut_with_a_note():
@@ -275,7 +275,7 @@ def test_inside_a_head_runs_no_forward_when_the_head_or_layer_changes(bundled):
             control(at, "selectbox", "layer").set_value(layer).run()
             control(at, "selectbox", "head").set_value(head).run()
             _no_errors(at)
-            assert at.header[0].value.startswith(f"Inside layer {layer}, head {head}:")
+            assert title(at).startswith(f"Inside layer {layer}, head {head}:")
     finally:
         handle.remove()
     assert forwards == []

@@ -27,12 +27,12 @@ import time
 
 import numpy as np
 import pytest
-from apptools import APP, chart, figures, z
+from apptools import APP, chart, figures, title, z
 from browser import ARTIFACTS
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
-from replay import control, element_state, replay, shown_labels
+from replay import browser_report, control, element_state, replay, shown_labels
 from streamlit.testing.v1 import AppTest
 
 from attention_viz import analysis
@@ -167,6 +167,9 @@ class LectureWalk(RuleBasedStateMachine):
         }
         for key in keys:
             self.layer, self.head = state.stepped(self.layer, self.head, *moves[key], self._shape())
+        if self.page == "compare":  # Compare's map tells the server nothing now: the next run takes the view
+            browser_report(self.at, layer=self.layer, head=self.head)
+            return
         s = self.at.session_state
         view = {"layer": self.layer, "head": self.head, "focus": s["focus"]}
         view |= {"query_start": s["query_start"], "key_start": s["key_start"], "seq": len(keys)}
@@ -175,6 +178,18 @@ class LectureWalk(RuleBasedStateMachine):
         self.previous = shown
         LectureWalk.steps += 1
         self._check()
+
+    @precondition(lambda self: self.page == "compare" and self.text_valid)
+    @rule(data=st.data())
+    def use_the_maps_controls(self, data):
+        """Compare's map: its Layer and Head boxes, the map switch, the token in focus (all in the browser:
+        nothing runs; the next run takes the view)."""
+        layers, heads = self._shape()
+        self.layer = data.draw(st.integers(0, layers - 1), label="layer")
+        self.head = data.draw(st.integers(0, heads - 1), label="head")
+        focus = data.draw(st.integers(-1, len(control(self.at, "selectbox", "focus").options) - 2), label="focus")
+        kind = data.draw(st.sampled_from(state.MAP_VIEWS), label="map")
+        browser_report(self.at, layer=self.layer, head=self.head, focus=focus, map_view=kind)
 
     @precondition(lambda self: self._has("selectbox", "head"))
     @rule(data=st.data())
@@ -269,7 +284,7 @@ class LectureWalk(RuleBasedStateMachine):
         table = i18n.table(at.session_state["lang"])
         titles = [h.value for h in at.header]
         if self.page == "compare":
-            assert titles[0] == table["compare.title"].format(layer=self.layer, head=self.head), titles
+            assert title(at) == table["compare.title"].format(layer=self.layer, head=self.head), title(at)
         elif self.page == "article" and self.text_valid:
             assert titles[0] == table["article.title"].format(layer=self.layer, head=self.head), titles
         elif self.page == "rollout" and self.text_valid:

@@ -101,4 +101,3 @@ def skip() -> None:
     if found is not None:
         st.session_state[_ADOPTED] = max(found[0], st.session_state.get(_ADOPTED, -1))
     st.session_state.pop(_LAST, None)  # the view is the address's now: the map takes it (a new revision)
-

@@ -401,7 +401,10 @@ class AttentionMap {
     kinds.lastChild.style.borderRadius = "0 8px 8px 0";
     const focus = select((value) => this.focusOn(value, true));
     focus.className = "av-focus";
-    row.append(stepper("layer"), stepper("head"), kinds, labelled(c.focus, focus));
+    const title = document.createElement("h2");
+    title.className = "av-title";
+    title.style.cssText = "flex-basis:100%;margin:0;padding:0;font-size:1.75rem;font-weight:600;line-height:1.2";
+    row.append(title, stepper("layer"), stepper("head"), kinds, labelled(c.focus, focus));
     this.root.prepend(row);
     this.controls = row;
     this.place();
@@ -413,6 +416,7 @@ class AttentionMap {
     const row = this.controls, d = this.data;
     if (!row || !this.view) return;
     const [layers, heads] = d.shape;
+    row.querySelector(".av-title").textContent = d.controls.title.replace("{layer}", this.view.layer).replace("{head}", this.view.head);
     const fill = (sel, count, text, value) => {
       if (sel.options.length !== count || sel.dataset.texts !== text) {
         sel.replaceChildren();

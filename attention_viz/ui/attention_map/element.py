@@ -289,9 +289,9 @@ def valid_view(value: object, layers: int, heads: int, queries: int, keys: int) 
     return view
 
 
-def _on_view(key: str, shape: tuple[int, int, int, int], spec: MapSpec) -> None:
+def _on_view(key: str, shape: tuple[int, int, int, int], spec: MapSpec, kinds: bool = False) -> None:
     """``on_view_change``: a checked view goes under the view's permanent keys (those of :func:`_stored`);
-    anything else is ignored."""
+    anything else is ignored. ``kinds``: the element switches maps itself (its view has ``map_view``)."""
     s = st.session_state
     result = s.get(key)
     value = result.get("view") if hasattr(result, "get") else None
@@ -299,7 +299,7 @@ def _on_view(key: str, shape: tuple[int, int, int, int], spec: MapSpec) -> None:
     if view is None:
         return
     s.update({stored: view[name] for name, stored in _stored(spec).items()})
-    s[f"_{key}_reported"] = _view(spec)
+    s[f"_{key}_reported"] = {**_view(spec), **({"map_view": s["map_view"]} if kinds else {})}
 
 
 def _memo(key: str, content_key: tuple, only_head: int | None) -> dict:
@@ -398,7 +398,9 @@ def draw(
         _element(COMPONENT, "attention_map.js")(
             key=key,
             data=data,
-            on_view_change=state.guarded(lambda: _on_view(key, (spec.layers, spec.heads, queries, keys), spec)),
+            on_view_change=state.guarded(
+                lambda: _on_view(key, (spec.layers, spec.heads, queries, keys), spec, "map_view" in view)
+            ),
         )
 
 

@@ -219,6 +219,7 @@ def _variant_note(loaded, selection, variant: str, seed: int) -> None:
 
 
 NUMBER_KEYS = ("max_difference", "js", "entropy_pretrained", "entropy_scratch")
+SOURCES = ("pretrained", "scratch")  # the maps the line view draws (the difference draws the pretrained one)
 
 
 def _numbers(pretrained, scratch) -> list[list[list[str]]]:
@@ -247,48 +248,45 @@ def _numbers(pretrained, scratch) -> list[list[list[str]]]:
 def _details(pretrained, scratch, maps: _Head, options, window: tuple, style, config: dict, variant, seed) -> dict:
     """What the map draws under itself for each head it steps to: the agreement numbers (every head's, made
     once per text), and the focus token's bars and the line view as plotly figures made here for the head
-    the server knows, whose values, labels and titles the browser puts in for the head it shows (only what
-    varies by head or token; the figures' look stays Python's, :mod:`attention_viz.figures`)."""
+    the server knows (exactly as drawn there: the bars of the token in focus, the lines of the map shown), whose
+    values, labels and titles the browser puts in for the head it shows (only what varies by head or token; the
+    figures' look stays Python's, :mod:`attention_viz.figures`)."""
     rows, columns, focus = window
     memo = st.session_state.get("_compare_numbers")
-    content = (pretrained.model_name, pretrained.encoding.labels, variant, int(seed), id(scratch))
+    content = (pretrained.model_name, pretrained.encoding.labels, pretrained.encoding.is_pair, variant, int(seed))
     if memo is None or memo[0] != content:
         memo = (content, _numbers(pretrained, scratch))
         st.session_state["_compare_numbers"] = memo
     row = max(focus, 0)
     names = (t("compare.view_pretrained"), t("compare.view_scratch"))
+    token_titles = [figures.isolate(label) for label in maps.row_labels]  # the bars' title names the token whole
+    bars_title = plain("compare.bars_title", token="{token}", index="{index}")
     bars = figures.focus_bars(
         {names[0]: maps.pretrained[row, columns], names[1]: maps.scratch[row, columns]},
         maps.key_labels[columns],
-        "",
+        bars_title.replace("{token}", token_titles[row]).replace("{index}", str(row)),
         style,
         columns.start,
     )
+    view = st.session_state["map_view"]
+    source = "scratch" if view == "scratch" else "pretrained"
+    line_titles = {name: plain("compare.lines_title", source=plain(f"compare.view_{name}")) for name in SOURCES}
     lines = figures.line_view(
-        maps.pretrained[rows, columns],
+        (maps.scratch if source == "scratch" else maps.pretrained)[rows, columns],
         maps.row_labels[rows],
         maps.key_labels[columns],
-        "",
+        line_titles[source],
         style,
         rows.start,
         columns.start,
-        None,
+        focus - rows.start if rows.start <= focus < rows.stop else None,
     )
-    pretrained_name, scratch_name = plain("compare.view_pretrained"), plain("compare.view_scratch")
     return {
         "numbers": {"labels": [plain(f"compare.{name}") for name in NUMBER_KEYS], "values": memo[1]},
-        "bars": {
-            "figure": bars.to_json(),
-            "title": plain("compare.bars_title", token="{token}", index="{index}"),
-            "tokens": [figures.isolate(label) for label in maps.row_labels],  # the title's token, whole
-            "config": config,
-        },
+        "bars": {"figure": bars.to_json(), "title": bars_title, "tokens": token_titles, "config": config},
         "lines": {
             "figure": lines.to_json(),
-            "titles": {
-                "pretrained": plain("compare.lines_title", source=pretrained_name),
-                "scratch": plain("compare.lines_title", source=scratch_name),
-            },
+            "titles": line_titles,
             # the text traces' words and hovers, as figures.line_view writes them
             "row_text": [figures.isolate(figures.shorten_label(label)) for label in maps.row_labels],
             "row_hover": [figures.isolate(plotly_text(label)) for label in maps.row_labels],
@@ -304,6 +302,7 @@ def _controls(row_labels) -> dict:
     """The words of the map's own controls (the layer and head steppers, the map switch, the token in focus:
     ``focus_labels``, one per query, shown literally by the browser)."""
     return {
+        "title": plain("compare.title", layer="{layer}", head="{head}"),
         "focus_labels": [f"{i}: {figures.isolate(_short(label))}" for i, label in enumerate(row_labels)],
         "layer": plain("sidebar.layer"),
         "head": plain("sidebar.head"),
