@@ -194,9 +194,15 @@ def idle(page, frames: int = 10, timeout_ms: int = 120_000) -> None:
 
 
 def set_choice(page, label: str, value: int) -> None:
-    """Choose ``value`` in the Layer or Head box beside the map, as a person does (typing narrows its list)."""
+    """Choose ``value`` in the Layer or Head box beside the map, as a person does (typing narrows its list);
+    on Compare, the map's own box (a select, in the browser)."""
     from playwright.sync_api import expect
 
+    own = page.locator(f".av-stepper.av-{label.lower()} select")
+    if own.count():
+        own.select_option(str(value))
+        expect(own).to_have_value(str(value), timeout=60_000)
+        return
     box = page.locator(f".st-key-_{label.lower()}[data-stale='false'] input[role='combobox']")  # not a stale copy
     box.click()
     box.fill(str(value))

@@ -206,8 +206,8 @@ def test_type_a_sentence_pick_a_head_click_a_row_and_a_thumbnail(server, chromiu
         [it, 2],
     )
     page.mouse.click(*cell)
-    page.wait_for_selector(".st-key-focus_bars .js-plotly-plot .bars", timeout=60_000)
-    bars = page.eval_on_selector(".st-key-focus_bars .js-plotly-plot", "el => Array.from(el._fullData[0].y)")
+    page.wait_for_selector(".av-bars .js-plotly-plot .bars", timeout=60_000)
+    bars = page.eval_on_selector(".av-bars .js-plotly-plot", "el => Array.from(el._fullData[0].y)")
     np.testing.assert_allclose(bars, expected.weights[LAYER, HEAD, it], atol=1e-7)
 
     # All heads: a click on a thumbnail opens that head in Compare
@@ -237,7 +237,7 @@ def test_type_a_sentence_pick_a_head_click_a_row_and_a_thumbnail(server, chromiu
     np.testing.assert_allclose(thumbnail[2:], target, atol=2)  # the click target sits on its thumbnail
     page.mouse.click(*target)
     _wait_for_header(page, "Layer 2, head 5")
-    expect(page.locator(".st-key-_layer input[role='combobox']")).to_have_value("2")
+    expect(page.locator(".av-stepper.av-layer select")).to_have_value("2")
     page.close()
     (ARTIFACTS / "timings.json").write_text(
         json.dumps({"open_to_first_heatmap_s": round(first_heatmap_s, 2), "head_change_s": round(head_change_s, 2)})

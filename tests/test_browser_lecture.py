@@ -70,8 +70,24 @@ def _choose(page, selector: str, option: str) -> None:
     _act(page, choose)
 
 
+# Compare's map draws its own ‹ › buttons (in the browser)
+MAP_BUTTONS = {
+    f"step_{unit}_{direction}": f".av-stepper.av-{unit} button >> nth={0 if direction == 'previous' else -1}"
+    for unit in ("layer", "head")
+    for direction in ("previous", "next")
+}
+MAP_FOCUS = "select.av-focus"  # and its Query token box
+
+
 def _click(page, key: str) -> None:
+    if key in MAP_BUTTONS and page.locator(".av-stepper").count():
+        _act(page, lambda: page.locator(MAP_BUTTONS[key]).click())
+        return
     _act(page, lambda: page.locator(f".st-key-{key} button").first.click())
+
+
+def _focus(page, query: int) -> None:
+    _act(page, lambda: page.locator(MAP_FOCUS).select_option(str(query)))
 
 
 # --- Click sequences -------------------------------------------------------------------------------------
@@ -83,7 +99,7 @@ def test_chinese_then_head_then_difference(server, chromium):
     _language(page, "中文")
     _click(page, "step_head_next")
     _heading(page, ZH["compare.title"].format(layer=3, head=2))
-    _act(page, page.locator("[class*='st-key-_map_view-'] label").filter(has_text=ZH["compare.view_difference"]).click)
+    _act(page, page.locator(".av-kinds button").filter(has_text=ZH["compare.view_difference"]).click)
     _no_error_page(page)
     for language in ("English", "中文"):
         _language(page, language)
@@ -92,7 +108,7 @@ def test_chinese_then_head_then_difference(server, chromium):
     _heading(page, ZH["compare.title"].format(layer=3, head=3))
     # every option box shows a label of the current language
     variant = page.locator("[class*='st-key-_variant-'] input").input_value()
-    focus = page.locator("[class*='st-key-_focus-'] input").input_value()
+    focus = page.locator(f"{MAP_FOCUS} option:checked").inner_text()
     assert ZH["compare.variant_exact"] in variant and ZH["compare.focus_none"] in focus
     page.screenshot(path=ARTIFACTS / "sequence_chinese.png")
     page.close()
@@ -101,8 +117,8 @@ def test_chinese_then_head_then_difference(server, chromium):
 def test_focus_then_example_then_head(server, chromium):
     url, _, _ = server
     page = _open(chromium, url)
-    _choose(page, "[class*='st-key-_focus-']", "10: it")
-    expect(page.locator(".st-key-focus_bars .js-plotly-plot")).to_be_visible()
+    _focus(page, 10)
+    expect(page.locator(".av-bars .js-plotly-plot")).to_be_visible()
     _choose(page, "[class*='st-key-_example-']", "Repeated words")
     _click(page, "step_head_next")
     _no_error_page(page)
@@ -113,13 +129,13 @@ def test_focus_then_example_then_head(server, chromium):
 def test_focus_then_hide_special_then_head_and_a_pair_block(server, chromium):
     url, _, _ = server
     page = _open(chromium, url)
-    _choose(page, "[class*='st-key-_focus-']", "10: it")
+    _focus(page, 10)
     _act(page, page.locator(".st-key-_hide_special label").first.click)
     _click(page, "step_head_next")
     _no_error_page(page)
     _heading(page, "Layer 3, head 2")
     _choose(page, "[class*='st-key-_example-']", "Sentence pair")
-    _choose(page, "[class*='st-key-_focus-']", "3: cat")
+    _focus(page, 3)
     _choose(page, "[class*='st-key-_block-']", "B → A")
     _no_error_page(page)
     rows = page.eval_on_selector(MAP, "el => el._fullData[0].z.length")
@@ -173,8 +189,7 @@ BOXES = """() => {
         plot: plot,
         ticks: Array.from(el.querySelectorAll('.xtick text, .ytick text'), box),
         rows: el._fullData[0].z.length,
-        controls: ['_layer', '_head', 'step_layer_previous', 'step_layer_next', 'step_head_previous', 'step_head_next']
-            .map(key => box(document.querySelector('.st-key-' + key))),
+        controls: Array.from(document.querySelectorAll('.av-stepper select, .av-stepper button'), box),
         sentence: visible ? box(sentence) : null,
         presentation: visible ? box(document.querySelector('.st-key-presentation')) : null,
         title: box(document.querySelector('[data-testid="attention-map"] .av-status')),

@@ -1,4 +1,4 @@
-"""The page tells the browser to fetch plotly.js at once, with Streamlit's own scripts.
+"""The page tells the browser to fetch plotly.js and the map's script at once, with Streamlit's own scripts.
 
 The app's map and its charts (:mod:`attention_viz.ui.attention_map`) draw with the plotly package's own
 ``plotly.min.js``, served by the app. Loaded only when the first map arrives over the WebSocket, after
@@ -19,11 +19,20 @@ import functools
 
 from attention_viz.ui.attention_map.serving import PLOTLY_PATH
 
+# The map element's module as Streamlit serves a custom component's file (``_stcore/bidi-components/<project>.
+# <component>/<file>``, its ``buildBidiComponentURL``): preloaded with its imports (plotly_loader.js,
+# browser_view.js), the map's script is ready when the first run's data arrives, instead of being fetched
+# module after module then (the first map waited about a second for them).
+MAP_MODULE = "_stcore/bidi-components/attention-viz.attention_map/attention_map.js"
+
 
 @functools.cache
 def links() -> bytes:
-    """The ``<link>`` tag: plotly.js, the app's own copy (served by :mod:`attention_viz.ui.attention_map.serving`)."""
-    return f'<link rel="preload" as="script" href="./{PLOTLY_PATH}">'.encode()
+    """The ``<link>`` tags: plotly.js, the app's own copy (served by :mod:`attention_viz.ui.attention_map.serving`),
+    and the map element's module (:data:`MAP_MODULE`)."""
+    return (
+        f'<link rel="preload" as="script" href="./{PLOTLY_PATH}">' + f'<link rel="modulepreload" href="./{MAP_MODULE}">'
+    ).encode()
 
 
 def with_links(html: bytes) -> bytes:

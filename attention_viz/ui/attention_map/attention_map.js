@@ -379,6 +379,7 @@ class AttentionMap {
       box.style.cssText = "display:inline-flex;gap:4px;align-items:center";
       const sel = select((value) => this.choose(unit, value));
       sel.dataset.unit = unit;
+      sel.setAttribute("aria-label", c[unit]);
       box.append(
         button("‹", c[unit + "_previous"], () => this.step(unit, -1)),
         labelled(c[unit], sel),
@@ -401,6 +402,7 @@ class AttentionMap {
     kinds.lastChild.style.borderRadius = "0 8px 8px 0";
     const focus = select((value) => this.focusOn(value, true));
     focus.className = "av-focus";
+    focus.setAttribute("aria-label", c.focus);
     const title = document.createElement("h2");
     title.className = "av-title";
     title.style.cssText = "flex-basis:100%;margin:0;padding:0;font-size:1.75rem;font-weight:600;line-height:1.2";

@@ -228,8 +228,10 @@ def _numbers(pretrained, scratch) -> list[list[list[str]]]:
     [head]`` the four numbers of :data:`NUMBER_KEYS` as shown (max |difference|, mean Jensen-Shannon divergence
     in bits, the two mean row entropies in bits). A few strings a head: the map shows a head's as it steps."""
     first, second = pretrained.weights, scratch.weights  # (layers, heads, query, key)
-    js = analysis.js_divergence(second, first).mean(-1)  # (layers, heads)
-    entropy_first, entropy_second = analysis.row_entropy(first).mean(-1), analysis.row_entropy(second).mean(-1)
+    # a layer at a time: float64 copies of all of them at 512 tokens would be gigabytes
+    js = np.stack([analysis.js_divergence(b, a).mean(-1) for a, b in zip(first, second, strict=True)])
+    entropy_first = np.stack([analysis.row_entropy(a).mean(-1) for a in first])  # (layers, heads)
+    entropy_second = np.stack([analysis.row_entropy(b).mean(-1) for b in second])
     bits = lambda value, digits: plain("compare.bits", value=f"{value:.{digits}f}")  # noqa: E731
     return [
         [

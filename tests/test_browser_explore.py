@@ -1,0 +1,212 @@
+"""Compare explored in the browser: every move within the maps the page holds runs nothing on the server.
+
+A head or layer step (keys, the ‹ › buttons, the Layer and Head boxes), a click on a cell, a window pan and the
+Pretrained / From scratch / Difference switch are drawn by the map element from its data; the title, the boxes,
+the numbers, the focus token's bars, the line view, the example's note and the address follow in the browser.
+The server's script runs are counted as the browser's WebSocket messages (each run is asked for by one); the
+view reaches the server with the next run something else causes (a new sentence, a toggle, a page switch,
+Back), and a link copied after the steps opens them.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+
+import numpy as np
+from browser import ARTIFACTS, IDLE, MAP_DRAWN, idle, wait_for_header, wait_for_map_view
+from playwright.sync_api import expect
+
+from attention_viz.extraction import extract
+from attention_viz.ui import state
+
+MAP_ELEMENT = "[data-testid='attention-map']"
+LONG = " ".join(f"w{i % 37}" for i in range(60))  # more tokens than the map's window: a pan has room
+
+
+class Socket:
+    """The WebSocket messages a page sends (each script run is asked for by one) and the bytes both ways."""
+
+    def __init__(self, page) -> None:
+        self.sent, self.received = [], []
+        page.on("websocket", self._watch)
+
+    def _watch(self, socket) -> None:
+        socket.on("framesent", lambda frame: self.sent.append(len(frame)))
+        socket.on("framereceived", lambda frame: self.received.append(len(frame)))
+
+    def mark(self) -> tuple[int, int]:
+        return len(self.sent), len(self.received)
+
+    def since(self, mark: tuple[int, int]) -> tuple[int, int]:
+        """``(messages sent, bytes both ways)`` since ``mark``."""
+        sent, received = self.sent[mark[0] :], self.received[mark[1] :]
+        return len(sent), sum(sent) + sum(received)
+
+
+def _open(chromium, url: str, width: int = 1280, height: int = 720):
+    page = chromium.new_page(viewport={"width": width, "height": height})
+    socket = Socket(page)
+    page.goto(url)
+    page.wait_for_selector(MAP_DRAWN, timeout=120_000)
+    idle(page)
+    return page, socket
+
+
+def _view(page) -> dict:
+    data = page.locator(MAP_ELEMENT).evaluate("e => ({...e.dataset})")
+    return {
+        "layer": int(data["layer"]),
+        "head": int(data["head"]),
+        "focus": int(data["focus"]),
+        "query_start": int(data["queryStart"]),
+        "map_view": data.get("mapView"),
+    }
+
+
+def _address(page) -> dict:
+    return dict(urllib.parse.parse_qsl(page.evaluate("location.search").lstrip("?")))
+
+
+def _settle(page) -> None:
+    """Until the map's plotly and details caught up with the last move (their redraw waits for the keys to stop)."""
+    page.wait_for_function(
+        "s => { const m = document.querySelector(s); return m.dataset.ready === '1' && m.dataset.plotly === m.dataset.details; }",
+        arg=MAP_ELEMENT,
+        timeout=30_000,
+    )
+    page.wait_for_timeout(0)
+
+
+def test_every_move_within_the_held_maps_runs_nothing_on_the_server(server, chromium, bundled):
+    url, _, _ = server
+    page, socket = _open(chromium, url)
+    page.locator(MAP_ELEMENT).click(position={"x": 5, "y": 5})  # the page has the keys (not a text box)
+    mark = socket.mark()
+    for key in ("ArrowRight", "ArrowRight", "ArrowDown", "ArrowLeft"):
+        page.keyboard.press(key)
+    page.locator(".av-stepper.av-head button").last.click()  # ›
+    page.locator(".av-stepper.av-layer button").first.click()  # ‹
+    page.locator(".av-stepper.av-head select").select_option("7")
+    page.locator(".av-kinds button[data-kind=scratch]").click()
+    page.locator(".av-focus").select_option("4")
+    # a click on a cell of row 2 (the plot's third of 16 rows) focuses that query
+    plot = page.locator(f"{MAP_ELEMENT} .nsewdrag").first.bounding_box()
+    page.mouse.click(plot["x"] + plot["width"] / 2, plot["y"] + plot["height"] * 2.5 / 16)
+    _settle(page)
+    assert _view(page) == {"layer": 3, "head": 7, "focus": 2, "query_start": 0, "map_view": "scratch"}
+    page.wait_for_timeout(500)  # anything the moves asked of the server would have gone out by now
+    messages, moved = socket.since(mark)
+    assert messages == 0 and moved == 0, (messages, moved)
+    # what follows the view in the browser: the title, the boxes, the numbers, the bars, the lines, the address
+    wait_for_header(page, "Layer 3, head 7")
+    expect(page.locator(".av-stepper.av-layer select")).to_have_value("3")
+    weights = extract(bundled, state.EXAMPLE_TEXT).weights
+    bars = page.eval_on_selector(".av-bars .js-plotly-plot", "e => e.data.map(t => Array.from(t.y))")
+    np.testing.assert_array_equal(np.float32(bars[0]), weights[3, 7, 2])  # the focus row, exactly
+    np.testing.assert_allclose(bars[1], weights[3, 7, 2], atol=1e-5)  # from scratch: equal to 1e-5
+    shapes = page.eval_on_selector(".av-lines .js-plotly-plot", "e => e.layout.shapes.map(s => [s.y0, s.y1])")
+    assert {y0 for y0, _ in shapes} == {2} and len(shapes) == weights.shape[-1]  # the focus row's lines only
+    numbers = page.locator(".av-number").all_inner_texts()
+    from attention_viz import analysis
+
+    scratch_weights = extract(bundled, state.EXAMPLE_TEXT).weights  # the exact variant: the same numbers
+    entropy = analysis.row_entropy(scratch_weights[3, 7]).mean()
+    assert numbers[2].startswith(f"{entropy:.3f}")
+    assert (_address(page)["layer"], _address(page)["head"], _address(page)["focus"]) == ("3", "7", "2")
+    assert _address(page)["map_view"] == "scratch"
+    page.screenshot(path=ARTIFACTS / "explore_after_moves.png")
+    page.close()
+
+
+def test_a_pan_runs_nothing_and_the_difference_is_scratch_minus_pretrained(server, chromium):
+    url, _, _ = server
+    page, socket = _open(chromium, f"{url}/?text={urllib.parse.quote_plus(LONG)}")
+    page.locator(MAP_ELEMENT).click(position={"x": 5, "y": 5})
+    mark = socket.mark()
+    page.keyboard.press("Shift+ArrowDown")  # the window a quarter down
+    page.locator(".av-kinds button[data-kind=difference]").click()
+    _settle(page)
+    assert _view(page)["query_start"] > 0
+    page.wait_for_timeout(500)
+    assert socket.since(mark) == (0, 0)
+    z = page.eval_on_selector(f"{MAP_ELEMENT} .js-plotly-plot", "e => e.data[0].z.flat()")
+    assert max(abs(v) for v in z) <= 1e-5  # exact variant: the difference is rounding only
+    assert _address(page)["query_start"] == str(_view(page)["query_start"])
+    page.close()
+
+
+def test_twenty_steps_then_a_new_sentence_keeps_the_view_and_the_link_opens_it(server, chromium):
+    url, _, _ = server
+    page, _ = _open(chromium, url)
+    page.locator(MAP_ELEMENT).click(position={"x": 5, "y": 5})
+    for _ in range(20):
+        page.keyboard.press("ArrowRight")
+    layer, head = divmod(state.EXAMPLE_LAYER * 12 + state.EXAMPLE_HEAD + 20, 12)
+    wait_for_map_view(page, layer, head)
+    link = page.evaluate("location.href")
+    box = page.get_by_label("Sentence", exact=True)
+    box.fill("Dogs chase cats and cats chase mice.")
+    box.press("Control+Enter")
+    wait_for_header(page, f"Layer {layer}, head {head}")
+    page.wait_for_selector(IDLE)
+    expect(page.locator(".av-title")).to_have_text(f"Layer {layer}, head {head}")
+    labels = page.eval_on_selector(f"{MAP_ELEMENT} .js-plotly-plot", "e => e.data[0].y.join(' ')")
+    assert "chase" in labels  # the new sentence's map, at the head the steps reached
+    other = chromium.new_page(viewport={"width": 1280, "height": 720})  # a new browser context: another person
+    other.goto(link)
+    other.wait_for_selector(MAP_DRAWN, timeout=120_000)
+    wait_for_map_view(other, layer, head)
+    wait_for_header(other, f"Layer {layer}, head {head}")
+    other.close()
+    page.close()
+
+
+def test_back_and_forward_after_steps_and_after_a_run(server, chromium):
+    url, _, _ = server
+    page, _ = _open(chromium, url)
+    page.locator(MAP_ELEMENT).click(position={"x": 5, "y": 5})
+    start = (state.EXAMPLE_LAYER, state.EXAMPLE_HEAD)
+    page.keyboard.press("ArrowRight")
+    wait_for_map_view(page, start[0], start[1] + 1)
+    page.wait_for_timeout(200)  # the step's address is written once the keys rest
+    page.keyboard.press("ArrowRight")
+    wait_for_map_view(page, start[0], start[1] + 2)
+    page.wait_for_timeout(200)
+    page.go_back()
+    wait_for_map_view(page, start[0], start[1] + 1)
+    wait_for_header(page, f"Layer {start[0]}, head {start[1] + 1}")
+    page.go_forward()
+    wait_for_map_view(page, start[0], start[1] + 2)
+    page.locator(".st-key-fit_range label").click()  # a run: the server takes the view, the address keeps it
+    idle(page)
+    wait_for_map_view(page, start[0], start[1] + 2)
+    assert _address(page)["head"] == str(start[1] + 2) and _address(page)["fit_range"] == "1"
+    page.go_back()  # before the toggle: the same head, the toggle off
+    idle(page)
+    wait_for_map_view(page, start[0], start[1] + 2)
+    expect(page.locator(".st-key-fit_range input")).not_to_be_checked()
+    page.close()
+
+
+def test_two_tabs_of_one_browser_explore_on_their_own_and_a_language_switch_keeps_the_view(server, chromium):
+    url, _, _ = server
+    context = chromium.new_context(viewport={"width": 1280, "height": 720})
+    first, second = context.new_page(), context.new_page()
+    for page in (first, second):
+        page.goto(url)
+        page.wait_for_selector(MAP_DRAWN, timeout=120_000)
+        idle(page)
+    first.locator(MAP_ELEMENT).click(position={"x": 5, "y": 5})
+    first.keyboard.press("ArrowDown")
+    wait_for_map_view(first, state.EXAMPLE_LAYER + 1, state.EXAMPLE_HEAD)
+    second.locator(".av-stepper.av-head select").select_option("9")
+    second.get_by_text("中文").click()  # a run of the second tab: its own view, in Chinese
+    idle(second)
+    wait_for_map_view(second, state.EXAMPLE_LAYER, 9)
+    expect(second.locator(".av-title")).to_have_text(f"第 {state.EXAMPLE_LAYER} 层，第 9 个头")
+    first.get_by_text("中文").click()
+    idle(first)
+    wait_for_map_view(first, state.EXAMPLE_LAYER + 1, state.EXAMPLE_HEAD)
+    assert json.loads(first.locator(".st-key-browser_view input").input_value())["view"]["head"] == state.EXAMPLE_HEAD
+    context.close()
