@@ -70,12 +70,8 @@ def _address(page) -> dict:
 
 def _settle(page) -> None:
     """Until the map's plotly and details caught up with the last move (their redraw waits for the keys to stop)."""
-    page.wait_for_function(
-        "s => { const m = document.querySelector(s); return m.dataset.ready === '1' && m.dataset.plotly === m.dataset.details; }",
-        arg=MAP_ELEMENT,
-        timeout=30_000,
-    )
-    page.wait_for_timeout(0)
+    caught_up = "s => { const m = document.querySelector(s); return m.dataset.ready === '1' && m.dataset.plotly === m.dataset.details; }"  # noqa: E501
+    page.wait_for_function(caught_up, arg=MAP_ELEMENT, timeout=30_000)
 
 
 def test_every_move_within_the_held_maps_runs_nothing_on_the_server(server, chromium, bundled):
