@@ -44,6 +44,7 @@ def pytest_xdist_auto_num_workers(config) -> int:
 # the other workers like any file.
 SERVER_FILES = {
     "test_browser.py",
+    "test_browser_explore.py",
     "test_browser_fresh_server.py",
     "test_browser_hard_to_fool.py",
     "test_browser_lecture.py",
