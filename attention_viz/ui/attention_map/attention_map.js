@@ -95,7 +95,7 @@ function fetchBundle(path) {
     }).then(parseBundle);
     promise.catch(() => bundles.delete(path));
     bundles.set(path, promise);
-    while (bundles.size > 8) bundles.delete(bundles.keys().next().value);
+    while (bundles.size > 4) bundles.delete(bundles.keys().next().value);
   }
   return bundles.get(path);
 }
@@ -242,8 +242,14 @@ class AttentionMap {
     plotly(data.plotly).then((Plotly) => { this.Plotly = Plotly; this.schedulePlotly(0); if (data.details) this.drawDetails(); });
   }
 
+  // the bundles of the layers above and below the one shown (and of the one shown, when a step reached a
+  // layer the browser lacks), fetched over HTTP without a run of the page; at most those three kept
   fetchAhead() {
-    for (const [layer, path] of Object.entries(this.data.neighbours || {})) {
+    const all = this.data.neighbours || {}, count = this.data.shape[0], at = this.view ? this.view.layer : 0;
+    const near = new Set([at, (at + 1) % count, (at + count - 1) % count]);
+    for (const layer of [...this.ahead.keys()]) if (!near.has(layer)) this.ahead.delete(layer);
+    const wanted = Object.entries(all).filter(([layer]) => near.has(+layer)).sort(([a], [b]) => (+a === at ? -1 : +b === at ? 1 : 0));
+    for (const [layer, path] of wanted) {
       const known = this.ahead.get(+layer);
       if (known && known.path === path) continue;
       fetchBundle(path).then((bundle) => {
@@ -322,6 +328,7 @@ class AttentionMap {
 
   changed(now) {
     this.seq += 1;
+    if (this.data.controls && this.data.neighbours && Object.keys(this.data.neighbours).length) this.fetchAhead();
     this.paint();
     if (this.data.keys) {
       const { layer, head } = this.view;
@@ -334,8 +341,8 @@ class AttentionMap {
       const view = { layer: v.layer, head: v.head, focus: v.focus, query_start: v.query_start, key_start: v.key_start };
       if (!this.data.controls) { this.send("view", { ...view, seq: this.seq }); return; }
       reportView({ ...view, map_view: v.map_view }, true); // no run: the next one the page makes takes it
-      // a layer the browser does not hold: the page's run makes its bundle (the only step that asks the server)
-      if (!this.held(v.layer, v.head)) this.send("view", { ...view, seq: this.seq });
+      // a head the browser cannot fetch itself (a long input's bundles hold one head): the page's run makes it
+      if (!this.held(v.layer, v.head) && !(this.data.neighbours || {})[v.layer]) this.send("view", { ...view, seq: this.seq });
     };
     if (now) report();
     else this.reportTimer = setTimeout(report, REPORT_AFTER_MS);

@@ -314,15 +314,15 @@ def _memo(key: str, content_key: tuple, only_head: int | None) -> dict:
     return memo
 
 
-def _bundle_id(memo: dict, layers: tuple, register: Callable[[], str]) -> str:
+def _bundle_id(memo: dict, layers: tuple, register: Callable[[], str], keep: int = MEMO_BUNDLES) -> str:
     """The id of the bundle of ``layers`` (registered now if it is not in the store); the memo keeps the
-    last :data:`MEMO_BUNDLES`."""
+    last ``keep`` (at least :data:`MEMO_BUNDLES`)."""
     ids = memo["ids"]
     bundle_id = ids.pop(layers, None)
     if bundle_id is None or bundle_id not in STORE:
         bundle_id = register()
     ids[layers] = bundle_id  # the newest last
-    while len(ids) > MEMO_BUNDLES:
+    while len(ids) > max(keep, MEMO_BUNDLES):
         STORE.forget(ids.pop(next(iter(ids))))
     return bundle_id
 
@@ -415,13 +415,17 @@ def _inline(made: list[bytes]) -> str | None:
 
 
 def _neighbours(memo: dict, count: int, layer: int, layers: tuple, make: Callable[[tuple], bytes]) -> dict:
-    """The bundles of the layers above and below ``layer`` (of ``count``), made only when the browser asks,
-    by layer; none when every layer is held."""
+    """The bundles of the other layers (of ``count``) when one layer is held, by layer, made only when the
+    browser asks (it fetches the layers above and below the one it shows, and any layer a step reaches): a
+    layer step never needs a run of the page. None when every layer is held."""
     neighbours = {}
-    if len(layers) < count:  # one layer held: the layers above and below made ahead, on request
-        for other in sorted({(layer - 1) % count, (layer + 1) % count} - set(layers)):
+    if len(layers) < count:
+        order = sorted(
+            set(range(count)) - set(layers), key=lambda other: min((other - layer) % count, (layer - other) % count)
+        )
+        for other in reversed(order):  # the nearest registered last: the memo keeps the newest
             ahead = (other,)
-            bundle_id = _bundle_id(memo, ahead, lambda a=ahead: STORE.put_later(lambda: make(a)))
+            bundle_id = _bundle_id(memo, ahead, lambda a=ahead: STORE.put_later(lambda: make(a)), count + 2)
             neighbours[str(other)] = f"{ROUTE}/maps/{bundle_id}"
     return neighbours
 
