@@ -107,7 +107,7 @@ function inlineBundle(path, text) {
   for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
   const bundle = parseBundle(bytes.buffer);
   bundles.set(path, Promise.resolve(bundle));
-  while (bundles.size > 8) bundles.delete(bundles.keys().next().value);
+  while (bundles.size > 4) bundles.delete(bundles.keys().next().value);
   return bundle;
 }
 
