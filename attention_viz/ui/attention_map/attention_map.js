@@ -532,7 +532,11 @@ class AttentionMap {
     const pretrained = (i) => b.mapValues[i];
     const scratch = (i) => b.scratchValues[i];
     const filename = this.fileName();
-    const config = (entry) => ({ ...entry.config, displaylogo: false, responsive: true,
+    // as figure.js configures the charts beside a map: the camera's PNG and an SVG of the same name
+    const toSvg = { name: "toSVG", title: d.texts.svg, icon: Plotly.Icons.disk,
+      click: (gd) => Plotly.downloadImage(gd, { format: "svg", filename }) };
+    const config = (entry) => ({ ...entry.config, displaylogo: false, responsive: true, showSendToCloud: false,
+      modeBarButtonsToRemove: ["sendChartToCloud"], modeBarButtonsToAdd: [toSvg],
       toImageButtonOptions: { ...(entry.config.toImageButtonOptions || {}), filename } });
     // bars: the focus token's row, pretrained and from scratch, over the keys of the window
     const bars = this.details.querySelector(".av-bars");
