@@ -206,8 +206,8 @@ def test_type_a_sentence_pick_a_head_click_a_row_and_a_thumbnail(server, chromiu
         [it, 2],
     )
     page.mouse.click(*cell)
-    page.wait_for_selector(".av-bars .js-plotly-plot .bars", timeout=60_000)
-    bars = page.eval_on_selector(".av-bars .js-plotly-plot", "el => Array.from(el._fullData[0].y)")
+    page.wait_for_selector(".av-bars.js-plotly-plot .bars", timeout=60_000)
+    bars = page.eval_on_selector(".av-bars.js-plotly-plot", "el => Array.from(el._fullData[0].y)")
     np.testing.assert_allclose(bars, expected.weights[LAYER, HEAD, it], atol=1e-7)
 
     # All heads: a click on a thumbnail opens that head in Compare

@@ -87,8 +87,8 @@ def test_every_move_within_the_held_maps_runs_nothing_on_the_server(server, chro
     page.locator(".av-kinds button[data-kind=scratch]").click()
     page.locator(".av-focus").select_option("4")
     # a click on a cell of row 2 (the plot's third of 16 rows) focuses that query
-    plot = page.locator(f"{MAP_ELEMENT} .nsewdrag").first.bounding_box()
-    page.mouse.click(plot["x"] + plot["width"] / 2, plot["y"] + plot["height"] * 2.5 / 16)
+    cells = page.locator(f"{MAP_ELEMENT} .av-cells").bounding_box()
+    page.mouse.click(cells["x"] + cells["width"] / 2, cells["y"] + cells["height"] * 2.5 / 16)
     _settle(page)
     assert _view(page) == {"layer": 3, "head": 7, "focus": 2, "query_start": 0, "map_view": "scratch"}
     page.wait_for_timeout(500)  # anything the moves asked of the server would have gone out by now
@@ -98,10 +98,10 @@ def test_every_move_within_the_held_maps_runs_nothing_on_the_server(server, chro
     wait_for_header(page, "Layer 3, head 7")
     expect(page.locator(".av-stepper.av-layer select")).to_have_value("3")
     weights = extract(bundled, state.EXAMPLE_TEXT).weights
-    bars = page.eval_on_selector(".av-bars .js-plotly-plot", "e => e.data.map(t => Array.from(t.y))")
+    bars = page.eval_on_selector(".av-bars.js-plotly-plot", "e => e.data.map(t => Array.from(t.y))")
     np.testing.assert_array_equal(np.float32(bars[0]), weights[3, 7, 2])  # the focus row, exactly
     np.testing.assert_allclose(bars[1], weights[3, 7, 2], atol=1e-5)  # from scratch: equal to 1e-5
-    shapes = page.eval_on_selector(".av-lines .js-plotly-plot", "e => e.layout.shapes.map(s => [s.y0, s.y1])")
+    shapes = page.eval_on_selector(".av-lines.js-plotly-plot", "e => e.layout.shapes.map(s => [s.y0, s.y1])")
     assert {y0 for y0, _ in shapes} == {2} and len(shapes) == weights.shape[-1]  # the focus row's lines only
     numbers = page.locator(".av-number").all_inner_texts()
     from attention_viz import analysis
@@ -140,6 +140,7 @@ def test_twenty_steps_then_a_new_sentence_keeps_the_view_and_the_link_opens_it(s
         page.keyboard.press("ArrowRight")
     layer, head = divmod(state.EXAMPLE_LAYER * 12 + state.EXAMPLE_HEAD + 20, 12)
     wait_for_map_view(page, layer, head)
+    page.wait_for_function(f"() => location.search.includes('&layer={layer}&head={head}&')")  # once the keys rest
     link = page.evaluate("location.href")
     box = page.get_by_label("Sentence", exact=True)
     box.fill("Dogs chase cats and cats chase mice.")

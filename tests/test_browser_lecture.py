@@ -118,7 +118,7 @@ def test_focus_then_example_then_head(server, chromium):
     url, _, _ = server
     page = _open(chromium, url)
     _focus(page, 10)
-    expect(page.locator(".av-bars .js-plotly-plot")).to_be_visible()
+    expect(page.locator(".av-bars.js-plotly-plot")).to_be_visible()
     _choose(page, "[class*='st-key-_example-']", "Repeated words")
     _click(page, "step_head_next")
     _no_error_page(page)

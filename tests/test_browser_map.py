@@ -500,7 +500,7 @@ def test_the_map_and_its_bars_save_an_svg_named_as_their_png(server, chromium):
     cells = [Image.open(io.BytesIO(base64.b64decode(i.split(",", 1)[1]))) for i in images if i.startswith("data:")]
     assert cells and min(cells[0].size) >= len(_tokens(page)), "the heatmap's cells, a pixel or more each"
 
-    bars = ".av-bars .js-plotly-plot"
+    bars = ".av-bars.js-plotly-plot"
     saved_png = _download(page, bars, "Download plot as a PNG")  # plotly's own camera (its own words)
     saved_svg = _download(page, bars, svg)
     stem = saved_png.suggested_filename.removesuffix(".png")
