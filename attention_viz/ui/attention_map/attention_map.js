@@ -64,6 +64,8 @@ const TOOLBAR_ROOM = 72;
 // plotly's own DOM (see attention_viz/ui/internals.py, PLOTLY_MAP_SCRIPT_SELECTORS): the SVG of the plot
 // itself (the heatmap, its axes and ticks), the first of the figure's layers
 const PLOTLY_PLOT_SVG = ".svg-container > svg.main-svg";
+// the open "link to this view" box's contents (attention_viz/ui/sharing.py, SHARE_LINK: drawn only while open)
+const LINK_BOX = ".st-key-share_link";
 const REPORT_AFTER_MS = 60; // reports of fast presses are merged: the view sent is always the whole view
 const PLOTLY_AFTER_MS = 150; // plotly redraws (hover, ticks) once the keys stop
 const bundles = new Map(); // path -> Promise<bundle>, shared by the instances of a page
@@ -341,8 +343,10 @@ class AttentionMap {
       const view = { layer: v.layer, head: v.head, focus: v.focus, query_start: v.query_start, key_start: v.key_start };
       if (!this.data.controls) { this.send("view", { ...view, seq: this.seq }); return; }
       reportView({ ...view, map_view: v.map_view }, true); // no run: the next one the page makes takes it
-      // a head the browser cannot fetch itself (a long input's bundles hold one head): the page's run makes it
-      if (!this.held(v.layer, v.head) && !(this.data.neighbours || {})[v.layer]) this.send("view", { ...view, seq: this.seq });
+      // a head the browser cannot fetch itself (a long input's bundles hold one head): the page's run makes it;
+      // and while the "link to this view" box is open, the run writes the link the box shows (the server's)
+      const unheld = !this.held(v.layer, v.head) && !(this.data.neighbours || {})[v.layer];
+      if (unheld || document.querySelector(LINK_BOX)) this.send("view", { ...view, seq: this.seq });
     };
     if (now) report();
     else this.reportTimer = setTimeout(report, REPORT_AFTER_MS);

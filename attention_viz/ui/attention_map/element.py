@@ -22,29 +22,31 @@ the same per session within :data:`~.serving.STORE_BUDGET`. A step to a layer th
 "Loading layer …" and reports at once; the page's rerun then registers that layer's bundle and the
 element fetches it.
 
-What the element sends to the server on a step: one state value, under the element's key (``attention_map``
-on Compare, :data:`COMPARE_KEY`; a protocol-level client sets it as the widget value of that element):
+What the element sends to the server on a step depends on the page.
+
+Compare (its data has ``controls``) sends nothing: the element draws its own controls (title, Layer and Head
+boxes with ‹ ›, the map switch, the token in focus) and what follows the view (numbers, bars, lines, the
+example's note, the address), and leaves the view in the hidden box of :mod:`attention_viz.ui.browser_view`,
+which the next run takes, whatever causes it. It asks for a run only for a head it cannot fetch itself (a long
+input's bundles that hold one head) and while the "link to this view" box is open (its link is the server's);
+every other layer's bundle is named in the data (``neighbours``) and fetched by the browser when it needs it.
+
+The other pages' maps report each step as one state value, under the element's key (a page's run follows):
 
     "view": {"layer": int, "head": int, "focus": int (-1: none), "query_start": int, "key_start": int, "seq": int}
 
 A protocol-level client (a load generator) finds the element's widget id as the ``id`` of its
 ``bidi_component`` delta (it ends in ``-attention_map``) and sends a rerun ``BackMsg`` whose widget states
 hold, besides the other widgets', ``WidgetState(id=<that id>, json_value='{"view": {...}}')``, with the
-page fragment's id (``fragment_id``) as the browser does. Nothing else changes on a step: the Layer and
-Head boxes keep their widget keys and the address its parameters (``layer``, ``head``, ``focus``,
-``query_start``, ``key_start``).
+page fragment's id (``fragment_id``) as the browser does.
 
 Reports of fast presses are merged (at most one per 60 ms; a step that needs data, a click and a pan of the
 overview at once); each carries the whole view, so a merged report loses no step. :func:`_on_view` checks it
 like any widget value (integers in range, else ignored) and stores it under the view's permanent keys
-(``layer``, ``head``, ``focus``, ``query_start``, ``key_start`` of :data:`attention_viz.ui.state.DEFAULTS`),
-so the Layer and Head boxes (widget keys ``_layer``, ``_head``), the link and the rest of the page follow in
-the page's fragment rerun. The other way, a view the server changed (the boxes, the ‹ › buttons, a link, an
-example) goes out with a new ``rev``, which the element adopts; with the same ``rev`` the element keeps its
-own, newer view (:func:`_revision`).
-
-The same state goes out for the other moves the element makes itself: a click on a cell (focus), Shift +
-an arrow key and a drag on the overview (the window's ``query_start`` and ``key_start``).
+(``layer``, ``head``, ``focus``, ``query_start``, ``key_start`` of :data:`attention_viz.ui.state.DEFAULTS`).
+The other way, a view the server changed (the boxes, the ‹ › buttons, a link, an example, Back) goes out with
+a new ``rev``, which the element adopts; with the same ``rev`` the element keeps its own, newer view
+(:func:`_revision`: a view the element itself reported, by either way, raises none).
 
 Under AppTest there is no browser: the element is recorded as an unknown element and draws nothing; the
 page around it runs as in a browser (the view comes from the session's settings), and :func:`as_figure`
