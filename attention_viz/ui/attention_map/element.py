@@ -14,13 +14,13 @@ head only. The maps travel once per bundle as binary over HTTP (:mod:`.serving`,
 ``attention_map.js``), so a step within the held layers re-sends none of them; a small bundle (at most
 :data:`INLINE_MAX`) also travels once as base64 in the data of the run that made it (a new sentence, a first
 visit), so the browser paints it without a request that would wait for the rest of the page's run.
-When one layer is held, the data also names the bundles of the layers above and below (``neighbours``);
-the server makes them only when the browser asks (:meth:`~.serving._Store.put_later`), and the browser
-asks as soon as it has drawn the current layer, so a ↑/↓ step usually paints from maps already there. The
-browser then holds at most three bundles per map (3 × 16 MiB; 512 tokens, 12 heads: 38 MB), the server
-the same per session within :data:`~.serving.STORE_BUDGET`. A step to a layer the browser still lacks says
-"Loading layer …" and reports at once; the page's rerun then registers that layer's bundle and the
-element fetches it.
+When one layer is held, the data also names the bundles of every other layer (``neighbours``); the server
+makes one only when the browser asks (:meth:`~.serving._Store.put_later`), and the browser asks for the
+layers above and below as soon as it has drawn the current layer, so a ↑/↓ step usually paints from maps
+already there. The browser keeps at most those three bundles a map; Compare's hold both its maps (pretrained
+and from scratch: twice the bytes; 512 tokens, 12 heads: 25 MB a layer), the server as many within
+:data:`~.serving.STORE_BUDGET`. A step to a layer the browser still lacks says "Loading layer …" and fetches
+it (on the other pages, the page's run follows the step and registers it).
 
 What the element sends to the server on a step depends on the page.
 
