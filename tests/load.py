@@ -188,16 +188,13 @@ def _watch_health(url: str, report: Report, stop: threading.Event) -> None:
 
 
 def _box(page, label: str):
-    """The layer or head box beside the map, not a stale copy that Streamlit keeps while it reruns."""
-    return page.locator(f".st-key-_{label.lower()}[data-stale='false'] input[role='combobox']")
+    """The layer or head box of Compare's map (its own, drawn in the browser)."""
+    return page.locator(f".av-stepper.av-{label.lower()} select")
 
 
 async def _set_choice(page, label: str, value: int) -> None:
-    """Choose ``value`` in the layer or head box, as a person does (typing narrows the list)."""
-    box = _box(page, label)
-    await box.click()
-    await box.fill(str(value))
-    await page.get_by_role("option", name=str(value), exact=True).first.click()
+    """Choose ``value`` in the layer or head box, as a person does."""
+    await _box(page, label).select_option(str(value))
 
 
 async def _shown_map(page, labels: list[str], expected: np.ndarray, timeout_s: float = 0) -> None:

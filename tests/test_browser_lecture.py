@@ -311,6 +311,9 @@ FAULTS = """() => {
             .concat(around).filter(visible).map(e => box(e.getBoundingClientRect()));
         if (parts.length) spans.push([Math.min(...parts.map(p => p[1])), Math.max(...parts.map(p => p[3]))]);
     }
+    for (const e of main.querySelectorAll('.av-controls, .av-numbers')) {  // Compare's map: its controls, numbers
+        if (visible(e)) { const r = e.getBoundingClientRect(); spans.push([r.top, r.bottom]); }
+    }
     for (const e of main.querySelectorAll('[data-testid="stElementContainer"], [data-testid="stPopover"]')) {
         if (!visible(e) || e.querySelector('.js-plotly-plot') || e.querySelector('style')) continue;
         if (Array.from(e.querySelectorAll('[data-testid="stElementContainer"]')).some(visible)) continue;

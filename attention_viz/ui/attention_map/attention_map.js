@@ -354,8 +354,11 @@ class AttentionMap {
 
   // --- Compare: the element's own controls, what it draws under the map, the page parts it shows or hides ----
   buildControls() {
-    if (this.controls) return this.syncControls();
     const c = this.data.controls;
+    const words = JSON.stringify({ ...c, focus_labels: null }); // a new language: the controls anew
+    if (this.controls && this.controlsWords === words) return this.syncControls();
+    if (this.controls) this.controls.remove();
+    this.controlsWords = words;
     const row = document.createElement("div");
     row.className = "av-controls";
     row.style.cssText = "display:flex;flex-wrap:wrap;gap:8px 18px;align-items:center";
@@ -431,7 +434,8 @@ class AttentionMap {
     const [layers, heads] = d.shape;
     row.querySelector(".av-title").textContent = d.controls.title.replace("{layer}", this.view.layer).replace("{head}", this.view.head);
     const fill = (sel, count, text, value) => {
-      if (sel.options.length !== count || sel.dataset.texts !== text) {
+      const texts = text === "focus" ? d.controls.focus_labels.join("\n") : text; // a new sentence: new labels
+      if (sel.options.length !== count || sel.dataset.texts !== texts) {
         sel.replaceChildren();
         for (let i = 0; i < count; i++) {
           const option = document.createElement("option");
@@ -439,7 +443,7 @@ class AttentionMap {
           option.textContent = text === "focus" ? (i === 0 ? d.controls.focus_none : d.controls.focus_labels[i - 1]) : String(i);
           sel.append(option);
         }
-        sel.dataset.texts = text;
+        sel.dataset.texts = texts;
       }
       sel.value = String(value);
     };
@@ -494,7 +498,9 @@ class AttentionMap {
     this.syncControls();
     const numbers = this.details.querySelector(".av-numbers");
     const values = d.details.numbers.values[v.layer][v.head];
-    if (numbers.children.length !== values.length) {
+    const labels = d.details.numbers.labels.join("\n"); // a new language: new labels
+    if (numbers.dataset.labels !== labels) {
+      numbers.dataset.labels = labels;
       numbers.replaceChildren();
       for (const label of d.details.numbers.labels) {
         const cell = document.createElement("div");
