@@ -256,7 +256,7 @@ def test_presentation_enlarges_all_text_and_draws_18_tokens_whole(server, chromi
         page = _open(chromium, url, query=f"?presentation={presentation}&text={sentence.replace(' ', '+')}")
         sizes[presentation] = page.evaluate(
             """() => Object.fromEntries([['heading', 'h2'], ['sidebar', '[data-testid="stSidebar"] label p'],
-                ['control', '.st-key-_layer label p'], ['caption', '[data-testid="stCaptionContainer"]']]
+                ['control', '.av-stepper.av-layer label span'], ['caption', '[data-testid="stCaptionContainer"]']]
                 .map(([name, sel]) => [name, parseFloat(getComputedStyle(document.querySelector(sel)).fontSize)]))"""
         )
         if presentation:

@@ -485,7 +485,9 @@ class AttentionMap {
     const keys = (this.data.follow || {}).keys || {};
     for (const [node, key] of [[this.controls, keys.controls], [this.details, keys.details]]) {
       const slot = key && document.querySelector(".st-key-" + key);
-      if (node && slot && node.parentElement !== slot) slot.append(node);
+      if (!node || !slot || node.parentElement === slot) continue;
+      for (const old of slot.querySelectorAll(":scope > ." + node.className)) old.remove(); // an earlier map's
+      slot.append(node);
     }
   }
 
