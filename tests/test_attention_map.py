@@ -8,7 +8,7 @@ import struct
 import numpy as np
 import pytest
 from apptools import _drawn, chart, no_errors, run_app, title
-from replay import browser_step, element_state, replay
+from replay import browser_report, browser_step, element_state, replay
 
 from attention_viz import figures
 from attention_viz.extraction import extract
@@ -232,3 +232,17 @@ def test_every_page_has_the_svg_buttons_of_streamlits_charts_in_the_chosen_langu
         assert json.loads(found[0].proto.json) == {**data, "dom": internals.SVG_BUTTON_DOM}
         hidden = f".st-key-{element.SVG_BUTTONS_KEY} {{ display: none; }}"
         assert any(hidden in n.proto.body for n in at._tree if getattr(n, "type", None) == "html")
+
+
+def test_the_server_moving_back_to_the_view_it_last_sent_is_news_to_a_map_that_stepped_since(bundled):
+    """The map stepped off the example's head in the browser (nothing sent); the example's "back" button brings
+    the server to the head it had last sent. The map shows another head, so it must take the view: a new
+    revision (comparing with the view last sent alone would see no change and leave the map where it was)."""
+    at = run_app()
+    data = lambda: json.loads(next(n for n in at._tree if getattr(n, "type", None) == "bidi_component").proto.json)  # noqa: E731
+    first = data()["rev"]
+    browser_report(at, head=state.EXAMPLE_HEAD + 1)  # a step in the browser, told with the next run
+    at.button(key="example_back").click().run()
+    assert data()["view"]["head"] == state.EXAMPLE_HEAD and data()["rev"] == first + 1
+    browser_step(at, head=state.EXAMPLE_HEAD + 2)  # the map's own step, taken by a run: no news to the map
+    assert data()["view"]["head"] == state.EXAMPLE_HEAD + 2 and data()["rev"] == first + 1

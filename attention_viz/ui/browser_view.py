@@ -33,6 +33,7 @@ BOX = "browser_view_box"
 VIEW_KEYS = ("layer", "head", "focus", "query_start", "key_start", "map_view")
 _ADOPTED = "_browser_view_seq"
 _LAST = "_browser_view_last"
+_ADDRESS_TAKEN = "_browser_view_address_taken"
 
 
 def draw() -> None:
@@ -94,6 +95,17 @@ def last() -> dict | None:
     return st.session_state.get(_LAST)
 
 
+def adopted_seq() -> int:
+    """The ``seq`` of the last report adopted (or skipped), -1 before any."""
+    return st.session_state.get(_ADOPTED, -1)
+
+
+def took_address() -> bool:
+    """Whether a run took the view of an address (Back, Forward) over the browser's reports since this was last
+    asked (the map then takes the view the server sends)."""
+    return bool(st.session_state.pop(_ADDRESS_TAKEN, False))
+
+
 def skip() -> None:
     """Leave the box's current report unadopted for good: the browser's Back or Forward went to an address,
     whose view wins over the steps made before it."""
@@ -101,3 +113,4 @@ def skip() -> None:
     if found is not None:
         st.session_state[_ADOPTED] = max(found[0], st.session_state.get(_ADOPTED, -1))
     st.session_state.pop(_LAST, None)  # the view is the address's now: the map takes it (a new revision)
+    st.session_state[_ADDRESS_TAKEN] = True

@@ -259,15 +259,21 @@ def _view(spec: MapSpec) -> dict:
 
 
 def _revision(key: str, view: dict) -> int:
-    """The view's revision for the element ``key``: raised when the server moved the view itself, that is
-    when the view is neither the one last sent nor the one the element last reported."""
+    """The view's revision for the element ``key``: raised when the server moved the view itself, that is when
+    the view is not the one the element shows: the one it last told (its report, or the hidden box's view the
+    run took, when that came after the last send), else the one last sent or reported. Back and Forward (the
+    address's view) always raise it."""
     s = st.session_state
     rev = s.get(f"_{key}_rev", 0)
-    adopted = browser_view.last()
-    from_browser = adopted is not None and all(adopted.get(name, value) == value for name, value in view.items())
-    if not from_browser and view not in (s.get(f"_{key}_sent"), s.get(f"_{key}_reported")):
+    told, told_seq = browser_view.last(), browser_view.adopted_seq()
+    if browser_view.took_address():
         rev += 1
-    s[f"_{key}_rev"], s[f"_{key}_sent"] = rev, view
+    elif told is not None and told_seq > s.get(f"_{key}_sent_seq", -1):  # the browser moved since the last send
+        if any(told.get(name, value) != value for name, value in view.items()):
+            rev += 1
+    elif view not in (s.get(f"_{key}_sent"), s.get(f"_{key}_reported")):
+        rev += 1
+    s[f"_{key}_rev"], s[f"_{key}_sent"], s[f"_{key}_sent_seq"] = rev, view, told_seq
     return rev
 
 
