@@ -245,6 +245,23 @@ def parity(loaded: LoadedModel, text: str, pair: str | None) -> float:
     return _parity(model_key(loaded), text, pair, app_settings().limits, exact, theirs)
 
 
+@st.cache_resource(max_entries=64, ttl=RESULT_TTL, show_spinner=False)
+def _head_grid(model_name: str, text: str, pair: str | None, limits, fit_range: bool, selected, title_font, _weights):
+    from attention_viz import figures
+
+    return figures.head_grid(_weights, fit_range=fit_range, selected=selected, title_font=title_font)
+
+
+def head_grid(loaded: LoadedModel, text: str, pair: str | None, fit_range: bool, selected: tuple[int, int], title_font):
+    """All heads' grid of the pretrained attention (:func:`attention_viz.figures.head_grid`), built once per model,
+    input, colour range, outlined ``(layer, head)`` and title size, and shared by every session: a class on the
+    same sentence builds it once (about 0.2 s of server Python each time otherwise, a third of a visit to All
+    heads). The figure is shared: pass it to ``st.plotly_chart`` as is (which reads it) and never change it."""
+    weights = pretrained(loaded, text, pair).weights  # raises InputError first, as the page's own call does
+    limits = app_settings().limits
+    return _head_grid(model_key(loaded), text, pair, limits, fit_range, tuple(selected), int(title_font), weights)
+
+
 # 8 texts: every layer's input is L × t × hidden float32 (4.7 MB at 512 tokens for the bundled model).
 @st.cache_resource(max_entries=8, ttl=RESULT_TTL, show_spinner=False)
 def _layer_inputs(_loaded: LoadedModel, model_name: str, text: str, pair: str | None, limits, _encoding: Encoding):
