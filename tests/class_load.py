@@ -210,7 +210,8 @@ class Report:
     page_switch_share: float = 0.0
     connected: int = 0
     changes: int = 0
-    new_sentences: int = 0
+    new_sentences: int = 0  # typed during the class (an arrival's sentence counts under ``arrivals``)
+    arrivals: int = 0  # students that opened the page and set their own sentence
     page_switches: int = 0  # each leg counts: to All heads, back to Compare
     browser_steps: int = 0  # steps drawn in the browser from the data it holds: nothing sent
     reruns: int = 0  # runs the students asked the server for (a first visit, a change, each page switch)
@@ -222,6 +223,7 @@ class Report:
     wrong_values: int = 0
     change_s: list[float] = field(default_factory=list)
     new_sentence_s: list[float] = field(default_factory=list)
+    arrival_sentence_s: list[float] = field(default_factory=list)  # the sentence set on arriving, 8 at a time
     page_switch_s: list[float] = field(default_factory=list)
     first_map_s: list[float] = field(default_factory=list)  # from asking "/" to the first map, per student
     rss_mb: list[tuple[float, float]] = field(default_factory=list)  # (seconds since start, MB of all servers)
@@ -255,7 +257,8 @@ class Report:
     def summary(self) -> dict:
         session_minutes = self.sessions * self.seconds / 60
         everything = self.change_s + self.new_sentence_s + self.page_switch_s  # what the server answered
-        timings = {"change_s", "new_sentence_s", "page_switch_s", "first_map_s", "rss_mb", "errors"}
+        timings = {"change_s", "new_sentence_s", "arrival_sentence_s", "page_switch_s", "first_map_s", "rss_mb"}
+        timings.add("errors")
         return {
             **{k: v for k, v in asdict(self).items() if k not in timings},
             "errors": len(self.errors),
@@ -265,6 +268,8 @@ class Report:
             "change_max_s": _percentile(self.change_s, 100),
             "new_sentence_p50_s": _percentile(self.new_sentence_s, 50),
             "new_sentence_p95_s": _percentile(self.new_sentence_s, 95),
+            "arrival_sentence_p50_s": _percentile(self.arrival_sentence_s, 50),
+            "arrival_sentence_p95_s": _percentile(self.arrival_sentence_s, 95),
             "page_switch_p50_s": _percentile(self.page_switch_s, 50),
             "page_switch_p95_s": _percentile(self.page_switch_s, 95),
             "first_map_p50_s": _percentile(self.first_map_s, 50),
@@ -412,8 +417,11 @@ class Student:
                     elif what == "exception":
                         self.maps.put_nowait((time.monotonic(), None))
 
-    async def change(self, report: Report, layer: int, head: int, sentence: str | None = None) -> None:
-        """Send one change, wait for the map of this student's sentence at ``(layer, head)``, time it."""
+    async def change(
+        self, report: Report, layer: int, head: int, sentence: str | None = None, arriving: bool = False
+    ) -> None:
+        """Send one change, wait for the map of this student's sentence at ``(layer, head)``, time it (a sentence
+        set while ``arriving`` apart from the class's)."""
         changed = self.step.states(self.page, layer, head)
         if sentence is not None:
             changed.append(_string_state(self.page.ids[TEXT], sentence))
@@ -426,7 +434,11 @@ class Student:
         started = time.monotonic()
         await self._rerun(list(states.values()), report=report)
         elapsed = await self._map_shown(report, started, answer, layer, head) - started
-        if sentence is not None:
+        if arriving:
+            self.sentence = sentence
+            report.arrival_sentence_s.append(elapsed)
+            report.arrivals += 1
+        elif sentence is not None:
             self.sentence = sentence
             report.new_sentence_s.append(elapsed)
             report.new_sentences += 1
@@ -547,7 +559,7 @@ async def _arrive(student: Student, report: Report, arrivals: asyncio.Semaphore,
             layer, head = rng.randrange(student.layers), rng.randrange(student.heads)
             if student.step.local:  # stepped there in the browser, then typed its sentence
                 report.browser_steps += 1
-            await student.change(report, layer, head, sentence=student.sentence)
+            await student.change(report, layer, head, sentence=student.sentence, arriving=True)
         return True
     except Exception as exc:  # a failed student is a finding, not a crash of the whole run
         report.error("arrival", f"session {student.number} arriving: {type(exc).__name__}: {str(exc)[:200]}")

@@ -29,8 +29,8 @@ def test_three_students_each_get_their_own_head_of_their_own_sentence(server, bu
     summary = report.summary()
     assert report.passed, summary
     assert report.connected == 3 and report.cross_talk == 0 and report.wrong_values == 0, summary
-    assert report.changes + report.new_sentences >= 3 * 4, summary  # the arrival and at least three changes each
-    assert report.checks == report.changes + report.new_sentences, summary  # every map compared (arrival: a sentence)
+    assert report.arrivals == 3 and report.changes + report.new_sentences >= 3 * 3, summary  # 3 changes each at least
+    assert report.checks == report.arrivals + report.changes + report.new_sentences, summary  # every map compared
     assert all(0 < s < 60 for s in report.change_s), summary
     assert report.server_cpu_s > 0 and report.load_average, summary
 
@@ -52,8 +52,9 @@ def test_in_the_browser_mode_a_step_sends_nothing_and_a_new_sentence_or_a_page_k
     summary = report.summary()
     assert report.passed and report.cross_talk == 0 and report.wrong_values == 0, summary
     assert report.browser_steps >= 3 and report.changes == 0 and not report.change_s, summary
-    assert report.page_switches >= 2 and report.page_switches % 2 == 0 and report.new_sentences > 3, summary
-    assert report.reruns == report.connected + report.new_sentences + report.page_switches, summary  # no more
+    assert report.page_switches >= 2 and report.page_switches % 2 == 0 and report.new_sentences >= 1, summary
+    reruns = report.connected + report.arrivals + report.new_sentences + report.page_switches
+    assert report.reruns == reruns, summary  # nothing else reached the server
     assert report.first_map_checks == 3 and all(0 < s < 60 for s in report.first_map_s), summary
     assert summary["page_switch_p95_s"] is not None and summary["first_map_p95_s"] is not None, summary
 
