@@ -256,7 +256,9 @@ def head_grid(loaded: LoadedModel, text: str, pair: str | None, fit_range: bool,
     """All heads' grid of the pretrained attention (:func:`attention_viz.figures.head_grid`), built once per model,
     input, colour range, outlined ``(layer, head)`` and title size, and shared by every session: a class on the
     same sentence builds it once (about 0.2 s of server Python each time otherwise, a third of a visit to All
-    heads). The figure is shared: pass it to ``st.plotly_chart`` as is (which reads it) and never change it."""
+    heads). At most 64 grids are kept (about 0.4 MB each at 16 tokens; a thumbnail is pooled to at most 48 tokens a
+    side whatever the text).
+    The figure is shared: pass it to ``st.plotly_chart`` as is (which reads it) and never change it."""
     weights = pretrained(loaded, text, pair).weights  # raises InputError first, as the page's own call does
     limits = app_settings().limits
     return _head_grid(model_key(loaded), text, pair, limits, fit_range, tuple(selected), int(title_font), weights)
