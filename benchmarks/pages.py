@@ -31,7 +31,7 @@ ALL_HEADS_DRAWN = ".st-key-head_grid .js-plotly-plot .main-svg"
 # ``target``: an element matching a selector (``["selector", css]``) or an h1 of that text (``["title", text]``).
 _SWITCH = """([name, [kind, value]]) => new Promise((resolve, reject) => {
     const link = [...document.querySelectorAll('[data-testid="stSidebarNav"] a')]
-        .find(a => a.textContent.trim() === name);
+        .find(a => a.textContent.trim().endsWith(name));  // after the icon's name
     if (!link) { reject(new Error('no sidebar link ' + name)); return; }
     const shown = kind === 'selector' ? () => document.querySelector(value) !== null
         : () => [...document.querySelectorAll('h1')].some(h => h.textContent.trim() === value);
