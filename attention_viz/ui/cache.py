@@ -25,7 +25,7 @@ import streamlit as st
 from attention_viz import analysis, extraction, settings
 from attention_viz.analysis import article_compare, steps
 from attention_viz.extraction import AttentionResult, Encoding
-from attention_viz.models import catalog, loading
+from attention_viz.models import catalog, loading, sizes
 from attention_viz.models.loading import LoadedModel, ModelLoadError
 from attention_viz.ui import internals
 
@@ -112,6 +112,18 @@ def model(name: str) -> LoadedModel:
     if isinstance(loaded, ModelLoadError):
         raise loaded
     return loaded
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _forward_estimate(_loaded: LoadedModel, model_name: str, tokens: int) -> sizes.ForwardEstimate:
+    return sizes.estimate_forward(_loaded.encoder, tokens)
+
+
+def forward_estimate(loaded: LoadedModel) -> sizes.ForwardEstimate:
+    """How long a forward of ``loaded`` takes at 512 tokens (or the most it takes, if fewer), estimated once per
+    process and model from one short timed forward (:func:`attention_viz.models.sizes.estimate_forward`)."""
+    tokens = min(sizes.FORWARD_TOKENS, app_settings().limits.tokens_for(loaded.info.max_positions))
+    return _forward_estimate(loaded, model_key(loaded), tokens)
 
 
 def model_key(loaded: LoadedModel) -> str:
