@@ -88,9 +88,9 @@ def _model_info(loaded: LoadedModel) -> None:
         t(
             "sidebar.model_size",
             parameters=f"{info.parameters:,}",
-            size=sizes.size_text(info.weight_bytes),
+            size=Markdown(sizes.size_text(info.weight_bytes)),  # digits, a point and a unit: our own text
             tokens=estimate.tokens,
-            seconds=sizes.duration_text(estimate.seconds),
+            seconds=Markdown(sizes.duration_text(estimate.seconds)),
         )
     )
     if cache.was_reloaded(loaded):

@@ -53,6 +53,7 @@ def _show() -> None:
         fit_range=selection.fit_range,
         selected=(selection.layer, selection.head),
         title_font=round(figures.TITLE_FONT * scale),
+        heads_per_group=info.heads_per_group,
     )
     box = screen.ratio_box(st, "head_grid_box", *figures.grid_height(info.num_layers, info.num_heads))
     box.plotly_chart(
