@@ -95,7 +95,7 @@ def test_size_and_duration_texts():
         "999 B",
         "123 GB",
     ]
-    assert [sizes.duration_text(s) for s in (0.0412, 3.24, 125.4)] == ["0.041 s", "3.2 s", "2 min 5 s"]
+    assert [sizes.duration_text(s) for s in (0.0412, 3.24, 125.4)] == ["0.041 s", "3.2 s", "2.1 min"]
 
 
 def test_the_forward_estimate_scales_the_fastest_timed_forward_by_flops(family_model):

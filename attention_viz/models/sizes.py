@@ -126,13 +126,19 @@ def available_memory(meminfo: str | os.PathLike = "/proc/meminfo") -> int | None
     return None
 
 
-def size_text(size: int) -> str:
-    """``size`` bytes in decimal units, 3 significant digits: ``4.4 GB``, ``512 MB``, ``91.2 kB``."""
+def size_parts(size: int) -> tuple[str, str]:
+    """``size`` bytes as a number of 3 significant digits and its decimal unit: ``("4.4", "GB")``,
+    ``("512", "MB")``, ``("91.2", "kB")``, ``("999", "B")``."""
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if size >= scale:
             value = size / scale
-            return f"{value:.0f} {unit}" if value >= 100 else f"{value:.3g} {unit}"
-    return f"{size} B"
+            return (f"{value:.0f}" if value >= 100 else f"{value:.3g}"), unit
+    return str(size), "B"
+
+
+def size_text(size: int) -> str:
+    """``size`` bytes in decimal units, 3 significant digits: ``4.4 GB``, ``512 MB``, ``91.2 kB``."""
+    return " ".join(size_parts(size))
 
 
 def fits(need: MemoryNeed, available: int | None) -> bool:
@@ -217,9 +223,14 @@ def estimate_forward(
     return ForwardEstimate(tokens, measured * ratio, probe, measured, ratio)
 
 
-def duration_text(seconds: float) -> str:
-    """``0.04 s``, ``3.2 s``, ``2 min 5 s``: two significant digits under a minute."""
+def duration_parts(seconds: float) -> tuple[str, str]:
+    """A duration as a number of 2 significant digits and its unit: ``("0.041", "s")``, ``("3.2", "s")``;
+    from a minute on in minutes, ``("2.1", "min")``."""
     if seconds < 60:
-        return f"{seconds:.2g} s"
-    minutes, rest = divmod(round(seconds), 60)
-    return f"{minutes} min {rest} s"
+        return f"{seconds:.2g}", "s"
+    return f"{seconds / 60:.2g}", "min"
+
+
+def duration_text(seconds: float) -> str:
+    """``0.041 s``, ``3.2 s``, ``2.1 min``: 2 significant digits."""
+    return " ".join(duration_parts(seconds))

@@ -84,13 +84,16 @@ def _model_info(loaded: LoadedModel) -> None:
         groups = info.num_heads // info.heads_per_group
         st.caption(t("sidebar.model_groups", heads=info.num_heads, groups=groups, size=info.heads_per_group))
     estimate = cache.forward_estimate(loaded)
+    (size, size_unit), (time, time_unit) = sizes.size_parts(info.weight_bytes), sizes.duration_parts(estimate.seconds)
     st.caption(
         t(
             "sidebar.model_size",
             parameters=f"{info.parameters:,}",
-            size=Markdown(sizes.size_text(info.weight_bytes)),  # digits, a point and a unit: our own text
+            size=size,
+            size_unit=size_unit,
             tokens=estimate.tokens,
-            seconds=Markdown(sizes.duration_text(estimate.seconds)),
+            time=time,
+            time_unit=time_unit,
         )
     )
     if cache.was_reloaded(loaded):
