@@ -126,3 +126,11 @@ def test_the_cli_says_what_a_model_takes_and_refuses_what_does_not_fit(family_di
     assert main(["model", "--model", folder]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("error: ") and sizes.size_text(need.bytes) in err and "1 kB" in err
+
+
+def test_a_broken_weights_file_is_not_counted_and_fails_as_unreadable(tmp_path):
+    folder = make_tiny("llama", tmp_path / "llama")
+    (tmp_path / "llama" / "model.safetensors").write_bytes(b"abc")  # shorter than the header's length field
+    with pytest.raises(ModelLoadError) as failed:
+        load_model(folder, available_memory=lambda: 1)
+    assert failed.value.code == "unreadable"  # the read's own message, not a size

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from safetensors import SafetensorError
+
 from attention_viz import settings
 from attention_viz.models import families, sizes
 from attention_viz.models.decoder import Decoder
@@ -302,6 +304,11 @@ def _source_of(name: str | None, policy: settings.ModelPolicy | None) -> tuple[s
     return shown, source, local
 
 
+# What reading a checkpoint raises for files that are not one: the library's errors, and safetensors' own for a
+# weights file whose header is cut or garbled (not an OSError).
+_READ_ERRORS = (OSError, ValueError, KeyError, TypeError, RuntimeError, SafetensorError)
+
+
 def _read(shown: str, source: str, local: bool, read) -> tuple[object, object]:
     """``read(source, local_only)`` from local files, then from the hub when it can be reached.
 
@@ -310,7 +317,7 @@ def _read(shown: str, source: str, local: bool, read) -> tuple[object, object]:
     """
     try:
         return read(source, True)
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+    except _READ_ERRORS as exc:
         reason = None if local else hub_unreachable_reason()
         if local or reason:
             where = (
@@ -327,7 +334,7 @@ def _read(shown: str, source: str, local: bool, read) -> tuple[object, object]:
             ) from exc
     try:
         return read(source, False)
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+    except _READ_ERRORS as exc:
         where = f"no folder {source!r}, not in the cache, and not found on the hub"
         raise ModelLoadError(
             f"could not load model {shown!r} ({where}). {_first_line(exc)}",
@@ -355,7 +362,7 @@ def check_memory(shown: str, folder: str | None, available: int | None) -> sizes
     """
     try:
         need = None if folder is None else sizes.memory_need(folder)
-    except (OSError, KeyError, ValueError):  # an unreadable header: the read that follows says what is wrong
+    except (OSError, KeyError, ValueError, struct.error):  # an unreadable header: the read that follows says why
         return None
     if need is None or sizes.fits(need, available):
         return need
