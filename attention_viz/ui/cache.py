@@ -25,7 +25,7 @@ import streamlit as st
 from attention_viz import analysis, extraction, settings
 from attention_viz.analysis import article_compare, steps
 from attention_viz.extraction import AttentionResult, Encoding
-from attention_viz.models import catalog, loading
+from attention_viz.models import catalog, loading, sizes
 from attention_viz.models.loading import LoadedModel, ModelLoadError
 from attention_viz.ui import internals
 
@@ -112,6 +112,18 @@ def model(name: str) -> LoadedModel:
     if isinstance(loaded, ModelLoadError):
         raise loaded
     return loaded
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _forward_estimate(_loaded: LoadedModel, model_name: str, tokens: int) -> sizes.ForwardEstimate:
+    return sizes.estimate_forward(_loaded.encoder, tokens)
+
+
+def forward_estimate(loaded: LoadedModel) -> sizes.ForwardEstimate:
+    """How long a forward of ``loaded`` takes at 512 tokens (or the most it takes, if fewer), estimated once per
+    process and model from one short timed forward (:func:`attention_viz.models.sizes.estimate_forward`)."""
+    tokens = min(sizes.FORWARD_TOKENS, app_settings().limits.tokens_for(loaded.info.max_positions))
+    return _forward_estimate(loaded, model_key(loaded), tokens)
 
 
 def model_key(loaded: LoadedModel) -> str:
@@ -246,10 +258,10 @@ def parity(loaded: LoadedModel, text: str, pair: str | None) -> float:
 
 
 @st.cache_resource(max_entries=64, ttl=RESULT_TTL, show_spinner=False)
-def _head_grid(model_name: str, text: str, pair: str | None, limits, fit_range: bool, selected, title_font, _weights):
+def _head_grid(model_name: str, text: str, pair: str | None, limits, fit_range: bool, selected, title_font, group, _w):
     from attention_viz import figures
 
-    return figures.head_grid(_weights, fit_range=fit_range, selected=selected, title_font=title_font)
+    return figures.head_grid(_w, fit_range=fit_range, selected=selected, title_font=title_font, heads_per_group=group)
 
 
 def head_grid(loaded: LoadedModel, text: str, pair: str | None, fit_range: bool, selected: tuple[int, int], title_font):
@@ -260,8 +272,9 @@ def head_grid(loaded: LoadedModel, text: str, pair: str | None, fit_range: bool,
     side whatever the text).
     The figure is shared: pass it to ``st.plotly_chart`` as is (which reads it) and never change it."""
     weights = pretrained(loaded, text, pair).weights  # raises InputError first, as the page's own call does
-    limits = app_settings().limits
-    return _head_grid(model_key(loaded), text, pair, limits, fit_range, tuple(selected), int(title_font), weights)
+    limits, group = app_settings().limits, loaded.info.heads_per_group  # query heads per key/value head (GQA)
+    key = (model_key(loaded), text, pair, limits, fit_range, tuple(selected), int(title_font), group)
+    return _head_grid(*key, weights)
 
 
 # 8 texts: every layer's input is L × t × hidden float32 (4.7 MB at 512 tokens for the bundled model).
