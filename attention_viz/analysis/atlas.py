@@ -21,9 +21,13 @@ gives the key token. For every head the atlas keeps
 
 Memory does not grow with the corpus's maps: each batch's maps are read once and dropped; per head the
 atlas holds ``sample`` reservoir entries, its ``top`` pairs and, for the counts of folded events, the
-events of those pairs at or above the current last row (which only rises; at most twice as many between
-two prunings). The atlas stores only the texts
-its events refer to.
+events of those pairs at or above the current last row (which only rises), 32 bytes each: the one thing
+that grows with the corpus, as the folded counts do. The atlas stores only the texts its events refer to.
+
+Speed: the forwards cost most; what the atlas adds is done for all heads at once in numpy, not event by
+event in Python. Of a text only the events at or above a head's current last row (for the sample: above
+its smallest kept key) are taken, and they are sorted in with the kept ones once a batch
+(:class:`TopEvents`, :class:`Reservoir`); the rows are exactly those of sorting every event of the corpus.
 
 The forwards are the corpus path's (:mod:`attention_viz.extraction.batch`: padded batches, each text's
 weights cut to its own tokens and checked). The per-head numbers are corpus means over query tokens:
@@ -31,7 +35,7 @@ the statistics of :mod:`attention_viz.analysis.stats` (Clark et al. 2019), the `
 scores of :mod:`attention_viz.analysis.head_scores` (TransformerLens; Xiao et al. 2023) over the corpus, the
 shares left out (``special``, ``self``), the top events' mean weight (``top_weight``) and the number of
 different texts they come from (``top_texts``), and optionally the ``induction`` score on seeded random
-sequences (Olsson et al. 2022).
+sequences (Olsson et al. 2022) and the ``importance`` by ablation of a corpus run (:func:`with_importance`).
 
 An atlas is saved as one Parquet file (:meth:`Atlas.to_parquet`, read back by :func:`read_atlas`): the
 events as rows, the heads, texts and options as JSON in the file's metadata.
@@ -261,6 +265,7 @@ class TopEvents:
                     "key": key.astype(np.int32),
                     "query_code": codes[query],
                     "key_code": codes[key],
+                    "length": np.full(len(layer), len(token_strings), dtype=np.int32),
                 }
             )
             self._waiting_events += len(layer)
@@ -307,6 +312,11 @@ class TopEvents:
         merged._cut({name: np.concatenate(parts) for name, parts in joined.items()})
         return merged
 
+    def lengths(self) -> dict[int, int]:
+        """``{text: its token count}`` of the texts of the kept events."""
+        self.settle()
+        return dict(zip(self.events["text"].tolist(), self.events["length"].tolist(), strict=True))
+
     def rows(self) -> list[tuple]:
         """``(layer, head, rank, text, query, key, query token, key token, weight, folded)`` of each head's
         kept pairs, layer-major, strongest first; ``folded``: the pair's events at or above the last row."""
@@ -329,8 +339,8 @@ class TopEvents:
         ]
 
 
-# One entry per event of :class:`TopEvents`: its head (``layer · heads + head``), weight, text, positions and
-# the codes of its query and key tokens.
+# One entry per event of :class:`TopEvents`: its head (``layer · heads + head``), weight, text, positions, the
+# codes of its query and key tokens and its text's token count.
 EVENT_ARRAYS = {
     "head": np.int32,
     "weight": np.float32,
@@ -339,6 +349,7 @@ EVENT_ARRAYS = {
     "key": np.int32,
     "query_code": np.int32,
     "key_code": np.int32,
+    "length": np.int32,
 }
 
 
@@ -387,15 +398,17 @@ class Reservoir:
     """Each head's ``size`` events with the largest reservoir keys so far: ``(layers, heads, size)`` arrays
     ``key``, ``text``, ``query``, ``key_pos`` and ``weight``, largest key first (``key`` -inf and ``text`` -1
     while a head has fewer events). :meth:`offer` takes a text's events and :meth:`settle` sorts them in
-    (:meth:`add` does both); on a tie of keys the earlier event stays."""
+    (:meth:`add` does both); on a tie of keys the earlier event stays. With each event its ``query_token``,
+    ``key_token`` and its text's token count ``length`` are kept, so the events need no tokenizer later."""
 
-    NAMES = ("key", "text", "query", "key_pos", "weight")
+    NAMES = ("key", "text", "query", "key_pos", "weight", "query_token", "key_token", "length")
 
     def __init__(self, layers: int, heads: int, size: int):
         shape = (layers, heads, size)
         self.key = np.full(shape, -np.inf)
-        self.text, self.query, self.key_pos = (np.full(shape, -1, dtype=np.int64) for _ in range(3))
+        self.text, self.query, self.key_pos, self.length = (np.full(shape, -1, dtype=np.int64) for _ in range(4))
         self.weight = np.zeros(shape, dtype=np.float64)
+        self.query_token, self.key_token = np.full(shape, "", dtype=object), np.full(shape, "", dtype=object)
         self.size = size
         self._waiting: list[dict[str, np.ndarray]] = []  # offered events, flat, not yet sorted in
         self._waiting_events = 0
@@ -411,20 +424,22 @@ class Reservoir:
             setattr(merged, name, np.take_along_axis(values, order, axis=-1))
         return merged
 
-    def add(self, keys: np.ndarray, weights: np.ndarray, text: int) -> None:
+    def add(self, keys: np.ndarray, weights: np.ndarray, text: int, tokens=None) -> None:
         """One text's events into every head's reservoir: :meth:`offer`, then :meth:`settle`."""
-        self.offer(keys, weights, text)
+        self.offer(keys, weights, text, tokens)
         self.settle()
 
-    def offer(self, keys: np.ndarray, weights: np.ndarray, text: int) -> None:
-        """One text's events: ``keys`` from :func:`sample_keys` and ``weights``, both ``(layers, heads, n, n)``.
+    def offer(self, keys: np.ndarray, weights: np.ndarray, text: int, tokens=None) -> None:
+        """One text's events: ``keys`` from :func:`sample_keys` and ``weights``, both ``(layers, heads, n, n)``;
+        ``tokens``: its ``n`` token strings (None: kept as empty strings).
 
         A speed trick: only an event whose key is above its head's smallest kept key can enter (that key
         only rises; the others would sort behind every kept entry), so only those wait, as flat entries."""
-        heads = keys.shape[1]
+        heads, n = keys.shape[1], keys.shape[-1]
         enters = keys > self.key[..., -1, None, None]  # (L, h, n, n)
         layer, head, query, key = np.nonzero(enters)
         if len(layer):
+            strings = np.array([""] * n if tokens is None else list(tokens), dtype=object)
             self._waiting.append(
                 {
                     "head": layer * heads + head,
@@ -433,6 +448,9 @@ class Reservoir:
                     "query": query,
                     "key_pos": key,
                     "weight": np.asarray(weights, dtype=np.float64)[enters],
+                    "query_token": strings[query],
+                    "key_token": strings[key],
+                    "length": np.full(len(layer), n, dtype=np.int64),
                 }
             )
             self._waiting_events += len(layer)
@@ -699,7 +717,7 @@ def _add_text(part: AtlasSums, loaded, row, weights: np.ndarray, index: int, opt
     allowed = allowed_keys(len(token_strings), special, options.exclude, info.causal)
     part.tops.offer(weights, allowed, token_strings, index)
     if part.reservoir is not None:
-        part.reservoir.offer(sample_keys(weights, allowed, options.seed, index), weights, index)
+        part.reservoir.offer(sample_keys(weights, allowed, options.seed, index), weights, index, token_strings)
     kinds = stats.TokenKinds.from_tokens(
         token_strings, row.special, row.segments, tokenizer.cls_token, tokenizer.sep_token
     )
@@ -720,14 +738,13 @@ def finish_atlas(
     began = time.perf_counter()
     if sums.statistics is None:
         raise InputError(f"{EMPTY} (no line has a character the tokenizer keeps)", "corpus_empty")
-    top_rows = sums.tops.rows()
-    referenced = {row[3] for row in top_rows}
+    top_rows, lengths = sums.tops.rows(), sums.tops.lengths()
     if sums.reservoir is not None:
-        referenced |= set(sums.reservoir.text[np.isfinite(sums.reservoir.key)].tolist())
-    tokens = _token_strings(loaded.tokenizer, texts, referenced, options.max_length)
-    events = _events_frame(top_rows, sums.reservoir, tokens)
+        drawn = np.isfinite(sums.reservoir.key)
+        lengths.update(zip(sums.reservoir.text[drawn].tolist(), sums.reservoir.length[drawn].tolist(), strict=True))
+    events = _events_frame(top_rows, sums.reservoir)
     heads_frame = _heads_frame(events, sums.statistics, sums.heads, loaded, induction)
-    kept = {i: (*texts[i], len(tokens[i])) for i in sorted(tokens)}
+    kept = {i: (*texts[i], lengths[i]) for i in sorted(set(events["text"].tolist()))}
     seconds += time.perf_counter() - began
     return Atlas(
         events,
@@ -743,19 +760,8 @@ def finish_atlas(
     )
 
 
-def _token_strings(tokenizer, texts: Texts, indices, max_length: int) -> dict[int, list[str]]:
-    """``{text index: its tokens}`` for the texts at ``indices``, as the model saw them (64 texts a call)."""
-    chosen, found = sorted(indices), {}
-    for start in range(0, len(chosen), 64):
-        part = chosen[start : start + 64]
-        _, rows = padded.encode_batch(tokenizer, [texts[i] for i in part], max_length)
-        found.update((i, tokenizer.convert_ids_to_tokens(row.input_ids)) for i, row in zip(part, rows, strict=True))
-    return found
-
-
-def _events_frame(top_rows: list[tuple], reservoir: Reservoir | None, token_strings: dict) -> pd.DataFrame:
-    """The events table of :meth:`TopEvents.rows` and the reservoir (``token_strings``: the tokens of the texts
-    the reservoir draws from, by text index)."""
+def _events_frame(top_rows: list[tuple], reservoir: Reservoir | None) -> pd.DataFrame:
+    """The events table of :meth:`TopEvents.rows` and the reservoir's events."""
     rows = [
         (layer, head, "top", rank, text, q, k, query_token, key_token, weight, k - q, folded)
         for layer, head, rank, text, q, k, query_token, key_token, weight, folded in top_rows
@@ -765,11 +771,9 @@ def _events_frame(top_rows: list[tuple], reservoir: Reservoir | None, token_stri
         for layer, head, rank in zip(*np.nonzero(drawn), strict=True):
             text = int(reservoir.text[layer, head, rank])
             q, k = int(reservoir.query[layer, head, rank]), int(reservoir.key_pos[layer, head, rank])
-            strings = token_strings[text]
+            tokens = reservoir.query_token[layer, head, rank], reservoir.key_token[layer, head, rank]
             weight = float(reservoir.weight[layer, head, rank])
-            rows.append(
-                (int(layer), int(head), "typical", int(rank), text, q, k, strings[q], strings[k], weight, k - q, 1)
-            )
+            rows.append((int(layer), int(head), "typical", int(rank), text, q, k, *tokens, weight, k - q, 1))
     frame = pd.DataFrame(rows, columns=list(EVENT_COLUMNS))
     frame = frame.astype(
         {c: "int64" for c in ("layer", "head", "rank", "text", "query", "key", "distance", "folded")}
