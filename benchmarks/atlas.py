@@ -11,7 +11,9 @@ Time and memory, per size in a fresh process: the model is loaded and warmed up 
 of the first 64 texts); then ``--rounds`` times, alternately, the forwards alone (the corpus path's padded
 batches of 16, each text's weights cut and checked: :mod:`attention_viz.extraction.batch`) and the atlas
 (top 20, sample 20, no induction score) over the same texts. The medians and their ratio are reported
-(the machine is shared: alternating lets its load hit both alike), with the load average before and after.
+(the machine is shared: alternating lets its load hit both alike), with the load average before and after,
+and the process's CPU seconds beside the wall clock. On a shared machine torch's threads wait on each other
+when other work holds the cores (a forward pass then varies many times over): ``--threads 1`` steadies it.
 Then the atlas is built once more under ``tracemalloc`` (the atlas's own Python and numpy allocations,
 peak; torch's buffers are not traced), and the process's peak RSS (``ru_maxrss``: the model and torch's
 buffers too) is read at the end. One JSON object per size is printed.
