@@ -435,6 +435,17 @@ def corpus_statistics(
         run.lock.release()
 
 
+def stored_corpus_statistics(
+    loaded: LoadedModel, corpus: str, batch_size: int, importance: bool
+) -> analysis.CorpusResult | None:
+    """What :func:`corpus_statistics` holds for these arguments (a session computed it already), or None;
+    nothing is computed."""
+    digest = hashlib.sha256(corpus.encode("utf-8")).hexdigest()
+    store, lock = _corpus_store()
+    with lock:
+        return store.get((model_key(loaded), digest, batch_size, importance, app_settings().limits))
+
+
 ATLASES_KEPT = 4
 
 
