@@ -3,7 +3,8 @@
 statistics over a corpus, and with ``--scores induction,previous,duplicate,sink`` named head scores on seeded
 random tokens; ``atlas FILE --out ATLAS.parquet`` builds a head atlas (every head's strongest and typical
 attention events over a corpus) and saves it as one Parquet file; ``app [streamlit options]`` starts the
-web app (``streamlit run app.py`` in the checkout).
+web app (``streamlit run app.py`` in the checkout); ``model [--model M]`` prints what a model takes (parameters,
+memory in float32, grouped heads, an estimate of a forward's time at 512 tokens).
 
 Exit status 0 on success; 2 with one ``error: ...`` line on stderr for bad input, a corpus over the
 limits, an invalid ``ATTENTION_VIZ_*`` setting (checked first), a model that cannot be loaded or a Ray
@@ -60,6 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
     attention.add_argument("--format", choices=("json", "csv"), default="json")
     _add_stats_parser(commands)
     _add_atlas_parser(commands)
+    model = commands.add_parser(
+        "model",
+        help="what a model takes: parameters, memory in float32, heads and their groups, a forward's time",
+        description=MODEL_HELP,
+    )
+    model.add_argument("--model", default=None, help="hub name or local folder (default: the bundled model)")
+    model.add_argument("--tokens", type=int, default=512, help="the length a forward's time is estimated for")
     app = commands.add_parser(
         "app",
         help="start the web app (streamlit run app.py); Streamlit's options follow, e.g. --server.port 8600",
@@ -101,6 +109,8 @@ def _run(args: argparse.Namespace) -> str:
         return _run_stats(args, limits)
     if args.command == "atlas":
         return _run_atlas(args, limits)
+    if args.command == "model":
+        return _run_model(args, limits)
 
     _check_options(args)
     loaded = load_model(args.model)
@@ -166,6 +176,47 @@ def entry() -> None:
             sys.stderr.flush()
             os._exit(status)
     sys.exit(status)
+
+
+# --- model: what a model takes ----------------------------------------------------------------------------
+
+MODEL_HELP = (
+    "Load a model and print as JSON what it takes: its parameters and their memory in float32 (weights are "
+    "always held in float32), the memory available now, its query heads and the key/value heads they share "
+    "(grouped-query attention), and an estimate of how long one forward at --tokens tokens takes here (one "
+    "short forward timed and scaled by the floating-point operations). A model whose weights need more memory "
+    "than is available is refused before it is read, with its size named."
+)
+
+
+def _run_model(args: argparse.Namespace, limits: settings.Limits) -> str:
+    from attention_viz.models import sizes
+    from attention_viz.models.loading import load_model
+
+    if args.tokens < 1:
+        raise _UsageError("--tokens takes a number from 1")
+    loaded = load_model(args.model)
+    info = loaded.info
+    tokens = min(args.tokens, limits.tokens_for(info.max_positions))
+    estimate = sizes.estimate_forward(loaded.encoder, tokens)
+    available = sizes.available_memory()
+    payload = {
+        "model": info.name,
+        "family": info.family_name,
+        "parameters": info.parameters,
+        "float32_bytes": info.weight_bytes,
+        "float32_size": sizes.size_text(info.weight_bytes),
+        "available_bytes": available,
+        "num_layers": info.num_layers,
+        "num_heads": info.num_heads,
+        "num_key_value_heads": info.num_key_value_heads or info.num_heads,
+        "heads_per_group": info.heads_per_group,
+        "forward_tokens": estimate.tokens,
+        "forward_seconds_estimate": round(estimate.seconds, 4),
+        "measured_tokens": estimate.measured_tokens,
+        "measured_seconds": round(estimate.measured_seconds, 6),
+    }
+    return json.dumps(payload) + "\n"
 
 
 # --- app: the web app -------------------------------------------------------------------------------------

@@ -26,7 +26,8 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated figure numbers (default 1-9, 11-14 and 19; on request: 10, the other families at "
         "base size; 15, a class of 40 sessions for 5 minutes on 1 server and on 2 replicas; 16, the two "
         "extraction paths and the encoder's in-place variant; 17, a class of 40 and 200 at the server, 1 server "
-        "and 2 replicas; 18, corpus statistics on a local Ray cluster)",
+        "and 2 replicas; 18, corpus statistics on a local Ray cluster; 20, the first map and a page switch beside "
+        "Streamlit's own floor)",
     )
     parser.add_argument("--output", type=Path, help="results file (default benchmarks/results/<date>-<mode>.json)")
     args = parser.parse_args(argv)
@@ -105,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks import server_class
 
         section("17", "a class at the server", lambda: server_class.server_class_rows(settings))
+    if "20" in wanted:
+        from benchmarks import pages
+
+        section("20", "pages and the first map beside Streamlit's floor", lambda: pages.page_rows(settings))
     if "18" in wanted:
         from benchmarks import distributed
 

@@ -8,15 +8,24 @@ own, then every ``interval`` seconds changes the layer or the head (and now and 
 and times each change from the message sent to the map's data received (the ``plotly_chart`` element keyed
 ``map``). Every map received is decoded and compared with :func:`attention_viz.extraction.extract` for the
 student's own sentence and head: a map with another sentence's tokens is cross-talk, one with its tokens
-and other values is wrong. How a change is told to the server is a :class:`Step` (today's Layer and Head
-boxes, :class:`BoxStep`; others can be added to :data:`STEPS`).
+and other values is wrong. How a change is told to the server is a :class:`Step` (the Layer and Head
+boxes, :class:`BoxStep`; the map element's reported view, :class:`ElementStep`; and what the browser sends
+when it draws every step itself, :class:`BrowserStep`).
+
+``--step browser`` is the class as the browser explores what it holds: a layer or head step sends
+NOTHING (counted as a step drawn in the browser, no server cost); a new sentence (1 change in 12) is a
+rerun that carries the student's current view (the hidden ``browser_view`` input's value, or where the page
+has none the map element's reported view); now and then (1 change in 24) the student switches to All heads
+and back to Compare, and the map it comes back to must be its own sentence at its own view. Each kind of
+change is timed apart (p50, p95, errors), and so is each student's first map (the opening example, checked
+like any map) while they arrive 8 at a time.
 
 Bounded: every student stops after ``seconds`` (each wait has a timeout), only 127.0.0.1 is spoken to. The
 server's CPU seconds and resident memory come from /proc; the load average is recorded with the figures.
 
 A class of 200 on one server for 5 minutes, a change every 5 s, a new sentence in one change of 12::
 
-    .venv/bin/python tests/class_load.py --sessions 200 --seconds 300
+    .venv/bin/python tests/class_load.py --sessions 200 --seconds 300 --step browser
 
 and on 2 replicas behind nginx (deploy/replicas.py): ``--replicas 2``. The short form runs in the test
 suite (tests/test_class_load.py). The browser form, for a real-browser check, is tests/load.py.
@@ -41,6 +50,7 @@ from typing import Protocol
 from urllib.parse import urlparse
 
 import numpy as np
+from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # browser.py and load.py beside this file
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the package, when run as a script
@@ -48,10 +58,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the package, 
 from load import _cpu_s, _rss_mb, _servers, sentence_for
 
 from attention_viz.figures.layout import label_text
+from attention_viz.ui.view_schema import DEFAULTS, EXAMPLE_TEXT
 
 MAP_KEY = "map"  # the key of the Compare page's attention map as a plotly chart (its id ends with "-map")
 ELEMENT_KEY = "attention_map"  # the key of the map as a browser element (components v2), where the app has it
 BOX_LAYER, BOX_HEAD, TEXT = "_layer", "_head", "text"  # widget keys of the Layer and Head boxes and the text
+BROWSER_VIEW = "browser_view"  # the hidden text input that carries the browser's view to the server's next run
+OTHER_PAGE, HOME_PAGE = "all_heads", "compare"  # a page switch: to All heads and back to Compare (url paths)
+PAGE_SWITCH_SHARE = 1 / 24  # in --step browser: the share of changes that switch pages
 TIMEOUT_S = 60.0  # the most one change may take before it counts as an error
 CONNECT_TIMEOUT_S = 120.0
 ARRIVING_AT_ONCE = 8  # students opening the page at the same moment
@@ -65,6 +79,8 @@ class Page:
     ids: dict[str, str] = field(default_factory=dict)  # widget key -> element id
     options: dict[str, list[str]] = field(default_factory=dict)  # box key -> its options' shown labels
     reports: int = 0  # views the map element has reported (its ``seq``)
+    pages: dict[str, str] = field(default_factory=dict)  # a page's url path -> its script hash (navigation)
+    shown: set[str] = field(default_factory=set)  # the widget ids of the run in progress or last run
 
     def learn(self, element) -> None:
         kind = element.WhichOneof("type")
@@ -74,14 +90,23 @@ class Page:
             return
         key = element_id.split("-", 2)[2].split("~")[0]
         self.ids[key] = element_id
+        self.shown.add(element_id)
         if kind == "selectbox":
             self.options[key] = list(widget.options)
+
+    def learn_pages(self, navigation) -> None:
+        """The pages' script hashes, by url path (the default page also under :data:`HOME_PAGE`'s)."""
+        for page in navigation.app_pages:
+            self.pages[page.url_pathname] = page.page_script_hash
+            if page.is_default:
+                self.pages.setdefault(HOME_PAGE, page.page_script_hash)
 
 
 class Step(Protocol):
     """How a change of layer or head is told to the server: the widget states the browser would send."""
 
     name: str
+    local: bool  # a step within held data is drawn in the browser and sends nothing
 
     def states(self, page: Page, layer: int, head: int) -> list: ...
 
@@ -90,6 +115,7 @@ class BoxStep:
     """Today's Layer and Head boxes beside the map: each a select box whose value is its option's label."""
 
     name = "boxes"
+    local = False
 
     def states(self, page: Page, layer: int, head: int) -> list:
         return [
@@ -105,10 +131,9 @@ class ElementStep:
     ``json_value``; the page then follows (the boxes, the link) in a rerun."""
 
     name = "element"
+    local = False
 
     def states(self, page: Page, layer: int, head: int) -> list:
-        from streamlit.proto.WidgetStates_pb2 import WidgetState
-
         page.reports += 1
         view = {"layer": layer, "head": head, "focus": -1, "query_start": 0, "key_start": 0, "seq": page.reports}
         state = WidgetState(id=page.ids[ELEMENT_KEY])
@@ -116,12 +141,28 @@ class ElementStep:
         return [state]
 
 
-STEPS: dict[str, type] = {"boxes": BoxStep, "element": ElementStep}
+class BrowserStep:
+    """The browser draws a step within the data it holds and tells the server nothing (:attr:`local`); the view
+    reaches the server with the next run something else causes, as the hidden text input ``browser_view``'s
+    value (its ``string_value``), ``{"seq": n, "view": {layer, head, focus, query_start, key_start, map_view}}``.
+    On a page without that input the view goes as the map element's reported view (:class:`ElementStep`)."""
+
+    name = "browser"
+    local = True
+
+    def states(self, page: Page, layer: int, head: int) -> list:
+        if BROWSER_VIEW not in page.ids:
+            return ElementStep.states(self, page, layer, head)
+        page.reports += 1
+        view = {"layer": layer, "head": head, "focus": -1, "query_start": 0, "key_start": 0}
+        view["map_view"] = DEFAULTS["map_view"]
+        return [_string_state(page.ids[BROWSER_VIEW], json.dumps({"seq": page.reports, "view": view}))]
+
+
+STEPS: dict[str, type] = {"boxes": BoxStep, "element": ElementStep, "browser": BrowserStep}
 
 
 def _string_state(widget_id: str, value: str):
-    from streamlit.proto.WidgetStates_pb2 import WidgetState
-
     state = WidgetState(id=widget_id)
     state.string_value = value
     return state
@@ -166,15 +207,25 @@ class Report:
     new_sentence_share: float
     replicas: int = 0
     step: str = "boxes"
+    page_switch_share: float = 0.0
     connected: int = 0
     changes: int = 0
-    new_sentences: int = 0
+    new_sentences: int = 0  # typed during the class (an arrival's sentence counts under ``arrivals``)
+    arrivals: int = 0  # students that opened the page and set their own sentence
+    page_switches: int = 0  # each leg counts: to All heads, back to Compare
+    browser_steps: int = 0  # steps drawn in the browser from the data it holds: nothing sent
+    reruns: int = 0  # runs the students asked the server for (a first visit, a change, each page switch)
     checks: int = 0
+    first_map_checks: int = 0
     errors: list[str] = field(default_factory=list)
+    errors_by_kind: dict[str, int] = field(default_factory=dict)
     cross_talk: int = 0
     wrong_values: int = 0
     change_s: list[float] = field(default_factory=list)
     new_sentence_s: list[float] = field(default_factory=list)
+    arrival_sentence_s: list[float] = field(default_factory=list)  # the sentence set on arriving, 8 at a time
+    page_switch_s: list[float] = field(default_factory=list)
+    first_map_s: list[float] = field(default_factory=list)  # from asking "/" to the first map, per student
     rss_mb: list[tuple[float, float]] = field(default_factory=list)  # (seconds since start, MB of all servers)
     server_cpu_s: float = 0.0
     generator_cpu_s: float = 0.0
@@ -198,11 +249,18 @@ class Report:
             and self.checks > 0
         )
 
+    def error(self, kind: str, message: str) -> None:
+        """Record a failed change of ``kind`` (``arrival``, ``change``, ``new_sentence``, ``page_switch``)."""
+        self.errors.append(message)
+        self.errors_by_kind[kind] = self.errors_by_kind.get(kind, 0) + 1
+
     def summary(self) -> dict:
         session_minutes = self.sessions * self.seconds / 60
-        everything = self.change_s + self.new_sentence_s
+        everything = self.change_s + self.new_sentence_s + self.page_switch_s  # what the server answered
+        timings = {"change_s", "new_sentence_s", "arrival_sentence_s", "page_switch_s", "first_map_s", "rss_mb"}
+        timings.add("errors")
         return {
-            **{k: v for k, v in asdict(self).items() if k not in {"change_s", "new_sentence_s", "rss_mb", "errors"}},
+            **{k: v for k, v in asdict(self).items() if k not in timings},
             "errors": len(self.errors),
             "first_errors": self.errors[:10],
             "change_p50_s": _percentile(self.change_s, 50),
@@ -210,6 +268,13 @@ class Report:
             "change_max_s": _percentile(self.change_s, 100),
             "new_sentence_p50_s": _percentile(self.new_sentence_s, 50),
             "new_sentence_p95_s": _percentile(self.new_sentence_s, 95),
+            "arrival_sentence_p50_s": _percentile(self.arrival_sentence_s, 50),
+            "arrival_sentence_p95_s": _percentile(self.arrival_sentence_s, 95),
+            "page_switch_p50_s": _percentile(self.page_switch_s, 50),
+            "page_switch_p95_s": _percentile(self.page_switch_s, 95),
+            "first_map_p50_s": _percentile(self.first_map_s, 50),
+            "first_map_p95_s": _percentile(self.first_map_s, 95),
+            "first_map_max_s": _percentile(self.first_map_s, 100),
             "all_p95_s": _percentile(everything, 95),
             "rss_mb": [(round(t), round(mb, 1)) for t, mb in self.rss_mb],
             "rss_growth": None if self.rss_growth is None else round(self.rss_growth, 4),
@@ -253,8 +318,11 @@ class Student:
             self._expected[sentence] = loop.run_in_executor(None, _core_answer, self.bundled, sentence)
         return await self._expected[sentence]
 
-    async def connect(self) -> None:
-        """Open the page as a browser does: ``/``, the health check, then the WebSocket and a first run."""
+    async def connect(self, report: Report | None = None) -> None:
+        """Open the page as a browser does: ``/``, the health check, then the WebSocket and a first run; with
+        ``report``, time the first map from the first request and check it (the opening example, at the view
+        its data names)."""
+        started = time.monotonic()
         cookies = self.cookies = await asyncio.to_thread(self._cookies)
         parsed = urlparse(self.url)
         from websockets.asyncio.client import connect
@@ -268,8 +336,34 @@ class Student:
             open_timeout=CONNECT_TIMEOUT_S,
         )
         self.reader = asyncio.create_task(self._read())
-        await self._rerun([])
+        await self._rerun([], report=report)
         await asyncio.wait_for(self.finished.get(), CONNECT_TIMEOUT_S)
+        if report is not None:
+            await self._first_map(report, started)
+
+    async def _first_map(self, report: Report, started: float) -> None:
+        """Check the first run's map (the opening example at the view its data names); record its time."""
+        labels, weights = await self.expected(EXAMPLE_TEXT)
+        while not self.maps.empty():
+            received, sent = self.maps.get_nowait()
+            if sent is None:
+                raise RuntimeError("the first page showed an exception")
+            if sent[0] == "chart":
+                shown, view = decode_map(sent[1]), None
+            else:
+                view = json.loads(sent[1]).get("view", {})
+                shown = await self._element_map(sent[1], view.get("layer"), view.get("head"))
+            if shown is None:
+                continue
+            if shown[0] != labels:
+                raise RuntimeError(f"the first map is not the opening example: {shown[0][:9]}")
+            if view is not None and not np.allclose(shown[1], weights[view["layer"], view["head"]], atol=1e-6):
+                report.wrong_values += 1
+                raise RuntimeError("the opening example's first map shows other values")
+            report.first_map_checks += 1
+            report.first_map_s.append(received - started)
+            return
+        raise RuntimeError("the first run drew no map")
 
     def _cookies(self) -> dict[str, str]:
         """The cookies a browser holds after loading the page: nginx's replica, Streamlit's XSRF token."""
@@ -285,12 +379,16 @@ class Student:
                     jar[name.strip()] = rest.split(";", 1)[0]
         return jar
 
-    async def _rerun(self, states: list) -> None:
+    async def _rerun(self, states: list, page: str = "", report: Report | None = None) -> None:
+        """Ask for a run with ``states``, on the page ``page`` (a url path; ``""``: the page the session is on)."""
         from streamlit.proto.BackMsg_pb2 import BackMsg
 
         message = BackMsg()
         message.rerun_script.query_string = ""
-        message.rerun_script.page_script_hash = ""
+        message.rerun_script.page_script_hash = self.page.pages[page] if page else ""
+        self.page.shown = set()
+        if report is not None:
+            report.reruns += 1
         message.rerun_script.widget_states.widgets.extend(states)
         await self.socket.send(message.SerializeToString())
 
@@ -304,6 +402,8 @@ class Student:
                 kind = message.WhichOneof("type")
                 if kind == "script_finished":
                     self.finished.put_nowait(time.monotonic())
+                elif kind == "navigation":
+                    self.page.learn_pages(message.navigation)
                 elif kind == "delta" and message.delta.WhichOneof("type") == "new_element":
                     element = message.delta.new_element
                     self.page.learn(element)
@@ -317,19 +417,71 @@ class Student:
                     elif what == "exception":
                         self.maps.put_nowait((time.monotonic(), None))
 
-    async def change(self, report: Report, layer: int, head: int, sentence: str | None = None) -> None:
-        """Send one change, wait for the map of this student's sentence at ``(layer, head)``, time it."""
+    async def change(
+        self, report: Report, layer: int, head: int, sentence: str | None = None, arriving: bool = False
+    ) -> None:
+        """Send one change, wait for the map of this student's sentence at ``(layer, head)``, time it (a sentence
+        set while ``arriving`` apart from the class's)."""
         changed = self.step.states(self.page, layer, head)
         if sentence is not None:
             changed.append(_string_state(self.page.ids[TEXT], sentence))
-        states = dict(self.states, **{state.id: state for state in changed})  # the browser sends every value
+        states = dict(self._shown_states(), **{state.id: state for state in changed})  # every value it has
         answer = asyncio.ensure_future(self.expected(sentence or self.sentence))
         while not self.maps.empty():
             self.maps.get_nowait()
         while not self.finished.empty():
             self.finished.get_nowait()
         started = time.monotonic()
-        await self._rerun(list(states.values()))
+        await self._rerun(list(states.values()), report=report)
+        elapsed = await self._map_shown(report, started, answer, layer, head) - started
+        if arriving:
+            self.sentence = sentence
+            report.arrival_sentence_s.append(elapsed)
+            report.arrivals += 1
+        elif sentence is not None:
+            self.sentence = sentence
+            report.new_sentence_s.append(elapsed)
+            report.new_sentences += 1
+        else:
+            report.change_s.append(elapsed)
+            report.changes += 1
+        self.layer, self.head = layer, head
+        self.states = {k: v for k, v in states.items() if not v.HasField("trigger_value")}  # a trigger fires once
+        await asyncio.wait_for(self.finished.get(), max(0.1, started + TIMEOUT_S - time.monotonic()))  # the end
+
+    def _shown_states(self) -> dict:
+        """The values this student has set of the widgets its last run showed (the browser forgets the others)."""
+        return {key: state for key, state in self.states.items() if key in self.page.shown}
+
+    async def switch(self, report: Report) -> None:
+        """Switch to All heads (timed to the end of its run), then back to Compare (timed to the map of this
+        student's sentence at its view, checked), each leg a rerun with the browser's values and its view."""
+        for page in (OTHER_PAGE, HOME_PAGE):
+            states = dict(self._shown_states(), **{s.id: s for s in self.step.states(self.page, self.layer, self.head)})
+            answer = asyncio.ensure_future(self.expected(self.sentence))
+            while not self.maps.empty():
+                self.maps.get_nowait()
+            while not self.finished.empty():
+                self.finished.get_nowait()
+            started = time.monotonic()
+            await self._rerun(list(states.values()), page, report)
+            if page == HOME_PAGE:
+                received = await self._map_shown(report, started, answer, self.layer, self.head)
+            else:
+                received = await asyncio.wait_for(self.finished.get(), TIMEOUT_S)
+                while not self.maps.empty():
+                    if self.maps.get_nowait()[1] is None:
+                        raise RuntimeError("All heads showed an exception")
+                answer.cancel()
+            report.page_switch_s.append(received - started)
+            report.page_switches += 1
+            self.states = {k: v for k, v in states.items() if not v.HasField("trigger_value")}
+            if page == HOME_PAGE:
+                await asyncio.wait_for(self.finished.get(), max(0.1, started + TIMEOUT_S - time.monotonic()))
+
+    async def _map_shown(self, report: Report, started: float, answer, layer: int, head: int) -> float:
+        """Wait for the map of this student's sentence at ``(layer, head)`` and check it (``answer``: the core's
+        labels and weights); when it arrived (``time.monotonic()``)."""
         deadline = started + TIMEOUT_S
         labels, weights = await answer
         while True:
@@ -352,18 +504,7 @@ class Student:
             if shown_weights.shape != expected.shape or not np.allclose(shown_weights, expected, atol=1e-6):
                 report.wrong_values += 1
                 raise RuntimeError(f"the map of layer {layer}, head {head} shows other values")
-            break
-        elapsed = received - started
-        if sentence is not None:
-            self.sentence = sentence
-            report.new_sentence_s.append(elapsed)
-            report.new_sentences += 1
-        else:
-            report.change_s.append(elapsed)
-            report.changes += 1
-        self.layer, self.head = layer, head
-        self.states = {k: v for k, v in states.items() if not v.HasField("trigger_value")}  # a trigger fires once
-        await asyncio.wait_for(self.finished.get(), max(0.1, deadline - time.monotonic()))  # the run's end
+            return received
 
     async def _element_map(self, data: str, layer: int, head: int) -> tuple[list[str], np.ndarray] | None:
         """The map element's head ``(layer, head)`` once its data shows that view: from its bundle, fetched
@@ -413,33 +554,44 @@ async def _arrive(student: Student, report: Report, arrivals: asyncio.Semaphore,
     """Open the page and set the student's sentence at a layer and head of its own; False if it failed."""
     try:
         async with arrivals:
-            await student.connect()
+            await student.connect(report)
             report.connected += 1
             layer, head = rng.randrange(student.layers), rng.randrange(student.heads)
-            await student.change(report, layer, head, sentence=student.sentence)
+            if student.step.local:  # stepped there in the browser, then typed its sentence
+                report.browser_steps += 1
+            await student.change(report, layer, head, sentence=student.sentence, arriving=True)
         return True
     except Exception as exc:  # a failed student is a finding, not a crash of the whole run
-        report.errors.append(f"session {student.number} arriving: {type(exc).__name__}: {str(exc)[:200]}")
+        report.error("arrival", f"session {student.number} arriving: {type(exc).__name__}: {str(exc)[:200]}")
         await student.close()
         return False
 
 
 async def _attend(student: Student, report: Report, ends: float, rng: random.Random) -> None:
-    """Every ``interval`` seconds a change (now and then a new sentence) until the class ends."""
+    """Every ``interval`` seconds a change until the class ends: now and then a new sentence or a page switch,
+    else a step of layer or head (sent to the server, or drawn in the browser for a :attr:`Step.local` step)."""
+    kind = "change"
     try:
         await asyncio.sleep(rng.uniform(0, report.interval_s))  # students do not click in step
         while time.monotonic() + report.interval_s < ends:
-            tick = time.monotonic()
-            if rng.random() < report.new_sentence_share:
-                student.version += 1
+            tick, roll = time.monotonic(), rng.random()
+            if roll < report.new_sentence_share:
+                kind, student.version = "new_sentence", student.version + 1
                 await student.change(report, student.layer, student.head, sentence_for(student.number, student.version))
+            elif roll < report.new_sentence_share + report.page_switch_share:
+                kind = "page_switch"
+                await student.switch(report)
             else:
-                await student.change(
-                    report, *_next_change(rng, student.layers, student.heads, student.layer, student.head)
-                )
+                kind = "change"
+                step = _next_change(rng, student.layers, student.heads, student.layer, student.head)
+                if student.step.local:  # drawn in the browser from the data it holds: nothing reaches the server
+                    student.layer, student.head = step
+                    report.browser_steps += 1
+                else:
+                    await student.change(report, *step)
             await asyncio.sleep(max(0.0, report.interval_s - (time.monotonic() - tick)))
     except Exception as exc:
-        report.errors.append(f"session {student.number}: {type(exc).__name__}: {str(exc)[:200]}")
+        report.error(kind, f"session {student.number} ({kind}): {type(exc).__name__}: {str(exc)[:200]}")
     finally:
         await student.close()
 
@@ -484,6 +636,7 @@ def run(
     bundled=None,
     step: str = "boxes",
     seed: int = 0,
+    page_switch_share: float | None = None,
 ) -> Report:
     """Run a class against one server (``server``, or a new ``streamlit run``) or ``replicas`` behind nginx.
 
@@ -498,6 +651,8 @@ def run(
         bundled: the loaded bundled model, for the expected maps (loaded here if not given).
         step: how a change is sent (a key of :data:`STEPS`).
         seed: the students' choices of layer, head and pace.
+        page_switch_share: the share of changes that switch to All heads and back; ``None``:
+            :data:`PAGE_SWITCH_SHARE` with ``step="browser"``, else none (the older modes as they were).
 
     Returns:
         :class:`Report`, with the load average before and after.
@@ -506,17 +661,33 @@ def run(
         from attention_viz.models.loading import load_model
 
         bundled = load_model()
-    report = Report(sessions, seconds, interval, new_sentence_share, replicas, step)
+    if page_switch_share is None:
+        page_switch_share = PAGE_SWITCH_SHARE if step == "browser" else 0.0
+    report = Report(sessions, seconds, interval, new_sentence_share, replicas, step, page_switch_share)
     report.load_average = [round(os.getloadavg()[0], 2)]
     with _servers(replicas, server) as (url, pids, deployment), _one_thread():
         if urlparse(url).hostname != "127.0.0.1":
             raise ValueError(f"the class talks to 127.0.0.1 only, not {url}")
+        _wait_ready(url)  # the students arrive at a warm server (the model loaded, the opening example computed)
         served_before = deployment.served_websockets() if deployment is not None else {}
         asyncio.run(_drive(url, pids, report, bundled, STEPS[step](), seed))
         if deployment is not None:
             report.sessions_per_replica = deployment.served_websockets(since=served_before)
     report.load_average.append(round(os.getloadavg()[0], 2))
     return report
+
+
+def _wait_ready(url: str) -> None:
+    """Wait until the app's readiness check (``/ready``) answers 200; raise ``TimeoutError`` past
+    :data:`CONNECT_TIMEOUT_S`."""
+    deadline = time.monotonic() + CONNECT_TIMEOUT_S
+    while True:
+        with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/ready", timeout=5) as response:
+            if response.status == 200:
+                return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{url}/ready did not answer 200 in {CONNECT_TIMEOUT_S:.0f} s")
+        time.sleep(0.5)
 
 
 @contextlib.contextmanager
@@ -541,10 +712,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--new-sentence-share", type=float, default=1 / 12, help="share of changes that type")
     parser.add_argument("--replicas", type=int, default=0, help="run this many replicas behind nginx")
     parser.add_argument("--step", choices=sorted(STEPS), default="boxes", help="how a change is sent")
+    parser.add_argument(
+        "--page-switch-share", type=float, help=f"share of changes that switch pages (browser: {PAGE_SWITCH_SHARE:.3f})"
+    )
     parser.add_argument("--output", type=Path, help="also write the summary here (JSON)")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    report = run(args.sessions, args.seconds, args.interval, args.new_sentence_share, args.replicas, step=args.step)
+    report = run(
+        args.sessions,
+        args.seconds,
+        args.interval,
+        args.new_sentence_share,
+        args.replicas,
+        step=args.step,
+        page_switch_share=args.page_switch_share,
+    )
     summary = json.dumps(report.summary(), indent=2)
     print(summary)
     if args.output:

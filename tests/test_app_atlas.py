@@ -67,6 +67,29 @@ def test_the_atlas_page_places_every_head_on_two_numbers_and_shows_a_heads_event
     assert list(at.dataframe[0].value["key_token"]) == list(typical["key_token"])
 
 
+def test_importance_by_ablation_is_a_number_of_the_scatter_when_asked_and_at_once_once_it_ran(bundled, small_corpus):
+    """Not run: not offered. Asked for: the same corpus's importance (Head statistics' run) is an axis. A new
+    session, not asking, has it at once: the run is shared."""
+    expected = corpus.corpus_statistics(bundled, small_corpus, importance=True).statistics["importance"]
+    assert expected.notna().all() and expected.std() > 0
+    at = _page()
+    label = "importance (cosine distance)"
+    assert label not in control(at, "selectbox", "atlas_x").options
+    control(at, "checkbox", "atlas_importance").check().run()
+    no_errors(at)
+    assert label in control(at, "selectbox", "atlas_x").options
+    control(at, "selectbox", "atlas_x").set_value("importance").run()
+    control(at, "selectbox", "atlas_colour").set_value("importance").run()
+    no_errors(at)
+    points = figures(at)[0]["data"][0]
+    assert_allclose(decode(points["x"]), expected, atol=1e-6)
+    assert_allclose(decode(points["marker"]["color"]), expected, atol=1e-6)
+    assert figures(at)[0]["layout"]["xaxis"]["title"]["text"] == label
+    again = _page(atlas_x="importance")
+    assert control(again, "checkbox", "atlas_importance").value is False
+    assert_allclose(decode(figures(again)[0]["data"][0]["x"]), expected, atol=1e-6)
+
+
 def test_an_event_opens_in_compare_at_its_head_sentence_and_query(bundled, small_corpus):
     expected = atlas.build_atlas(bundled, small_corpus)
     at = _page(layer=2, head=7, word_level=True)

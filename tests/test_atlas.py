@@ -226,25 +226,55 @@ def test_the_command_line_writes_the_atlas_and_prints_its_tables(bundled, tmp_pa
 
 
 @pytest.mark.parametrize("split", [0, 1, 37, 150, 299])
-def test_two_running_tops_merge_into_what_one_stream_keeps(split):
-    """Events of 12 token pairs with many ties: offered in two streams cut at ``split`` and merged, they keep
-    the same rows and counts as one stream, and as sorting them all."""
+@pytest.mark.parametrize("fold", [True, False])
+def test_two_streams_of_top_events_merge_into_what_one_stream_keeps(split, fold):
+    """300 texts of 4 tokens on 2 heads, weights in twentieths (many ties), 3 token strings: offered in two
+    streams cut at ``split`` and merged, they keep the same rows as one stream, and as sorting every event;
+    however often the stream is settled."""
     rng = np.random.default_rng(split)
-    events = [
-        ((-float(rng.integers(0, 20)) / 20, int(t), int(q), 0), (f"q{q % 4}", f"k{q % 3}"))
-        for t, q in enumerate(rng.integers(0, 12, 300))
-    ]
-    one, first, second = atlas.RunningTop(5), atlas.RunningTop(5), atlas.RunningTop(5)
-    for i, (order, pair) in enumerate(events):
-        one.offer(order, pair, *pair)
-        (first if i < split else second).offer(order, pair, *pair)
-    assert first.merge(second).rows() == one.rows()
-    ranked = sorted(events)
-    chosen, counts = [], {}
-    for order, pair in ranked:
-        counts[pair] = counts.get(pair, 0) + 1
-        if counts[pair] == 1:
-            chosen.append((order, pair))
-            if len(chosen) == 5:
-                break
-    assert one.rows() == [(order, *pair, counts[pair]) for order, pair in chosen]
+    weights = (rng.integers(0, 20, (300, 1, 2, 4, 4)) / 20).astype(np.float32)
+    tokens = [[f"t{x}" for x in rng.integers(0, 3, 4)] for _ in range(300)]
+    allowed = np.ones((4, 4), dtype=bool)
+    one, first, second = (atlas.TopEvents(1, 2, 5, fold) for _ in range(3))
+    for text in range(300):
+        one.offer(weights[text], allowed, tokens[text], text)
+        (first if text < split else second).offer(weights[text], allowed, tokens[text], text)
+        if text % 7 == 6:
+            one.settle()
+    rows = one.rows()
+    assert first.merge(second).rows() == rows
+    no_special = [np.zeros(4, dtype=bool)] * 300
+    expected = _brute_force(list(weights), tokens, no_special, 5, fold, False, causal=False)
+    found = {}
+    for layer, head, rank, text, q, k, query_token, key_token, weight, folded in rows:
+        assert rank == len(found.setdefault((layer, head), []))
+        assert (query_token, key_token) == (tokens[text][q], tokens[text][k])
+        found[layer, head].append((text, q, k, weight, folded))
+    assert found == expected
+    assert max(row[4] for head in found.values() for row in head) > (1 if fold else 0)
+
+
+def test_a_reservoir_settled_once_keeps_what_adding_text_by_text_keeps():
+    """Keys with many ties (and weights of 0, never drawn) over 40 texts: offered all before one settle, as
+    the atlas does for a batch, the reservoir holds what adding them one at a time holds, which is each head's
+    largest keys, on a tie the earlier event."""
+    rng = np.random.default_rng(5)
+    texts = [rng.integers(0, 6, (2, 3, 3, 3)).astype(np.float64) / 5 for _ in range(40)]
+    allowed = ~np.eye(3, dtype=bool)
+    one_by_one, at_once = atlas.Reservoir(2, 3, 4), atlas.Reservoir(2, 3, 4)
+    every = {}  # (layer, head) -> (-key, text, query, key position) of every event that can be drawn
+    for text, w in enumerate(texts):
+        keys = -np.round(rng.random(w.shape) * 4) - 1  # -5 … -1: ties
+        keys[(w <= 0) | ~np.broadcast_to(allowed, w.shape)] = -np.inf
+        one_by_one.add(keys, w, text)
+        at_once.offer(keys, w, text)
+        for layer, head, q, k in zip(*np.nonzero(np.isfinite(keys)), strict=True):
+            every.setdefault((layer, head), []).append((-keys[layer, head, q, k], text, q, k))
+    at_once.settle()
+    for name in atlas.Reservoir.NAMES:
+        np.testing.assert_array_equal(getattr(at_once, name), getattr(one_by_one, name))
+    for (layer, head), events in every.items():
+        expected = sorted(events, key=lambda e: e[0])[:4]  # a stable sort: on a tie the earlier event
+        kept = zip(at_once.text[layer, head], at_once.query[layer, head], at_once.key_pos[layer, head], strict=True)
+        assert [(t, q, k) for _, t, q, k in expected] == list(kept)
+    assert len(set(at_once.key.reshape(-1).tolist())) < at_once.key.size  # ties were kept

@@ -277,10 +277,15 @@ def test_a_missing_score_is_painted_grey_not_at_the_bottom_of_the_scale(server, 
 
 def test_a_click_on_a_head_of_the_atlas_outlines_it_and_shows_its_events(server, chromium):
     """The Head atlas built on the server: a click on the previous-token head 0·2 moves the red outline onto its
-    mark (read from the pixels) and shows that head's events."""
+    mark (read from the pixels) and shows that head's events; another number up moves the marks and the
+    outline goes with 0·2; its strongest event opens in Compare at 0·2, with its sentence and its query in
+    focus."""
     import io
 
     from PIL import Image
+
+    from attention_viz.analysis import atlas, bundled_corpus, parse_corpus
+    from attention_viz.models.loading import load_model
 
     url, _, _ = server
     page = chromium.new_page(viewport={"width": 1280, "height": 720})
@@ -308,4 +313,29 @@ def test_a_click_on_a_head_of_the_atlas_outlines_it_and_shows_its_events(server,
     before, target = page.eval_on_selector(chart, where, 3 * 12 + 1), page.eval_on_selector(chart, where, 2)
     assert red_around(target) >= 20 and red_around(before) < 20  # the outline moved with the click
     page.screenshot(path=ARTIFACTS / "atlas_clicked.png")
+    box = page.locator("[class*='st-key-_atlas_y'][data-stale='false'] input[role='combobox']")  # the key may end ~…
+    box.click()
+    box.fill("entropy")
+    page.get_by_role("option", name="entropy (bits)", exact=True).first.click()
+    page.wait_for_function(
+        f"() => document.querySelector('{chart}')._fullLayout.yaxis.title.text === 'entropy (bits)'", timeout=60_000
+    )
+    page.wait_for_selector(IDLE, timeout=60_000)
+    settled(page, chart)
+    page.locator(chart).scroll_into_view_if_needed()
+    moved = page.eval_on_selector(chart, where, 2)
+    assert abs(moved[0] - target[0]) + abs(moved[1] - target[1]) > 5  # entropy up: 0·2's mark moved (from the top down)
+    assert red_around(moved) >= 20  # and the outline with it
+    page.screenshot(path=ARTIFACTS / "atlas_entropy.png")
+    built = atlas.build_atlas(load_model(), parse_corpus(bundled_corpus()), sample=0)
+    event = built.head_events(0, 2).iloc[0]
+    page.get_by_role("button", name="Open in Compare").click()
+    _wait_for_header(page, "Layer 0, head 2")
+    wait_for_map_view(page, 0, 2)
+    expect(page.get_by_label("Sentence", exact=True)).to_have_value(built.texts[int(event["text"])][0])
+    page.wait_for_function(
+        f"() => document.querySelector('[data-testid=\"attention-map\"]').dataset.focus === '{int(event['query'])}'",
+        timeout=60_000,
+    )
+    page.screenshot(path=ARTIFACTS / "atlas_opened_in_compare.png")
     page.close()

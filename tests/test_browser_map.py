@@ -640,3 +640,62 @@ def test_streamlits_charts_save_an_svg_named_as_their_png(server, chromium):
     bars = [e for e in root.iter() if (e.get("class") or "").split() == ["point"] and e.find(f"{SVG}path") is not None]
     assert len(bars) == len(tokens) == 16, "a bar per key"
     page.close()
+
+
+def test_a_tiny_llama_opened_as_a_folder_draws_compare_and_all_heads_with_its_groups(server, chromium, family_dir):
+    """A Llama-style decoder (2 layers, 4 query heads sharing 2 key/value heads) opened by its folder: Compare's
+    map is painted causal (every cell above the diagonal the colour of 0, the first row's one key dark), and All
+    heads paints 8 thumbnails, a "kv" label over each group and the line between the groups, in pixels."""
+    url, _, _ = server
+    folder = family_dir("llama")
+    query = "?" + urllib.parse.urlencode({"model": folder, "text": "The cat sat on the mat.", "layer": 1, "head": 2})
+    page = _open(chromium, url, query)
+    page.wait_for_function(f"() => document.querySelector('{ELEMENT}').dataset.shape === '2x4'", timeout=120_000)
+    _settle(page)
+    _away(page)
+    n = len(_tokens(page))
+    x, y, width, height = page.eval_on_selector(".av-cells", BOX)
+    cells = _pixels(page, x, y, width, height)
+    size = height / n
+    centre = lambda i, j: cells[int((i + 0.5) * size), int((j + 0.5) * size)]  # noqa: E731
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=ARTIFACTS / "tiny_llama_compare.png")
+    for i in range(n):
+        for j in range(i + 1, n):
+            assert centre(i, j).min() > 235, f"cell {i}, {j} above the diagonal is painted {centre(i, j)}"
+    assert centre(0, 0)[0] < 80, f"the first token's one key (weight 1) is painted {centre(0, 0)}"
+
+    page.goto(f"{url}/?" + urllib.parse.urlencode({"page": "all_heads", "model": folder, "text": "The cat sat."}))
+    page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=120_000)
+    idle(page)
+    page.mouse.move(5, page.viewport_size["height"] - 5)
+    page.wait_for_timeout(300)
+    chart = ".js-plotly-plot"
+    cx, cy, _, _ = page.eval_on_selector(chart, BOX)
+    layout = page.eval_on_selector(
+        chart,
+        "e => ({size: e._fullLayout._size, x: [1, 2, 3, 4].map(i => e._fullLayout['xaxis' + (i > 1 ? i : '')].domain),"
+        " y: [1, 5].map(i => e._fullLayout['yaxis' + (i > 1 ? i : '')].domain)})",
+    )
+    plot = layout["size"]
+    px = lambda f: cx + plot["l"] + f * plot["w"]  # noqa: E731  (paper fraction -> screen x)
+    py = lambda f: cy + plot["t"] + (1 - f) * plot["h"]  # noqa: E731
+    page.screenshot(path=ARTIFACTS / "tiny_llama_all_heads.png")
+    top, bottom = py(layout["y"][0][1]), py(layout["y"][1][0])  # layer 0's top, layer 1's bottom
+    for head, (x0, x1) in enumerate(layout["x"]):  # each of layer 0's and 1's thumbnails has blue cells
+        for y0, y1 in layout["y"]:
+            inside = _pixels(page, px(x0) + 2, py(y1) + 2, px(x1) - px(x0) - 4, py(y0) - py(y1) - 4)
+            blue = (inside[..., 2] - inside[..., 0] > 60).sum()
+            assert blue > 20, f"head {head}'s thumbnail is not painted ({blue} blue pixels)"
+    gap = (layout["x"][1][1] + layout["x"][2][0]) / 2  # between head 1 and head 2: the groups' border
+    line = _pixels(page, px(gap) - 2, top, 5, bottom - top)
+    grey = _dark(line, 140).any(axis=1)  # per row of pixels: a dark grey pixel in the 5 px around the gap
+    assert grey.mean() > 0.9, f"the line between the groups is drawn on {grey.mean():.0%} of the grid's height"
+    for a, b in ((0, 1), (2, 3)):  # inside a group, between its two heads: no line
+        inner = (layout["x"][a][1] + layout["x"][b][0]) / 2
+        assert _dark(_pixels(page, px(inner) - 2, top, 5, bottom - top), 140).any(axis=1).mean() < 0.1
+    above = _pixels(page, px(layout["x"][0][0]), cy + 2, px(layout["x"][3][1]) - px(layout["x"][0][0]), plot["t"] - 18)
+    labels = above.max(axis=-1) < 200  # ink of plotly's slate-blue text on white, above the head titles
+    halves = np.array_split(labels.any(axis=0), 2)  # "kv 0" over heads 0-1, "kv 1" over heads 2-3
+    assert all(half.sum() >= 8 for half in halves), [half.sum() for half in halves]
+    page.close()

@@ -141,3 +141,28 @@ def test_a_class_of_short_sentences_stays_cached_beside_long_texts(bundled, fres
     for sentence, (pretrained, scratch) in first.items():
         assert cache.pretrained(bundled, sentence, None) is pretrained
         assert cache.scratch(bundled, sentence, None, "exact", 0) is scratch
+
+
+def test_all_heads_grid_is_built_once_for_a_class_on_the_same_sentence(bundled, monkeypatch):
+    """Two sessions open All heads on the same sentence and head: the grid is built in the first only, and
+    both pages draw the sentence's own attention."""
+    from apptools import ALL_HEADS, chart, run_app, z
+
+    from attention_viz import figures
+
+    built = []
+    real = figures.head_grid
+    monkeypatch.setattr(figures, "head_grid", lambda *args, **kwargs: built.append(1) or real(*args, **kwargs))
+    cache._head_grid.clear()
+    text = "A class typed the very same sentence for the grid."
+    drawn = []
+    for _ in range(2):
+        at = run_app(text=text, layer=2, head=5)
+        at.switch_page(ALL_HEADS).run()
+        assert not at.exception
+        drawn.append(chart(at, "head_grid"))
+    assert len(built) == 1 and drawn[0] == drawn[1]
+    weights = extract(bundled, text).weights  # 14 tokens: thumbnails are not pooled
+    heads = weights.shape[1]
+    for layer, head in ((0, 0), (2, 5), (5, 11)):
+        np.testing.assert_allclose(z(drawn[1], layer * heads + head), weights[layer, head], atol=1e-6)

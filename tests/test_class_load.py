@@ -29,10 +29,47 @@ def test_three_students_each_get_their_own_head_of_their_own_sentence(server, bu
     summary = report.summary()
     assert report.passed, summary
     assert report.connected == 3 and report.cross_talk == 0 and report.wrong_values == 0, summary
-    assert report.changes + report.new_sentences >= 3 * 4, summary  # the arrival and at least three changes each
-    assert report.checks == report.changes + report.new_sentences, summary  # every map compared (arrival: a sentence)
+    assert report.arrivals == 3 and report.changes + report.new_sentences >= 3 * 3, summary  # 3 changes each at least
+    assert report.checks == report.arrivals + report.changes + report.new_sentences, summary  # every map compared
     assert all(0 < s < 60 for s in report.change_s), summary
     assert report.server_cpu_s > 0 and report.load_average, summary
+
+
+def test_in_the_browser_mode_a_step_sends_nothing_and_a_new_sentence_or_a_page_keeps_the_view(server, bundled):
+    """Steps are drawn in the browser (no run asked for); a new sentence and each leg of a page switch are a
+    run that carries the view, and the map each brings back is the student's own sentence at its own head;
+    every student's first map is the opening example, timed."""
+    report = run(
+        sessions=3,
+        seconds=14,
+        interval=1,
+        new_sentence_share=0.2,
+        page_switch_share=0.2,
+        server=server,
+        bundled=bundled,
+        step="browser",
+    )
+    summary = report.summary()
+    assert report.passed and report.cross_talk == 0 and report.wrong_values == 0, summary
+    assert report.browser_steps >= 3 and report.changes == 0 and not report.change_s, summary
+    assert report.page_switches >= 2 and report.page_switches % 2 == 0 and report.new_sentences >= 1, summary
+    reruns = report.connected + report.arrivals + report.new_sentences + report.page_switches
+    assert report.reruns == reruns, summary  # nothing else reached the server
+    assert report.first_map_checks == 3 and all(0 < s < 60 for s in report.first_map_s), summary
+    assert summary["page_switch_p95_s"] is not None and summary["first_map_p95_s"] is not None, summary
+
+
+def test_the_browser_step_carries_the_view_in_the_hidden_input_or_else_as_the_elements_view():
+    page = Page(ids={"attention_map": "$$ID-abc-attention_map"})
+    step = STEPS["browser"]()
+    assert step.local and not STEPS["boxes"]().local and not STEPS["element"]().local
+    fallback = step.states(page, 2, 5)[0]
+    assert fallback.id == "$$ID-abc-attention_map" and json.loads(fallback.json_value)["view"]["head"] == 5
+    page.ids["browser_view"] = "$$ID-def-browser_view"
+    state = step.states(page, 4, 7)[0]
+    assert state.id == "$$ID-def-browser_view" and state.WhichOneof("value") == "string_value"
+    view = {"layer": 4, "head": 7, "focus": -1, "query_start": 0, "key_start": 0, "map_view": "pretrained"}
+    assert json.loads(state.string_value) == {"seq": 2, "view": view}
 
 
 def test_a_map_of_another_students_sentence_counts_as_cross_talk(server, bundled):

@@ -212,7 +212,7 @@ def test_the_console_script_has_the_module_s_subcommands(tmp_path):
         done = subprocess.run([*command, "--help"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         shown[name] = re.search(r"\{([a-z,]+)\}", done.stdout).group(1).split(",")
-    assert shown["script"] == shown["module"] == ["attention", "stats", "atlas", "app"]
+    assert shown["script"] == shown["module"] == ["attention", "stats", "atlas", "model", "app"]
     assert 'attention-viz = "attention_viz.cli:entry"' in (ROOT / "pyproject.toml").read_text()
 
 

@@ -124,7 +124,7 @@ def test_the_attention_json_button_names_its_size_and_a_large_one_warns(bundled)
     at = run_app()
     no_errors(at)
     assert _json_button(at).proto.label == EN["links.download_json"].format(size=f"≈ {round(written / 1e3)} kB")
-    assert not any("MB" in c.value for c in at.caption)  # no warning for a sentence
+    assert not any("MB" in c.value for c in at.main.caption)  # no warning for a sentence (the sidebar names sizes)
     text = "The cat sat on the mat because it was tired. " * 20  # 222 tokens
     at = run_app(text=text)
     no_errors(at)
@@ -132,7 +132,7 @@ def test_the_attention_json_button_names_its_size_and_a_large_one_warns(bundled)
     size = downloads.file_size(estimate)
     assert estimate > downloads.LARGE_DOWNLOAD and size == f"≈ {round(estimate / 1e6)} MB"
     assert _json_button(at).proto.label == EN["links.download_json"].format(size=size)
-    (warning,) = [c.value for c in at.caption if size in c.value]
+    (warning,) = [c.value for c in at.main.caption if size in c.value]
     assert warning == EN["links.download_json_large"].format(size=size)
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from apptools import chart, no_errors, run_app, view, z
+from apptools import chart, decode, no_errors, run_app, view, z
+from replay import control
 from tiny_families import DECODERS, FAMILIES
 
-from attention_viz.extraction import extract
+from attention_viz.analysis import steps
+from attention_viz.extraction import encode, extract
 from attention_viz.ui import cache, i18n
 
 TEXT = "The animal didn't cross the street because it was too tired."
@@ -121,3 +123,54 @@ def test_model_box_offers_cached_models_and_head_statistics_mark_clarks_heads(be
     texts = chart(at, "stats_overview")["data"][0]["text"]
     assert texts[7 * 12 + 9].endswith("★") and texts[4 * 12 + 3].endswith("★") and not texts[0].endswith("★")
     assert "Clark et al. 2019" in _captions(at)
+
+
+INSIDE = "attention_viz/ui/pages/inside.py"
+
+
+def _inside(folder: str, layer: int, head: int, query: int):
+    at = run_app(model=folder, text=TEXT, pair="", layer=layer, head=head)
+    at.switch_page(INSIDE).run()
+    control(at, "selectbox", "inside_query").set_value(query).run()
+    no_errors(at)
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def _keys(at) -> set[str]:
+    return {c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")}
+
+
+def test_inside_a_rope_head_shows_the_rotation_and_the_score_over_distance(family_dir):
+    folder = family_dir("llama")
+    at = _inside(folder, 1, 3, 4)
+    loaded = cache.model(folder)
+    hidden = steps.layer_inputs(loaded.encoder, encode(loaded.tokenizer, TEXT, None))[1]
+    rotated = steps.rotation_step(loaded.encoder, hidden, 1, 3, 4)
+    expected = np.stack([rotated.query_before, rotated.query_after, rotated.key_before, rotated.key_after])
+    assert np.array_equal(z(chart(at, "step_rope")), expected)
+    curve = chart(at, "rope_distance")["data"][0]
+    assert np.array_equal(decode(curve["y"]), steps.distance_scores(loaded.encoder, hidden[4], 1, 3, 64))
+    assert decode(curve["x"]).tolist() == list(range(64))  # the tiny model's 64 positions
+    assert not {"step_window", "step_softcap"} & _keys(at)  # Llama has neither
+    markdown = " ".join(m.value for m in at.markdown)
+    assert "**3.** **Rotation by position (RoPE).**" in markdown and "**4.** **Dot products.**" in markdown
+
+
+def test_inside_a_local_layer_shows_its_window_and_a_capped_one_its_cap(family_dir):
+    at = _inside(family_dir("mistral"), 0, 1, 9)  # window 6: keys 0 to 3 are out of the query's sight
+    window = chart(at, "step_window")["data"][0]
+    assert window["text"][:4] == ["outside"] * 4 and "outside" not in window["text"][4:10]
+    assert "step_softcap" not in _keys(at)
+    folder = family_dir("gemma2")
+    at = _inside(folder, 0, 2, 6)  # layer 0: local (window 4) and capped
+    loaded = cache.model(folder)
+    assert {"step_window", "step_softcap"} <= _keys(at)
+    hidden = steps.layer_inputs(loaded.encoder, encode(loaded.tokenizer, TEXT, None))[0]
+    q, k, _ = steps.head_vectors(loaded.encoder, hidden, 0, 2)
+    uncapped = decode(chart(at, "step_softcap")["data"][0]["y"])
+    rules = steps.layer_rules(loaded.encoder, 0)
+    np.testing.assert_allclose(uncapped[3:7], (k[3:7] @ q[6]) * rules.scaling, rtol=1e-6)  # the window's keys
+    assert not np.any(uncapped[:3])  # outside the window: no bar
+    at = _inside(folder, 1, 2, 6)  # layer 1: global and capped
+    assert "step_softcap" in _keys(at) and "step_window" not in _keys(at)

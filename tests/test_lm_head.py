@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from tiny_families import _model, _tokenizer
+from tiny_families import DECODERS, _decoder_model, _model, _tokenizer
 from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
 
 from attention_viz.analysis import knockout
@@ -16,19 +16,26 @@ from attention_viz.models import families
 from attention_viz.models.lm_head import PieceText, byte_label, load_lm_head, piece_text, predict
 from attention_viz.models.loading import load_model
 
-LM_FAMILIES = ("albert", "bert", "distilbert", "electra", "gpt2", "roberta", "xlm-roberta")
+ENCODER_LM = ("albert", "bert", "distilbert", "electra", "gpt2", "roberta", "xlm-roberta")
+LM_FAMILIES = (*ENCODER_LM, *DECODERS)
+GEMMA_LOGIT_CAP = 0.2  # low enough that the tiny model's logits (about ±0.3) bend under it
 TEXT = "The cat sat on the mat."
 
 
 def _save_lm(family: str, folder) -> str:
     tokenizer = _tokenizer(family)
     torch.manual_seed(0)
-    config = _model(family, len(tokenizer), tokenizer.pad_token_id).config
-    auto = AutoModelForCausalLM if family == "gpt2" else AutoModelForMaskedLM
+    if family in DECODERS:  # a ...ForCausalLM: Gemma 2 ties its head to the embeddings, the others save one
+        cap = {"final_logit_softcapping": GEMMA_LOGIT_CAP} if family == "gemma2" else {}
+        config = _decoder_model(family, len(tokenizer), **cap).config
+    else:
+        config = _model(family, len(tokenizer), tokenizer.pad_token_id).config
+    auto = AutoModelForCausalLM if family == "gpt2" or family in DECODERS else AutoModelForMaskedLM
     model = auto.from_config(config)
+    query_key = ("query.weight", "key.weight", "q_lin.weight", "k_lin.weight", "c_attn.weight", "q_proj.weight")
     with torch.no_grad():
         for name, param in model.named_parameters():
-            if name.endswith(("query.weight", "key.weight", "q_lin.weight", "k_lin.weight", "c_attn.weight")):
+            if name.endswith((*query_key, "k_proj.weight")):
                 param.normal_(0.0, 0.5)
     model.save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
@@ -69,7 +76,7 @@ def _theirs(loaded, head, encoding, attention_mask=None) -> torch.Tensor:
 @pytest.mark.parametrize("family", LM_FAMILIES)
 def test_predictions_equal_the_transformers_lm_model(family, lm_model):
     loaded, head = lm_model(family)
-    assert head is not None and head.kind == ("causal" if family == "gpt2" else "masked")
+    assert head is not None and head.kind == ("causal" if family == "gpt2" or family in DECODERS else "masked")
     encoding = _encoding(loaded)
     position = 2
     theirs = _theirs(loaded, head, encoding)[position]
@@ -139,7 +146,7 @@ PIECES = {
 }
 
 
-@pytest.mark.parametrize("family", LM_FAMILIES)
+@pytest.mark.parametrize("family", ENCODER_LM)
 def test_a_piece_reads_as_its_decoded_text_with_the_word_start_marked(family):
     tokenizer = _tokenizer(family)
     vocabulary = tokenizer.get_vocab()
@@ -176,3 +183,24 @@ def test_predictions_carry_the_exact_pieces_and_what_they_read_as(family, lm_mod
     assert found.tokens == tuple(loaded.tokenizer.convert_ids_to_tokens(found.ids.tolist()))
     assert found.labels == tuple(piece_text(loaded.tokenizer, i).label() for i in found.ids.tolist())
     assert not any("Ġ" in label or "▁" in label or "\ufffd" in label for label in found.labels)
+
+
+@pytest.mark.parametrize("family", DECODERS)
+def test_a_decoder_s_logits_equal_its_causal_lm_s_own(family, lm_model):
+    """Every logit, after the from-scratch decoder's final norm: Gemma 2's soft-capping of the logits included."""
+    loaded, head = lm_model(family)
+    encoding = _encoding(loaded)
+    ids = torch.tensor(encoding.input_ids)[None]
+    with torch.inference_mode():
+        hidden = loaded.encoder(ids).last_hidden_state  # (1, t, hidden)
+        ours, theirs = head.logits(hidden), head.model(input_ids=ids, use_cache=False).logits
+        uncapped = head.model.lm_head(hidden)
+    torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-5)
+    if family == "gemma2":  # without the cap the logits would differ
+        assert head.model.config.final_logit_softcapping == GEMMA_LOGIT_CAP
+        assert (uncapped - theirs).abs().max() > 1e-2
+
+
+def test_a_bare_decoder_checkpoint_has_a_head_only_where_it_ties_it(family_model):
+    assert load_lm_head(family_model("llama").info) is None  # LlamaModel saved, lm_head untied: nothing to read
+    assert load_lm_head(family_model("gemma2").info).kind == "causal"  # Gemma 2's head is its embeddings

@@ -133,3 +133,86 @@ def test_step_figures_shorten_long_labels_and_keep_the_bars_readable():
     heat = step_heatmap(np.ones((3, 4)), labels, "keys").to_plotly_json()["layout"]
     assert max(len(text) for text in heat["yaxis"]["ticktext"]) <= 22
     assert heat["margin"]["l"] < 300  # room for 20 wide characters (256 px), not for 120
+
+
+# --- rotary positions (RoPE): the rotation step and the score over distance ---------------------------------
+
+ROPE_FAMILIES = ("llama", "qwen3", "gemma2")  # plain; q/k norms before the rotation; scaling, cap and window
+
+
+def _model_weights(loaded, ids: torch.Tensor) -> list[np.ndarray]:
+    """transformers' own attention weights, ``L × (h, t, t)``."""
+    with torch.inference_mode():
+        output = loaded.model(input_ids=ids, output_attentions=True, use_cache=False)
+    return [w[0].double().numpy() for w in output.attentions]
+
+
+@pytest.mark.parametrize("family", ROPE_FAMILIES)
+def test_the_rotated_query_and_key_give_the_model_s_scores(family_model, family):
+    """q and k after RoPE, scaled (and capped), are the model's pre-softmax scores: transformers' weights of a
+    row are their softmax, so their log differences are the scores' differences (to 1e-5)."""
+    loaded = family_model(family)
+    decoder = loaded.encoder
+    encoding = encode(loaded.tokenizer, TEXT, None)
+    hidden = steps.layer_inputs(decoder, encoding)  # (L, t, hidden)
+    theirs = _model_weights(loaded, torch.tensor(encoding.input_ids)[None])
+    t = encoding.num_tokens
+    for layer in range(loaded.info.num_layers):
+        rules = steps.layer_rules(decoder, layer)
+        for head in range(loaded.info.num_heads):
+            rotated = [steps.rotation_step(decoder, hidden[layer], layer, head, p) for p in range(t)]
+            q = np.stack([r.query_after for r in rotated]).astype(np.float64)  # (t, d)
+            k = np.stack([r.key_after for r in rotated]).astype(np.float64)
+            scores = q @ k.T * rules.scaling
+            if rules.softcap is not None:
+                scores = np.tanh(scores / rules.softcap) * rules.softcap
+            vectors = steps.head_vectors(decoder, hidden[layer], layer, head)
+            assert np.array_equal(q.astype(np.float32), vectors[0]) and np.array_equal(k.astype(np.float32), vectors[1])
+            for query in range(t):
+                seen = np.flatnonzero(theirs[layer][head, query] > 0)  # causal, and inside a sliding window
+                logs = np.log(theirs[layer][head, query, seen])
+                np.testing.assert_allclose(
+                    scores[query, seen] - scores[query, seen[-1]], logs - logs[-1], atol=1e-5, rtol=0
+                )
+
+
+def test_the_rotation_turns_each_pair_by_position_times_frequency(family_model):
+    loaded = family_model("llama")
+    decoder = loaded.encoder
+    hidden = steps.layer_inputs(decoder, encode(loaded.tokenizer, TEXT, None))[1]
+    first, later = (steps.rotation_step(decoder, hidden, 1, 3, p) for p in (0, 5))
+    assert np.array_equal(first.query_after, first.query_before) and not np.any(first.angles)  # position 0
+    d = decoder.config.head_dim
+    theta = 10000.0 ** (-np.arange(0, d, 2) / d)  # (d/2,): Su et al. 2021's frequencies
+    np.testing.assert_allclose(later.angles, 5 * theta, rtol=1e-6)
+    for before, after in ((later.query_before, later.query_after), (later.key_before, later.key_after)):
+        x1, x2 = before[: d // 2].astype(np.float64), before[d // 2 :].astype(np.float64)
+        turned = np.concatenate(
+            [x1 * np.cos(5 * theta) - x2 * np.sin(5 * theta), x1 * np.sin(5 * theta) + x2 * np.cos(5 * theta)]
+        )
+        np.testing.assert_allclose(after, turned, atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="rotary"):
+        steps.rotation_step(family_model("gpt2").encoder, hidden, 0, 0, 0)
+
+
+@pytest.mark.parametrize("family", ROPE_FAMILIES)
+def test_identical_tokens_at_equal_distance_score_equally(family_model, family):
+    """One token repeated: layer 0 sees the same input at every position, so the model's scores (transformers'
+    weights' log differences) depend on the distance alone, and equal :func:`steps.distance_scores` from any
+    start."""
+    loaded = family_model(family)
+    decoder, n = loaded.encoder, 12
+    ids = torch.full((1, n), loaded.tokenizer.convert_tokens_to_ids("Ġthe"))
+    with torch.inference_mode():
+        inputs = decoder.attention_input(decoder(ids).hidden_states, 0)[0].numpy()  # (n, hidden)
+    assert np.array_equal(inputs[0], inputs[-1])
+    theirs = _model_weights(loaded, ids)[0]  # (h, n, n)
+    for head in range(loaded.info.num_heads):
+        curve = steps.distance_scores(decoder, inputs[0], 0, head, n)  # (n,)
+        np.testing.assert_allclose(steps.distance_scores(decoder, inputs[0], 0, head, n, start=7), curve, atol=1e-5)
+        assert np.ptp(curve) > 1e-3  # a curve, not a constant
+        for query in range(n):
+            seen = np.flatnonzero(theirs[head, query] > 0)
+            logs = np.log(theirs[head, query, seen])
+            expected = curve[query - seen] - curve[0]  # key j is query - j tokens back; the query itself: 0
+            np.testing.assert_allclose(logs - logs[-1], expected, atol=1e-5, rtol=0)

@@ -108,3 +108,35 @@ def test_a_model_that_does_not_load_is_left_to_the_first_session_to_report(monke
     with caplog.at_level(logging.DEBUG, logger="attention_viz"):
         preload._run()
     assert preload.done.is_set() and caplog.text == ""
+
+
+def test_the_opening_example_is_computed_once_at_the_start_and_no_session_runs_the_model_for_it():
+    """Every forward of either encoder is counted after the preload: the first session's first run (and the
+    second's) opens on the example and finds all of it cached."""
+    code = """
+import asyncio, os
+from attention_viz.ui import warmup
+
+async def serve():
+    async with warmup.lifespan(object()):
+        assert warmup._preload.done.wait(300)
+
+asyncio.run(serve())
+import torch
+from streamlit.testing.v1 import AppTest
+from transformers import PreTrainedModel
+from attention_viz.models.encoder import BertEncoder
+
+forwards = []
+torch.nn.modules.module.register_module_forward_pre_hook(
+    lambda module, _: forwards.append(1) if isinstance(module, PreTrainedModel | BertEncoder) else None
+)
+for session in range(2):
+    at = AppTest.from_file(os.path.abspath("app.py"), default_timeout=300).run()
+    assert not at.exception, at.exception
+    print(len(forwards), end=" ")
+print(warmup._preload.ready.is_set())
+"""
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["0", "0", "True"]

@@ -21,9 +21,13 @@ gives the key token. For every head the atlas keeps
 
 Memory does not grow with the corpus's maps: each batch's maps are read once and dropped; per head the
 atlas holds ``sample`` reservoir entries, its ``top`` pairs and, for the counts of folded events, the
-events of those pairs at or above the current last row (which only rises; at most twice as many between
-two prunings). The atlas stores only the texts
-its events refer to.
+events of those pairs at or above the current last row (which only rises), 32 bytes each: the one thing
+that grows with the corpus, as the folded counts do. The atlas stores only the texts its events refer to.
+
+Speed: the forwards cost most; what the atlas adds is done for all heads at once in numpy, not event by
+event in Python. Of a text only the events at or above a head's current last row (for the sample: above
+its smallest kept key) are taken, and they are sorted in with the kept ones once a batch
+(:class:`TopEvents`, :class:`Reservoir`); the rows are exactly those of sorting every event of the corpus.
 
 The forwards are the corpus path's (:mod:`attention_viz.extraction.batch`: padded batches, each text's
 weights cut to its own tokens and checked). The per-head numbers are corpus means over query tokens:
@@ -31,7 +35,7 @@ the statistics of :mod:`attention_viz.analysis.stats` (Clark et al. 2019), the `
 scores of :mod:`attention_viz.analysis.head_scores` (TransformerLens; Xiao et al. 2023) over the corpus, the
 shares left out (``special``, ``self``), the top events' mean weight (``top_weight``) and the number of
 different texts they come from (``top_texts``), and optionally the ``induction`` score on seeded random
-sequences (Olsson et al. 2022).
+sequences (Olsson et al. 2022) and the ``importance`` by ablation of a corpus run (:func:`with_importance`).
 
 An atlas is saved as one Parquet file (:meth:`Atlas.to_parquet`, read back by :func:`read_atlas`): the
 events as rows, the heads, texts and options as JSON in the file's metadata.
@@ -43,7 +47,7 @@ import io
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +86,7 @@ HEAD_NUMBERS = {
     "duplicate": "attention to earlier copies of the query's token, queries that have one (TransformerLens)",
     "sink": "attention to the first position, queries 1 … t−1 (Xiao et al. 2023)",
     "induction": "induction score on seeded random repeated sequences (Olsson et al. 2022)",
+    "importance": "importance by ablation over the corpus (Michel et al. 2019; see with_importance)",
 }
 
 NUMBERS = (*HEAD_NUMBERS, *stats.STATISTICS)  # every per-head number of an atlas's heads table
@@ -184,6 +189,9 @@ def read_atlas(source) -> Atlas:
             raise
         raise AtlasFileError("a Parquet file, but not a head atlas") from None
     heads = heads.astype({"layer": "int64", "head": "int64", "tags": str})
+    for name in NUMBERS:  # a file written before a number was added: not known there
+        if name not in heads:
+            heads.insert(len(heads.columns) - 1, name, np.nan)
     number_columns = [c for c in heads.columns if c not in ("layer", "head", "tags")]
     heads[number_columns] = heads[number_columns].astype("float64")  # JSON null back to NaN
     frame.attrs = {}
@@ -201,86 +209,166 @@ def read_atlas(source) -> Atlas:
     )
 
 
-# --- the running top events of one head ---------------------------------------------------------------
+# --- the running top events of every head -------------------------------------------------------------
 
 
-class RunningTop:
-    """The ``top`` strongest events of one head, folded by ``pair``, over a stream of events.
+class TopEvents:
+    """Every head's ``top`` strongest events, folded by (query token, key token) pair, over a stream of texts.
 
-    An event's order key is ``(-weight, text, query, key)``: smaller is stronger. :meth:`offer` takes events
-    in any order and keeps exactly what sorting all of them would give (see the module docstring), holding
-    only the kept pairs and, per pair, its events at or above the last row: those that fell below it as the
-    last row rose are dropped whenever the kept events have doubled since the last time (so the work stays
-    linear in the events offered).
+    An event's order key is ``(-weight, text, query, key)``: smaller is stronger. A head's top events depend
+    only on its events at or above its last row, so that is all this keeps: per head, the events of its
+    kept pairs at or above the last row (all its events while it has fewer than ``top`` pairs). Of a text,
+    :meth:`offer` takes only the events at or above each head's last row so far (the last row only rises);
+    :meth:`settle` sorts them in with the kept ones and cuts at the new last row. Texts may come in any
+    order, and :meth:`merge` joins two streams: the rows (:meth:`rows`) are exactly what sorting every event
+    of the corpus gives (see the module docstring).
+
+    The events of all heads are held in flat arrays, one entry per event (``head`` is
+    ``layer · heads + head``), so that a batch's events are sorted and cut for all heads at once by numpy,
+    not one event at a time in Python. Token strings are held once each, as codes into :attr:`strings`.
+
+    Args:
+        layers, heads: the model's. top: pairs kept per head. fold: fold by pair (else every event is a pair
+            of its own, and ``folded`` is 1).
     """
 
-    def __init__(self, top: int):
-        self.top = top
-        self.best: dict = {}  # pair -> (order key, query token, key token) of its strongest event
-        self.kept: dict = {}  # pair -> order keys of its events, all those at or above the last row
-        self.worst: tuple | None = None  # the last row's order key, once there are ``top`` pairs
-        self.worst_pair = None  # the last row's pair
-        self.size = 0  # order keys in ``kept``
-        self.prune_at = 4 * top
+    def __init__(self, layers: int, heads: int, top: int, fold: bool = True):
+        self.layers, self.heads, self.top, self.fold = layers, heads, top, fold
+        self.events = {name: np.zeros(0, dtype=dtype) for name, dtype in EVENT_ARRAYS.items()}
+        self.floor = np.full((layers, heads), -np.inf, dtype=np.float32)  # each head's last row's weight
+        self.strings: list[str] = []  # token strings by code: at most the vocabulary's
+        self._codes: dict[str, int] = {}
+        self._waiting: list[dict[str, np.ndarray]] = []  # offered events, not yet settled
+        self._waiting_events = 0
 
-    def threshold(self) -> float:
-        """The weight an event needs to be considered (the last row's; -1 while fewer than ``top`` pairs)."""
-        return -1.0 if self.worst is None else -self.worst[0]
+    def codes(self, token_strings) -> np.ndarray:
+        """``(n,)`` int32: the codes of ``n`` token strings (a string not seen before gets the next one)."""
+        for s in token_strings:
+            if s not in self._codes:
+                self._codes[s] = len(self.strings)
+                self.strings.append(s)
+        return np.array([self._codes[s] for s in token_strings], dtype=np.int32)
 
-    def offer(self, order: tuple, pair, query_token: str, key_token: str) -> bool:
-        """Consider one event; False when it is weaker than the last row (so is every weaker one)."""
-        if self.worst is not None and order > self.worst:
-            return False
-        self.size += 1
-        if pair in self.best:
-            self.kept[pair].append(order)
-            if order < self.best[pair][0]:
-                self.best[pair] = (order, query_token, key_token)
-                if pair == self.worst_pair:
-                    self._new_last_row()
-        else:
-            self.best[pair], self.kept[pair] = (order, query_token, key_token), [order]
-            if len(self.best) > self.top:  # full before: the last row's pair goes
-                self.size -= len(self.kept[self.worst_pair])
-                del self.best[self.worst_pair], self.kept[self.worst_pair]
-            if len(self.best) == self.top:
-                self._new_last_row()
-        if self.size > self.prune_at:
-            self._prune()
-        return True
+    def offer(self, weights: np.ndarray, allowed: np.ndarray, token_strings, text: int) -> None:
+        """One text's events: ``weights`` ``(layers, heads, n, n)``, those ``allowed`` (``(n, n)`` bool, see
+        :func:`allowed_keys`); each head's at or above its last row wait for :meth:`settle`."""
+        candidate = allowed & (weights >= self.floor[:, :, None, None])  # (L, h, n, n)
+        layer, head, query, key = np.nonzero(candidate)
+        if len(layer):
+            codes = self.codes(token_strings)
+            self._waiting.append(
+                {
+                    "head": (layer * self.heads + head).astype(np.int32),
+                    "weight": weights[candidate],  # in np.nonzero's order, as the positions
+                    "text": np.full(len(layer), text, dtype=np.int64),
+                    "query": query.astype(np.int32),
+                    "key": key.astype(np.int32),
+                    "query_code": codes[query],
+                    "key_code": codes[key],
+                    "length": np.full(len(layer), len(token_strings), dtype=np.int32),
+                }
+            )
+            self._waiting_events += len(layer)
+            if self._waiting_events > 4 * self.top * self.layers * self.heads:  # a while to sort: raise the floor
+                self.settle()
 
-    def _new_last_row(self) -> None:
-        self.worst_pair, (self.worst, _, _) = max(self.best.items(), key=lambda item: item[1][0])
+    def settle(self) -> None:
+        """Sort the waiting events in with the kept ones; keep per head its top pairs' events at or above its
+        last row, and raise :attr:`floor` to the last row."""
+        if self._waiting:
+            waiting, self._waiting, self._waiting_events = self._waiting, [], 0
+            self._cut({name: np.concatenate([self.events[name], *(w[name] for w in waiting)]) for name in self.events})
 
-    def _prune(self) -> None:
-        """Drop the kept events below the last row."""
-        if self.worst is not None:
-            for pair, orders in self.kept.items():
-                self.kept[pair] = [order for order in orders if order <= self.worst]
-            self.size = sum(len(orders) for orders in self.kept.values())
-        self.prune_at = max(4 * self.top, 2 * self.size)
+    def _cut(self, events: dict[str, np.ndarray]) -> None:
+        ranked = _rank_events(events)  # positions in ``events``, sorted
+        heads = events["head"][ranked]
+        firsts, rank, _ = _first_of_each_pair(heads, self._pairs(events)[ranked])
+        last = np.full(self.layers * self.heads, len(heads))  # a head of fewer than ``top`` pairs keeps all
+        at_last = firsts[rank == self.top - 1]  # each full head's last row
+        last[heads[at_last]] = at_last
+        kept = ranked[np.arange(len(heads)) <= last[heads]]
+        floor = np.full(self.layers * self.heads, -np.inf, dtype=np.float32)
+        floor[heads[at_last]] = events["weight"][ranked[at_last]]
+        self.floor = floor.reshape(self.layers, self.heads)
+        self.events = {name: values[kept].astype(EVENT_ARRAYS[name], copy=False) for name, values in events.items()}
 
-    def merge(self, other: RunningTop) -> RunningTop:
-        """The running top of both streams of events: what offering ``other``'s events after these would keep
-        (an event either part left out is weaker than the merged last row)."""
-        merged = RunningTop(self.top)
-        for source in (self, other):
-            for pair, best in source.best.items():
-                if pair not in merged.best or best[0] < merged.best[pair][0]:
-                    merged.best[pair] = best
-                merged.kept.setdefault(pair, []).extend(source.kept[pair])
-        for pair in sorted(merged.best, key=lambda p: merged.best[p][0])[self.top :]:
-            del merged.best[pair], merged.kept[pair]
-        if len(merged.best) == self.top:
-            merged._new_last_row()
-        merged._prune()
+    def _pairs(self, events: dict[str, np.ndarray]) -> np.ndarray:
+        """Each event's pair as one int64: its two token codes, or (not folded) its place in the arrays."""
+        if not self.fold:
+            return np.arange(len(events["head"]), dtype=np.int64)
+        return events["query_code"].astype(np.int64) * max(len(self.strings), 1) + events["key_code"]
+
+    def merge(self, other: TopEvents) -> TopEvents:
+        """The top events of both streams: what offering ``other``'s texts after these would keep (an event
+        either part left out is weaker than the merged last row)."""
+        self.settle()
+        other.settle()
+        merged = TopEvents(self.layers, self.heads, self.top, self.fold)
+        joined = {name: [] for name in self.events}
+        for part in (self, other):
+            recode = merged.codes(part.strings) if part.strings else np.zeros(0, dtype=np.int32)
+            for name, values in part.events.items():
+                joined[name].append(recode[values] if name.endswith("_code") else values)
+        merged._cut({name: np.concatenate(parts) for name, parts in joined.items()})
         return merged
 
-    def rows(self) -> list[tuple[tuple, str, str, int]]:
-        """``(order key, query token, key token, folded)`` of each kept pair, strongest first."""
-        self._prune()
-        ranked = sorted(self.best.items(), key=lambda item: item[1][0])
-        return [(order, q, k, len(self.kept[pair])) for pair, (order, q, k) in ranked]
+    def lengths(self) -> dict[int, int]:
+        """``{text: its token count}`` of the texts of the kept events."""
+        self.settle()
+        return dict(zip(self.events["text"].tolist(), self.events["length"].tolist(), strict=True))
+
+    def rows(self) -> list[tuple]:
+        """``(layer, head, rank, text, query, key, query token, key token, weight, folded)`` of each head's
+        kept pairs, layer-major, strongest first; ``folded``: the pair's events at or above the last row."""
+        self.settle()
+        events = self.events
+        firsts, rank, folded = _first_of_each_pair(events["head"], self._pairs(events))
+        return [
+            (
+                *divmod(int(events["head"][i]), self.heads),
+                int(r),
+                int(events["text"][i]),
+                int(events["query"][i]),
+                int(events["key"][i]),
+                self.strings[events["query_code"][i]],
+                self.strings[events["key_code"][i]],
+                float(events["weight"][i]),
+                int(count),
+            )
+            for i, r, count in zip(firsts, rank, folded, strict=True)
+        ]
+
+
+# One entry per event of :class:`TopEvents`: its head (``layer · heads + head``), weight, text, positions, the
+# codes of its query and key tokens and its text's token count.
+EVENT_ARRAYS = {
+    "head": np.int32,
+    "weight": np.float32,
+    "text": np.int64,
+    "query": np.int32,
+    "key": np.int32,
+    "query_code": np.int32,
+    "key_code": np.int32,
+    "length": np.int32,
+}
+
+
+def _rank_events(events: dict[str, np.ndarray]) -> np.ndarray:
+    """The order that sorts events by head, then by order key: strongest first, then text, query, key."""
+    return np.lexsort((events["key"], events["query"], events["text"], -events["weight"], events["head"]))
+
+
+def _first_of_each_pair(heads: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For events sorted by :func:`_rank_events`: the index of each (head, pair)'s first event, in order; its
+    rank among its head's pairs (from 0); and how many events the (head, pair) has. A speed trick: one
+    ``np.unique`` over all heads instead of a dictionary per head."""
+    groups = heads.astype(np.int64) * (int(pairs.max(initial=0)) + 1) + pairs
+    _, firsts, counts = np.unique(groups, return_index=True, return_counts=True)  # first index: a stable sort
+    order = np.argsort(firsts)
+    firsts, counts = firsts[order], counts[order]
+    first_heads = heads[firsts]
+    rank = np.arange(len(firsts)) - np.searchsorted(first_heads, first_heads)  # heads are sorted
+    return firsts, rank, counts
 
 
 def allowed_keys(n: int, special: np.ndarray, exclude: bool, causal: bool = False) -> np.ndarray:
@@ -297,48 +385,94 @@ def allowed_keys(n: int, special: np.ndarray, exclude: bool, causal: bool = Fals
 def sample_keys(weights: np.ndarray, allowed: np.ndarray, seed: int, text: int) -> np.ndarray:
     """A-Res reservoir keys ``log(u) / weight`` of one text's events, ``(layers, heads, n, n)`` float64:
     ``u`` from ``default_rng([seed, text])``; ``-inf`` for an event left out or of weight 0 (never drawn)."""
-    u = np.random.default_rng([seed, text]).random(weights.shape)  # (L, h, n, n) in [0, 1)
-    w = np.asarray(weights, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        keys = np.log(u) / w
-    keys[~np.broadcast_to(allowed, w.shape) | (w <= 0) | np.isnan(keys)] = -np.inf
+    keys = np.random.default_rng([seed, text]).random(weights.shape)  # (L, h, n, n): u in [0, 1)
+    with np.errstate(divide="ignore", invalid="ignore"):  # in place: the same numbers, fewer copies
+        np.log(keys, out=keys)
+        np.divide(keys, weights, out=keys)  # float32 weights taken as float64, exactly
+    keys[(weights <= 0) | np.isnan(keys)] = -np.inf
+    keys[..., ~np.asarray(allowed, dtype=bool)] = -np.inf
     return keys
 
 
 class Reservoir:
-    """Each head's ``size`` events with the largest reservoir keys so far: ``(layers, heads, size)`` arrays."""
+    """Each head's ``size`` events with the largest reservoir keys so far: ``(layers, heads, size)`` arrays
+    ``key``, ``text``, ``query``, ``key_pos`` and ``weight``, largest key first (``key`` -inf and ``text`` -1
+    while a head has fewer events). :meth:`offer` takes a text's events and :meth:`settle` sorts them in
+    (:meth:`add` does both); on a tie of keys the earlier event stays. With each event its ``query_token``,
+    ``key_token`` and its text's token count ``length`` are kept, so the events need no tokenizer later."""
+
+    NAMES = ("key", "text", "query", "key_pos", "weight", "query_token", "key_token", "length")
 
     def __init__(self, layers: int, heads: int, size: int):
         shape = (layers, heads, size)
         self.key = np.full(shape, -np.inf)
-        self.text, self.query, self.key_pos = (np.full(shape, -1, dtype=np.int64) for _ in range(3))
+        self.text, self.query, self.key_pos, self.length = (np.full(shape, -1, dtype=np.int64) for _ in range(4))
         self.weight = np.zeros(shape, dtype=np.float64)
+        self.query_token, self.key_token = np.full(shape, "", dtype=object), np.full(shape, "", dtype=object)
         self.size = size
+        self._waiting: list[dict[str, np.ndarray]] = []  # offered events, flat, not yet sorted in
+        self._waiting_events = 0
 
     def merge(self, other: Reservoir) -> Reservoir:
         """The reservoir of both streams: the ``size`` largest keys of the two."""
+        self.settle()
+        other.settle()
         merged = Reservoir(*self.key.shape)
-        names = ("key", "text", "query", "key_pos", "weight")
-        joined = {name: np.concatenate([getattr(self, name), getattr(other, name)], axis=-1) for name in names}
+        joined = {name: np.concatenate([getattr(self, name), getattr(other, name)], axis=-1) for name in self.NAMES}
         order = np.argsort(-joined["key"], axis=-1, kind="stable")[..., : self.size]
         for name, values in joined.items():
             setattr(merged, name, np.take_along_axis(values, order, axis=-1))
         return merged
 
-    def add(self, keys: np.ndarray, weights: np.ndarray, text: int) -> None:
-        layers, heads, n, _ = keys.shape
-        positions = np.arange(n * n)
-        new = {
-            "key": keys.reshape(layers, heads, -1),
-            "text": np.full((layers, heads, n * n), text, dtype=np.int64),
-            "query": np.broadcast_to(positions // n, (layers, heads, n * n)),
-            "key_pos": np.broadcast_to(positions % n, (layers, heads, n * n)),
-            "weight": np.asarray(weights, dtype=np.float64).reshape(layers, heads, -1),
-        }
-        merged = {name: np.concatenate([getattr(self, name), new[name]], axis=-1) for name in new}
-        order = np.argsort(-merged["key"], axis=-1, kind="stable")[..., : self.size]
-        for name, values in merged.items():
-            setattr(self, name, np.take_along_axis(values, order, axis=-1))
+    def add(self, keys: np.ndarray, weights: np.ndarray, text: int, tokens=None) -> None:
+        """One text's events into every head's reservoir: :meth:`offer`, then :meth:`settle`."""
+        self.offer(keys, weights, text, tokens)
+        self.settle()
+
+    def offer(self, keys: np.ndarray, weights: np.ndarray, text: int, tokens=None) -> None:
+        """One text's events: ``keys`` from :func:`sample_keys` and ``weights``, both ``(layers, heads, n, n)``;
+        ``tokens``: its ``n`` token strings (None: kept as empty strings).
+
+        A speed trick: only an event whose key is above its head's smallest kept key can enter (that key
+        only rises; the others would sort behind every kept entry), so only those wait, as flat entries."""
+        heads, n = keys.shape[1], keys.shape[-1]
+        enters = keys > self.key[..., -1, None, None]  # (L, h, n, n)
+        layer, head, query, key = np.nonzero(enters)
+        if len(layer):
+            strings = np.array([""] * n if tokens is None else list(tokens), dtype=object)
+            self._waiting.append(
+                {
+                    "head": layer * heads + head,
+                    "key": keys[enters],
+                    "text": np.full(len(layer), text, dtype=np.int64),
+                    "query": query,
+                    "key_pos": key,
+                    "weight": np.asarray(weights, dtype=np.float64)[enters],
+                    "query_token": strings[query],
+                    "key_token": strings[key],
+                    "length": np.full(len(layer), n, dtype=np.int64),
+                }
+            )
+            self._waiting_events += len(layer)
+            if self._waiting_events > 4 * self.key.size:  # a while to sort: raise the smallest kept keys
+                self.settle()
+
+    def settle(self) -> None:
+        """Sort the waiting events in: per head the ``size`` largest keys of the kept and the waiting ones, on a
+        tie the one offered first (the kept ones before all)."""
+        if not self._waiting:
+            return
+        waiting, self._waiting, self._waiting_events = self._waiting, [], 0
+        layers, heads, size = self.key.shape
+        kept = {name: getattr(self, name).reshape(-1) for name in self.NAMES}
+        kept["head"] = np.repeat(np.arange(layers * heads), size)
+        joined = {name: np.concatenate([kept[name], *(w[name] for w in waiting)]) for name in kept}
+        order = np.lexsort((-joined["key"], joined["head"]))  # by head, largest key first; stable on ties
+        heads_sorted = joined["head"][order]
+        rank = np.arange(len(order)) - np.searchsorted(heads_sorted, heads_sorted)  # within the head
+        chosen = order[rank < size]  # ``size`` a head: it had as many kept entries
+        for name in self.NAMES:
+            setattr(self, name, joined[name][chosen].reshape(layers, heads, size))
 
 
 # --- building an atlas --------------------------------------------------------------------------------
@@ -498,7 +632,7 @@ class AtlasSums:
     sums behind its numbers. Two parts merge (:meth:`merge`, the earlier part first) into what one run over
     both gives: the same events, the same floats when added in the same order (:func:`part_spans`)."""
 
-    tops: list
+    tops: TopEvents
     reservoir: Reservoir | None
     statistics: stats.StatisticSums | None
     heads: _HeadSums
@@ -509,7 +643,7 @@ class AtlasSums:
 
     def merge(self, other: AtlasSums) -> AtlasSums:
         """Both parts' sums (``other`` holds later texts)."""
-        tops = [[a.merge(b) for a, b in zip(x, y, strict=True)] for x, y in zip(self.tops, other.tops, strict=True)]
+        tops = self.tops.merge(other.tops)
         reservoir = None if self.reservoir is None else self.reservoir.merge(other.reservoir)
         if self.statistics is None or other.statistics is None:
             statistics = self.statistics or other.statistics
@@ -546,7 +680,7 @@ def atlas_sums(
     info, tokenizer = loaded.info, loaded.tokenizer
     layers, heads = info.num_layers, info.num_heads
     part = AtlasSums(
-        [[RunningTop(options.top) for _ in range(heads)] for _ in range(layers)],
+        TopEvents(layers, heads, options.top, options.fold),
         Reservoir(layers, heads, options.sample) if options.sample else None,
         None,
         _HeadSums(np.zeros((layers, heads))),
@@ -564,6 +698,9 @@ def atlas_sums(
         part.forward_seconds += time.perf_counter() - forward_began
         for offset, (row, text_weights) in enumerate(zip(rows, weights, strict=True)):
             _add_text(part, loaded, row, text_weights, first + start + offset, options)
+        part.tops.settle()  # the batch's events sorted in for all heads at once
+        if part.reservoir is not None:
+            part.reservoir.settle()
         if progress is not None:
             progress(first + min(start + options.batch_size, len(texts)), total)
     return part
@@ -578,9 +715,9 @@ def _add_text(part: AtlasSums, loaded, row, weights: np.ndarray, index: int, opt
     token_strings = tokenizer.convert_ids_to_tokens(row.input_ids)
     special = special_keys(row.special, info.causal)
     allowed = allowed_keys(len(token_strings), special, options.exclude, info.causal)
-    _offer_text(part.tops, weights, allowed, token_strings, index, options.fold)
+    part.tops.offer(weights, allowed, token_strings, index)
     if part.reservoir is not None:
-        part.reservoir.add(sample_keys(weights, allowed, options.seed, index), weights, index)
+        part.reservoir.offer(sample_keys(weights, allowed, options.seed, index), weights, index, token_strings)
     kinds = stats.TokenKinds.from_tokens(
         token_strings, row.special, row.segments, tokenizer.cls_token, tokenizer.sep_token
     )
@@ -601,12 +738,13 @@ def finish_atlas(
     began = time.perf_counter()
     if sums.statistics is None:
         raise InputError(f"{EMPTY} (no line has a character the tokenizer keeps)", "corpus_empty")
-    events = _events_frame(sums.tops, sums.reservoir, loaded, texts, options.max_length)
+    top_rows, lengths = sums.tops.rows(), sums.tops.lengths()
+    if sums.reservoir is not None:
+        drawn = np.isfinite(sums.reservoir.key)
+        lengths.update(zip(sums.reservoir.text[drawn].tolist(), sums.reservoir.length[drawn].tolist(), strict=True))
+    events = _events_frame(top_rows, sums.reservoir)
     heads_frame = _heads_frame(events, sums.statistics, sums.heads, loaded, induction)
-    kept = {}
-    for i in sorted(set(events["text"].tolist())):
-        a, b = texts[i]
-        kept[i] = (a, b, _token_count(loaded.tokenizer, a, b, options.max_length))
+    kept = {i: (*texts[i], lengths[i]) for i in sorted(set(events["text"].tolist()))}
     seconds += time.perf_counter() - began
     return Atlas(
         events,
@@ -622,54 +760,20 @@ def finish_atlas(
     )
 
 
-def _token_count(tokenizer, a: str, b: str | None, max_length: int) -> int:
-    _, rows = padded.encode_batch(tokenizer, [(a, b)], max_length)
-    return len(rows[0].input_ids)
-
-
-def _offer_text(tops, weights: np.ndarray, allowed: np.ndarray, token_strings: list, text: int, fold: bool) -> None:
-    """Offer one text's events to every head's :class:`RunningTop`, strongest first, only those at or above
-    each head's last row."""
-    thresholds = np.array([[head.threshold() for head in layer] for layer in tops])  # (L, h)
-    candidate = (weights >= thresholds[:, :, None, None]) & allowed  # (L, h, n, n)
-    ls, hs, qs, ks = np.nonzero(candidate)
-    ws = weights[ls, hs, qs, ks]
-    order = np.lexsort((ks, qs, -ws, hs, ls))  # per head, strongest first, then query, then key
-    ls, hs, qs, ks, ws = ls[order], hs[order], qs[order], ks[order], ws[order]
-    boundaries = np.flatnonzero(np.diff(ls * weights.shape[1] + hs)) + 1
-    for segment in np.split(np.arange(len(ls)), boundaries):
-        if not len(segment):
-            continue
-        running = tops[ls[segment[0]]][hs[segment[0]]]
-        for i in segment:
-            q, k = int(qs[i]), int(ks[i])
-            query_token, key_token = token_strings[q], token_strings[k]
-            pair = (query_token, key_token) if fold else (text, q, k)
-            if not running.offer((-float(ws[i]), text, q, k), pair, query_token, key_token):
-                break
-
-
-def _events_frame(tops, reservoir: Reservoir | None, loaded, texts: Texts, max_length: int) -> pd.DataFrame:
-    rows = []
-    for layer, layer_tops in enumerate(tops):
-        for head, running in enumerate(layer_tops):
-            for rank, ((weight, text, q, k), query_token, key_token, folded) in enumerate(running.rows()):
-                rows.append((layer, head, "top", rank, text, q, k, query_token, key_token, -weight, k - q, folded))
+def _events_frame(top_rows: list[tuple], reservoir: Reservoir | None) -> pd.DataFrame:
+    """The events table of :meth:`TopEvents.rows` and the reservoir's events."""
+    rows = [
+        (layer, head, "top", rank, text, q, k, query_token, key_token, weight, k - q, folded)
+        for layer, head, rank, text, q, k, query_token, key_token, weight, folded in top_rows
+    ]
     if reservoir is not None:
         drawn = np.isfinite(reservoir.key)
-        referenced = sorted(set(reservoir.text[drawn].tolist()))
-        token_strings = {}
-        for i in referenced:
-            _, encoded = padded.encode_batch(loaded.tokenizer, [texts[i]], max_length)
-            token_strings[i] = loaded.tokenizer.convert_ids_to_tokens(encoded[0].input_ids)
         for layer, head, rank in zip(*np.nonzero(drawn), strict=True):
             text = int(reservoir.text[layer, head, rank])
             q, k = int(reservoir.query[layer, head, rank]), int(reservoir.key_pos[layer, head, rank])
-            strings = token_strings[text]
+            tokens = reservoir.query_token[layer, head, rank], reservoir.key_token[layer, head, rank]
             weight = float(reservoir.weight[layer, head, rank])
-            rows.append(
-                (int(layer), int(head), "typical", int(rank), text, q, k, strings[q], strings[k], weight, k - q, 1)
-            )
+            rows.append((int(layer), int(head), "typical", int(rank), text, q, k, *tokens, weight, k - q, 1))
     frame = pd.DataFrame(rows, columns=list(EVENT_COLUMNS))
     frame = frame.astype(
         {c: "int64" for c in ("layer", "head", "rank", "text", "query", "key", "distance", "folded")}
@@ -693,7 +797,7 @@ def _heads_frame(events: pd.DataFrame, statistic_sums, sums: _HeadSums, loaded, 
     frame = frame.merge(own, on=["layer", "head"], how="left")
     for name, values in sums.means().items():
         frame[name] = values.reshape(-1)  # (L * h,), layer-major
-    frame["induction"] = np.nan
+    frame["induction"] = frame["importance"] = np.nan
     if induction:
         length = min(head_scores.DEFAULT_LENGTH, head_scores.longest_length(loaded))
         if length >= 2:
@@ -701,6 +805,25 @@ def _heads_frame(events: pd.DataFrame, statistic_sums, sums: _HeadSums, loaded, 
             frame["induction"] = scores.repeated["induction"].reshape(-1)
     columns = ["layer", "head", *HEAD_NUMBERS, *(c for c in stats.STATISTICS), "tags"]
     return frame[columns]
+
+
+def with_importance(atlas: Atlas, statistics: pd.DataFrame) -> Atlas:
+    """The atlas with its heads' ``importance`` from a corpus run's per-head table (the ``importance`` column
+    of :func:`attention_viz.analysis.corpus_statistics` with ``importance=True``: the mean cosine distance of
+    the sentence embedding without the head, Michel et al. 2019), matched by layer and head.
+
+    Raises:
+        ValueError: ``statistics`` has no ``importance``, or not the atlas's heads.
+    """
+    if "importance" not in statistics:
+        raise ValueError("the corpus statistics have no importance: run them with importance=True")
+    found = atlas.heads[["layer", "head"]].merge(
+        statistics[["layer", "head", "importance"]], on=["layer", "head"], how="left", validate="one_to_one"
+    )
+    if len(statistics) != len(atlas.heads) or found["importance"].isna().any():
+        raise ValueError(f"the statistics are of other heads ({len(statistics)} rows for {len(atlas.heads)} heads)")
+    heads = atlas.heads.assign(importance=found["importance"].to_numpy(dtype=np.float64))
+    return replace(atlas, heads=heads)
 
 
 def atlas_file_name(atlas: Atlas) -> str:

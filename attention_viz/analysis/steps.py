@@ -5,6 +5,11 @@ the chosen layer's input is that layer's entry of the encoder's ``hidden_states`
 and value vectors of the head come from its ``attention.query``/``key``/``value`` projections. With
 BERT's scaling (``head_dim ** -0.5``), temperature 1 and no masked key, the weights are exactly BERT's
 (Vaswani et al. 2017, eq. 1; transformers' ``eager_attention_forward``).
+
+A Llama-style decoder rotates queries and keys by their position (RoPE, Su et al. 2021) between the
+projections and the dot products: :func:`rotation_step` shows one token's before and after, and
+:func:`distance_scores` the score between two tokens of the same content as a function of their distance
+alone.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import numpy as np
 import torch
 
 from attention_viz.extraction import Encoding, InputError
+from attention_viz.models.decoder import Decoder, apply_rotary, rope_frequencies, rotary_angles
 from attention_viz.models.encoder import BertEncoder, Variant
 
 # The from-scratch variants' names for the same ideas: head_dim ** -0.5 (BERT), hidden ** -0.5 (the seed
@@ -285,3 +291,112 @@ def layer_weights(
             for q, k, v in zip(queries, keys, values, strict=True)
         ]
     )  # (h, t, t)
+
+
+@dataclass(frozen=True)
+class RotationStep:
+    """RoPE for one head and one token: its query and key before and after the rotation by its position.
+
+    Attributes:
+        position: the token's position ``p`` (from 0).
+        query_before, query_after: ``(d,)`` the head's query of the token, as projected (after Qwen3's norm)
+            and rotated: each pair ``(x[i], x[i + d/2])`` turned by the angle ``p · θ_i``.
+        key_before, key_after: ``(d,)`` the same for the key (of the key/value head this query head reads).
+        angles: ``(d/2,)`` the angles ``p · θ_i`` in radians.
+    """
+
+    position: int
+    query_before: np.ndarray
+    query_after: np.ndarray
+    key_before: np.ndarray
+    key_after: np.ndarray
+    angles: np.ndarray
+
+
+def _rope_layer(encoder, layer: int, head: int):
+    if not isinstance(encoder, Decoder):
+        raise ValueError("rotary positions belong to a Llama-style decoder; this model has absolute positions")
+    _check_layer(encoder, layer)
+    attention = encoder.layers[layer].attention
+    if not 0 <= head < attention.num_heads:
+        raise IndexError(f"head {head} out of range: 0-{attention.num_heads - 1}")
+    return attention
+
+
+def _unrotated(attention, vector: np.ndarray, head: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One token's query and key of ``head`` before the rotation, each ``(1, 1, 1, d)``."""
+    x = torch.from_numpy(np.array(vector, dtype=np.float32)).reshape(1, 1, -1)  # (1, 1, hidden)
+    q, k, _ = attention.unrotated(x)  # (1, h, 1, d), (1, h_kv, 1, d)
+    group = head // attention.config.groups  # the key/value head this query head reads
+    return q[:, head : head + 1], k[:, group : group + 1]
+
+
+def rotation_step(encoder: Decoder, hidden: np.ndarray, layer: int, head: int, position: int) -> RotationStep:
+    """One token's query and key of one head before and after RoPE.
+
+    Args:
+        encoder: a from-scratch :class:`~attention_viz.models.decoder.Decoder`.
+        hidden: ``(t, hidden)`` the layer's input (``layer_inputs(...)[layer]``).
+        layer, head: from 0.
+        position: the token (0 to ``t - 1``).
+
+    Returns:
+        :class:`RotationStep`; its ``query_after`` and ``key_after`` are :func:`head_vectors`' rows, bit for bit.
+
+    Raises:
+        ValueError: a model without rotary positions. IndexError: a layer, head or position out of range.
+    """
+    attention = _rope_layer(encoder, layer, head)
+    if not 0 <= position < len(hidden):
+        raise IndexError(f"position {position} out of range: 0-{len(hidden) - 1}")
+    x = torch.from_numpy(np.array(hidden, dtype=np.float32))[None]  # (1, t, hidden)
+    with torch.inference_mode():
+        q, k, _ = attention.unrotated(x)  # (1, h, t, d), (1, h_kv, t, d)
+        cos, sin = rotary_angles(encoder.config, x.shape[1])  # (1, t, d) each
+        q_after, k_after = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+    group = head // encoder.config.groups
+    angles = position * rope_frequencies(encoder.config)  # (d/2,)
+    return RotationStep(
+        position,
+        q[0, head, position].numpy(),
+        q_after[0, head, position].numpy(),
+        k[0, group, position].numpy(),
+        k_after[0, group, position].numpy(),
+        angles.numpy(),
+    )
+
+
+def distance_scores(
+    encoder: Decoder, vector: np.ndarray, layer: int, head: int, distances: int, start: int = 0
+) -> np.ndarray:
+    """The pre-softmax score of ``head`` between two tokens of the same content ``vector`` (the same layer
+    input), the key at position ``start`` and the query ``Δ`` tokens later, for ``Δ = 0 .. distances - 1``.
+
+    RoPE turns the query by ``(start + Δ) · θ_i`` and the key by ``start · θ_i``; their dot product sees only
+    the difference ``Δ · θ_i`` (Su et al. 2021, eq. 14), so the curve is the same from any ``start`` (to
+    float32 rounding). Scaled by the layer's own factor and, in Gemma 2, soft-capped, as the model's scores
+    are before the mask and the softmax.
+
+    Args:
+        encoder: a from-scratch :class:`~attention_viz.models.decoder.Decoder`.
+        vector: ``(hidden,)`` the layer input both tokens have (a row of ``layer_inputs(...)[layer]``).
+        layer, head: from 0.
+        distances: how many distances, from 0.
+        start: the key's position.
+
+    Returns:
+        float32 ``(distances,)``.
+
+    Raises:
+        ValueError: a model without rotary positions. IndexError: a layer or head out of range.
+    """
+    attention = _rope_layer(encoder, layer, head)
+    with torch.inference_mode():
+        q, k = _unrotated(attention, vector, head)  # (1, 1, 1, d) each
+        cos, sin = rotary_angles(encoder.config, start + distances)  # (1, start + distances, d)
+        queries = apply_rotary(q.expand(1, 1, start + distances, -1), cos, sin)[0, 0, start:]  # (distances, d)
+        key = apply_rotary(k.expand(1, 1, start + distances, -1), cos, sin)[0, 0, start]  # (d,)
+        scores = (queries @ key) * attention.scaling  # (distances,)
+        if attention.softcap is not None:
+            scores = torch.tanh(scores / attention.softcap) * attention.softcap
+    return scores.float().numpy()

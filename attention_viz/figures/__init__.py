@@ -34,7 +34,7 @@ from attention_viz.figures.layout import (
     window_start,
 )
 from attention_viz.figures.plotting import MISSING_COLOUR, MISSING_TEXT
-from attention_viz.figures.steps import key_bars, step_heatmap
+from attention_viz.figures.steps import distance_line, key_bars, step_heatmap
 
 __all__ = [
     "ATTENTION_COLORSCALE",
@@ -50,6 +50,7 @@ __all__ = [
     "attention_heatmap",
     "chart_height_over_width",
     "difference_heatmap",
+    "distance_line",
     "focus_bars",
     "grid_height",
     "head_grid",

@@ -63,6 +63,7 @@ def head_grid(
     colorscale: str = ATTENTION_COLORSCALE,
     selected: tuple[int, int] | None = None,
     title_font: int = TITLE_FONT,
+    heads_per_group: int = 1,
 ) -> go.Figure:
     """Every head of every layer as a grid of small heatmaps: layers as rows, heads as columns.
 
@@ -76,6 +77,10 @@ def head_grid(
         colorscale: a plotly colour scale name.
         selected: ``(layer, head)`` to outline, or ``None``.
         title_font: the head and layer titles' size (px).
+        heads_per_group: query heads per key/value head (grouped-query attention, ``h / h_kv``): above the
+            head titles a label names each group's key/value head ("kv 0" over heads 0 to ``g - 1``), and a
+            thin vertical line (a layout shape, ``name`` ``"kv group"``) separates one group's column of
+            thumbnails from the next. 1: no groups, nothing added.
 
     Returns:
         A ``plotly.graph_objects.Figure`` with ``layers * heads`` heatmap traces sharing one colour axis
@@ -144,6 +149,9 @@ def head_grid(
         for layer in range(layers)
     ]
     shapes = []
+    if heads_per_group > 1:
+        annotations += _group_labels(heads, heads_per_group, x_domains, title_font)
+        shapes += _group_separators(heads, heads_per_group, x_domains)
     if selected is not None:
         layer, head = selected
         n = layer * heads + head + 1
@@ -182,6 +190,48 @@ def head_grid(
     if shapes:
         layout["shapes"] = shapes
     return plotting.figure(data, layout)
+
+
+GROUP_LINE = {"color": "#555", "width": 1.5}  # between the columns of two key/value groups, in the gap
+
+
+def _group_labels(heads: int, size: int, x_domains: list[list[float]], title_font: int) -> list[dict]:
+    """ "kv 0", "kv 1", ... centred over each group's heads, a line above the head titles (H0, H1, ...)."""
+    return [
+        {
+            "font": {"size": title_font},
+            "showarrow": False,
+            "xref": "paper",
+            "yref": "paper",
+            "text": f"kv {group}",
+            "x": (x_domains[group * size][0] + x_domains[group * size + size - 1][1]) / 2,
+            "xanchor": "center",
+            "y": 1.0,
+            "yanchor": "bottom",
+            "yshift": round(title_font * 1.4),  # clear of the head titles below it
+            "name": "kv group",
+        }
+        for group in range(heads // size)
+    ]
+
+
+def _group_separators(heads: int, size: int, x_domains: list[list[float]]) -> list[dict]:
+    """A thin vertical line in the middle of the gap before each group's first head but the first, top to
+    bottom of the grid."""
+    return [
+        {
+            "type": "line",
+            "xref": "paper",
+            "yref": "paper",
+            "x0": (x_domains[head - 1][1] + x_domains[head][0]) / 2,
+            "x1": (x_domains[head - 1][1] + x_domains[head][0]) / 2,
+            "y0": 0,
+            "y1": 1,
+            "line": dict(GROUP_LINE),
+            "name": "kv group",
+        }
+        for head in range(size, heads, size)
+    ]
 
 
 def _domains(count: int, spacing: float, end: float) -> list[list[float]]:

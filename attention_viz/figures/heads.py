@@ -188,8 +188,60 @@ def _room_labels(positions: np.ndarray, texts: list[str], first: int | None, plo
     return keep
 
 
+def group_outline(points: np.ndarray) -> str:
+    """An SVG path around ``points`` ``(n, 2)``: their convex hull, closed (``M x y L x y ... Z``); the segment
+    between them for two points (or for points on one line)."""
+    unique = sorted({(float(x), float(y)) for x, y in np.asarray(points, dtype=np.float64)})
+
+    def cross(o, a, b) -> float:
+        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+
+    def chain(ordered):
+        kept: list[tuple[float, float]] = []
+        for point in ordered:
+            while len(kept) >= 2 and cross(kept[-2], kept[-1], point) <= 0:
+                kept.pop()
+            kept.append(point)
+        return kept
+
+    hull = unique if len(unique) < 3 else chain(unique)[:-1] + chain(unique[::-1])[:-1]  # Andrew's monotone chain
+    path = "M " + " L ".join(f"{x!r} {y!r}" for x, y in hull)
+    return path + " Z" if len(hull) > 2 else path
+
+
+def _group_outlines(positions: np.ndarray, num_heads: int, size: int, selected: tuple[int, int]) -> list[dict]:
+    """The outlines of the key/value groups of the selected head's layer (see :func:`similarity_map`)."""
+    layer, head = selected
+    shapes = []
+    for group in range(num_heads // size):
+        first = layer * num_heads + group * size
+        own = group == head // size
+        shapes.append(
+            {
+                "type": "path",
+                "path": group_outline(positions[first : first + size]),
+                "xref": "x",
+                "yref": "y",
+                "line": {
+                    "color": "#444" if own else "#888",
+                    "width": 1.5 if own else 1,
+                    "dash": "solid" if own else "dot",
+                },
+                "layer": "below",
+                "name": f"kv {layer}·{group}",
+            }
+        )
+    return shapes
+
+
 def similarity_map(
-    positions: np.ndarray, num_heads: int, title: str, layer_title: str, head_title: str, selected=None
+    positions: np.ndarray,
+    num_heads: int,
+    title: str,
+    layer_title: str,
+    head_title: str,
+    selected=None,
+    heads_per_group: int = 1,
 ) -> go.Figure:
     """Heads placed by MDS of their JS divergence (Clark et al. 2019, fig. 6), coloured by layer.
 
@@ -198,6 +250,11 @@ def similarity_map(
         num_heads: heads per layer.
         title, layer_title, head_title: texts.
         selected: ``(layer, head)`` outlined in red and always labelled "layer·head" (in red).
+        heads_per_group: query heads per key/value head (grouped-query attention): the hover names each head's
+            key/value head, and in the selected head's layer the heads that share one are outlined together
+            (a layout shape per group, ``name`` ``"kv L·g"``, along their convex hull: :func:`group_outline`;
+            the selected head's group solid, the others dotted). Every layer's groups at once would cross the
+            whole map. 1: no groups.
 
     Returns:
         A figure with one scatter trace (``customdata`` = ``[layer, head]``), selectable by click. Every
@@ -222,8 +279,10 @@ def similarity_map(
             "size": [SELECTED_FONT if is_selected else LABEL_FONT for is_selected in chosen],
             "color": ["red" if is_selected else "#444" for is_selected in chosen],
         },
-        "customdata": np.stack([layer_of, head_of], axis=1),
-        "hovertemplate": f"{layer_title} %{{customdata[0]}}, {head_title} %{{customdata[1]}}<extra></extra>",
+        "customdata": np.stack([layer_of, head_of, *([head_of // heads_per_group] if heads_per_group > 1 else [])], 1),
+        "hovertemplate": f"{layer_title} %{{customdata[0]}}, {head_title} %{{customdata[1]}}"
+        + (" (kv %{customdata[2]})" if heads_per_group > 1 else "")
+        + "<extra></extra>",
         "marker": {
             "size": MARKER_PX,
             "color": layer_of,
@@ -243,4 +302,6 @@ def similarity_map(
         "clickmode": "event+select",
         "dragmode": False,
     }
+    if heads_per_group > 1 and selected is not None:
+        layout["shapes"] = _group_outlines(positions, num_heads, heads_per_group, selected)
     return plotting.figure([trace], layout)

@@ -138,3 +138,30 @@ def key_bars(
     bottom = label_room(labels, FONT_SIZE) + 10
     height = max(300, 40 + BAR_PLOT_HEIGHT + bottom)  # long labels take room below, never from the bars
     return plotting.figure([trace], _layout(title, height, xaxis, yaxis, left, bottom))
+
+
+def distance_line(scores: np.ndarray, title: str, x_title: str, y_title: str) -> go.Figure:
+    """A score per distance as a line with markers: ``scores[Δ]`` at ``x = Δ`` (tokens).
+
+    Args:
+        scores: ``(distances,)``, from distance 0.
+        title, x_title, y_title: texts.
+
+    Returns:
+        A figure with one scatter trace, ``x`` the distances 0 to ``len(scores) - 1`` and ``y`` the scores.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    trace = {
+        "type": "scatter",
+        "x": np.arange(len(scores)),
+        "y": scores,
+        "mode": "lines+markers",
+        "marker": {"size": 4},
+        "line": {"width": 1.5},
+        "hovertemplate": "%{x}: %{y:.4f}<extra></extra>",
+    }
+    low, high = float(scores.min(initial=0.0)), float(scores.max(initial=0.0))
+    xaxis = {"title": {"text": x_title}, "automargin": False, "zeroline": False}
+    yaxis = {"title": {"text": y_title}, "automargin": False}
+    left = _number_room(low, high) + TITLE_ROOM + 10
+    return plotting.figure([trace], _layout(title, 300, xaxis, yaxis, left, TICK_ROOM + TITLE_ROOM))

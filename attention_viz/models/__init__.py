@@ -10,6 +10,8 @@
   cross-attention; :mod:`~attention_viz.models.seq2seq_families` maps their checkpoints onto it.
 - :mod:`~attention_viz.models.loading`: a checkpoint (bundled, cached or a folder) loaded for attention
   (:func:`load_seq2seq` for T5 and BART).
+- :mod:`~attention_viz.models.sizes`: a checkpoint's memory in float32 before it loads, the memory available,
+  and an estimate of a forward's time.
 - :mod:`~attention_viz.models.catalog`: the supported models already on this machine.
 """
 

@@ -245,6 +245,17 @@ class GroupedQueryAttention(nn.Module):
             self.query_norm = RMSNorm(self.head_dim, config.rms_norm_eps)
             self.key_norm = RMSNorm(self.head_dim, config.rms_norm_eps)
 
+    def unrotated(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The projections of ``x`` ``(b, t, hidden)`` split into heads, before any rotation: queries
+        ``(b, h, t, d)``, keys and values ``(b, h_kv, t, d)`` (Qwen3's norms applied to queries and keys)."""
+        b, t, _ = x.shape
+        q = self.query(x).view(b, t, -1, self.head_dim)  # (b, t, h, d)
+        k = self.key(x).view(b, t, -1, self.head_dim)  # (b, t, h_kv, d)
+        v = self.value(x).view(b, t, -1, self.head_dim).transpose(1, 2)  # (b, h_kv, t, d)
+        if self.config.qk_norm:  # over each head's d numbers
+            q, k = self.query_norm(q), self.key_norm(k)
+        return q.transpose(1, 2), k.transpose(1, 2), v  # (b, h, t, d), (b, h_kv, t, d), (b, h_kv, t, d)
+
     def head_vectors(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Every query head's query, key and value vectors for ``x`` ``(b, t, hidden)``: 3 × ``(b, h, t, d)``.
 
@@ -252,14 +263,8 @@ class GroupedQueryAttention(nn.Module):
         the query heads of its group, so heads ``g * groups .. (g + 1) * groups - 1`` share the same keys
         and values.
         """
-        b, t, _ = x.shape
-        q = self.query(x).view(b, t, -1, self.head_dim)  # (b, t, h, d)
-        k = self.key(x).view(b, t, -1, self.head_dim)  # (b, t, h_kv, d)
-        v = self.value(x).view(b, t, -1, self.head_dim).transpose(1, 2)  # (b, h_kv, t, d)
-        if self.config.qk_norm:  # over each head's d numbers
-            q, k = self.query_norm(q), self.key_norm(k)
-        q, k = q.transpose(1, 2), k.transpose(1, 2)  # (b, h, t, d), (b, h_kv, t, d)
-        cos, sin = rotary_angles(self.config, t, x.device)  # (1, t, d) each
+        q, k, v = self.unrotated(x)  # (b, h, t, d), (b, h_kv, t, d), (b, h_kv, t, d)
+        cos, sin = rotary_angles(self.config, x.shape[1], x.device)  # (1, t, d) each
         q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
         groups = self.config.groups
         return q, repeat_kv(k, groups), repeat_kv(v, groups)  # 3 × (b, h, t, d)

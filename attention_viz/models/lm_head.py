@@ -1,11 +1,13 @@
 """A checkpoint's language-model head, when it has one: a masked-LM head (BERT's ``BertForMaskedLM`` and its
-kin) or GPT-2's causal-LM head, on top of the from-scratch encoder's last hidden state.
+kin) or a causal-LM head (GPT-2's, and the Llama-style decoders': Llama, Qwen2, Qwen3, Mistral, Gemma 2 with its
+final logit soft-capping), on top of the from-scratch encoder's last hidden state.
 
 The head is read with transformers' ``AutoModelForMaskedLM`` / ``AutoModelForCausalLM`` from the same folder
 or hub name as the model (local files only, safetensors only, no remote code, float32). A checkpoint saved
 without one (the bundled all-MiniLM-L6-v2 is a bare ``BertModel``) leaves the head's weights missing:
-transformers would draw them at random, so :func:`load_lm_head` says there is none instead. GPT-2 ties its
-head to the token embeddings, so every GPT-2 checkpoint has one.
+transformers would draw them at random, so :func:`load_lm_head` says there is none instead. GPT-2 and Gemma 2
+tie their head to the token embeddings, so every such checkpoint has one; a Llama-style ``...ForCausalLM``
+saves ``lm_head.weight`` unless its config ties it (SmolLM2, Qwen2.5-0.5B do).
 
 The predictions run the from-scratch encoder, which takes a head mask and a key mask, and hand its last
 hidden state to the head: with neither, the logits equal the transformers LM model's own (a test checks).
@@ -31,7 +33,18 @@ _HEADS: dict[str, Callable] = {
     "electra": lambda m, h: m.generator_lm_head(m.generator_predictions(h)),
     "distilbert": lambda m, h: m.vocab_projector(m.vocab_layer_norm(m.activation(m.vocab_transform(h)))),
     "gpt2": lambda m, h: m.lm_head(h),
+    # the Llama-style decoders: ``lm_head`` after the final RMSNorm, which the from-scratch decoder applies
+    "llama": lambda m, h: m.lm_head(h),
+    "qwen2": lambda m, h: m.lm_head(h),
+    "qwen3": lambda m, h: m.lm_head(h),
+    "mistral": lambda m, h: m.lm_head(h),
+    "gemma2": lambda m, h: _soft_capped(m.lm_head(h), m.config.final_logit_softcapping),
 }
+
+
+def _soft_capped(logits: torch.Tensor, cap: float | None) -> torch.Tensor:
+    """Gemma 2's final soft-capping: ``cap · tanh(logits / cap)`` (``Gemma2ForCausalLM.forward``); ``None``: none."""
+    return logits if cap is None else torch.tanh(logits / cap) * cap
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,15 @@ import os
 import socket
 import struct
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from safetensors import SafetensorError
+
 from attention_viz import settings
-from attention_viz.models import families
+from attention_viz.models import families, sizes
 from attention_viz.models.decoder import Decoder
 from attention_viz.models.encoder import BertEncoder, WeightMismatchError
 
@@ -33,9 +36,10 @@ class ModelLoadError(RuntimeError):
     Attributes:
         code: a stable id of the kind of failure, for the app's translated message: ``not_allowed``,
             ``outside_root``, ``no_config``, ``not_found``, ``unreadable``, ``not_bert``, ``encoder_decoder``,
-            ``dtype``, ``mismatch``.
+            ``dtype``, ``mismatch``, ``too_big``.
         fields: what the translated message needs (always ``name``; ``detail`` for the library's
-            first line, and per code ``model_type``, ``dtype``, ``root``).
+            first line, and per code ``model_type``, ``dtype``, ``root``; ``too_big``: ``size`` and
+            ``available``, both as :func:`~attention_viz.models.sizes.size_text` writes them).
     """
 
     def __init__(self, message: str, code: str = "unreadable", **fields: str) -> None:
@@ -63,6 +67,9 @@ class ModelInfo:
             (ALBERT: 1, every layer runs the same weights); ``None`` when each layer has its own.
         revision: a fingerprint of the files it was loaded from (:func:`disk_revision`): another one means
             the folder was rewritten since.
+        parameters: the numbers its weights hold (tied weights once); in float32 they take ``4 ×`` as many bytes.
+        num_key_value_heads: ``h_kv``, the key/value heads that the query heads share (grouped-query attention,
+            a Llama-style decoder); ``None`` where every head has its own keys and values.
     """
 
     name: str
@@ -79,6 +86,23 @@ class ModelInfo:
     causal: bool = False
     layer_weight_sets: int | None = None
     revision: str = ""
+    parameters: int = 0
+    num_key_value_heads: int | None = None
+
+    @property
+    def weight_bytes(self) -> int:
+        """The memory its weights take in float32: ``4 × parameters`` bytes."""
+        return self.parameters * sizes.FLOAT32_BYTES
+
+    @property
+    def heads_per_group(self) -> int:
+        """Query heads that read one key/value head: ``h / h_kv`` (1 without grouped-query attention)."""
+        return self.num_heads // (self.num_key_value_heads or self.num_heads)
+
+    def head_group(self, head: int) -> int:
+        """The key/value head query head ``head`` reads (grouped-query attention: ``head // (h / h_kv)``, heads
+        of a group in a row, as :func:`~attention_viz.models.decoder.repeat_kv` lays them out)."""
+        return head // self.heads_per_group
 
 
 @dataclass(frozen=True)
@@ -280,6 +304,11 @@ def _source_of(name: str | None, policy: settings.ModelPolicy | None) -> tuple[s
     return shown, source, local
 
 
+# What reading a checkpoint raises for files that are not one: the library's errors, and safetensors' own for a
+# weights file whose header is cut or garbled (not an OSError).
+_READ_ERRORS = (OSError, ValueError, KeyError, TypeError, RuntimeError, SafetensorError)
+
+
 def _read(shown: str, source: str, local: bool, read) -> tuple[object, object]:
     """``read(source, local_only)`` from local files, then from the hub when it can be reached.
 
@@ -288,7 +317,7 @@ def _read(shown: str, source: str, local: bool, read) -> tuple[object, object]:
     """
     try:
         return read(source, True)
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+    except _READ_ERRORS as exc:
         reason = None if local else hub_unreachable_reason()
         if local or reason:
             where = (
@@ -305,7 +334,7 @@ def _read(shown: str, source: str, local: bool, read) -> tuple[object, object]:
             ) from exc
     try:
         return read(source, False)
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+    except _READ_ERRORS as exc:
         where = f"no folder {source!r}, not in the cache, and not found on the hub"
         raise ModelLoadError(
             f"could not load model {shown!r} ({where}). {_first_line(exc)}",
@@ -315,7 +344,45 @@ def _read(shown: str, source: str, local: bool, read) -> tuple[object, object]:
         ) from exc
 
 
-def load_model(name: str | None = None, policy: settings.ModelPolicy | None = None) -> LoadedModel:
+def check_memory(shown: str, folder: str | None, available: int | None) -> sizes.MemoryNeed | None:
+    """Refuse a checkpoint whose weights in float32 need more than ``available`` bytes, before any is read.
+
+    Args:
+        shown: the name as the user gave it (for the message).
+        folder: its local folder (``None``: a hub name not in the cache, nothing to measure).
+        available: bytes of memory free now (:func:`attention_viz.models.sizes.available_memory`); ``None``:
+            unknown, nothing is refused.
+
+    Returns:
+        What it needs (:class:`~attention_viz.models.sizes.MemoryNeed`), or ``None`` when its folder has no
+        safetensors file to count.
+
+    Raises:
+        ModelLoadError: ``too_big``, naming the size and the memory available.
+    """
+    try:
+        need = None if folder is None else sizes.memory_need(folder)
+    except (OSError, KeyError, ValueError, struct.error):  # an unreadable header: the read that follows says why
+        return None
+    if need is None or sizes.fits(need, available):
+        return need
+    size, free = sizes.size_text(need.bytes), sizes.size_text(available)
+    raise ModelLoadError(
+        f"model {shown!r} needs {size} of memory for its {need.parameters:,} parameters in float32, and this "
+        f"machine has {free} available: choose a smaller model or free memory",
+        "too_big",
+        name=shown,
+        size=size,
+        available=free,
+        parameters=f"{need.parameters:,}",
+    )
+
+
+def load_model(
+    name: str | None = None,
+    policy: settings.ModelPolicy | None = None,
+    available_memory: Callable[[], int | None] | None = None,
+) -> LoadedModel:
     """Load a checkpoint of a supported family for attention extraction, in float32 whatever its saved dtype.
 
     ``config.model_type`` picks the family (:mod:`attention_viz.models.families`): BERT, RoBERTa,
@@ -330,6 +397,8 @@ def load_model(name: str | None = None, policy: settings.ModelPolicy | None = No
             hub name (``bert-base-uncased``) that is cached or can be downloaded.
         policy: which models may load (default: from the environment, see :mod:`attention_viz.settings`);
             checked before transformers is called. The bundled model always may.
+        available_memory: returns the bytes of memory free now; asked once, before the weights are read
+            (``None``: :func:`attention_viz.models.sizes.available_memory`). Returning ``None`` refuses nothing.
 
     Returns:
         :class:`LoadedModel` in eval mode, float32, with eager attention, safetensors weights only and
@@ -338,12 +407,14 @@ def load_model(name: str | None = None, policy: settings.ModelPolicy | None = No
     Raises:
         ModelLoadError: if the policy refuses the name, or the model cannot be found or read, is of no
             supported family (code ``not_bert``; an encoder–decoder such as T5 or BART: ``encoder_decoder``, see
-            :func:`load_seq2seq`), has no safetensors weights, or does not fit the from-scratch encoder
-            (:attr:`ModelLoadError.code` says which).
+            :func:`load_seq2seq`), has no safetensors weights, does not fit the from-scratch encoder, or needs
+            more memory in float32 than is available (``too_big``; :attr:`ModelLoadError.code` says which).
     """
     from transformers.utils import logging as hf_logging
 
     shown, source, local = _source_of(name, policy)
+    folder = source if local else _model_folder(shown, settings.load().models if policy is None else policy)
+    check_memory(shown, folder, (available_memory or sizes.available_memory)())
     hf_logging.disable_progress_bar()
     # Before reading: files rewritten during the read make the next look see another fingerprint, not this one.
     revision = disk_revision(shown, settings.load().models if policy is None else policy)
@@ -401,6 +472,8 @@ def load_model(name: str | None = None, policy: settings.ModelPolicy | None = No
         causal=family.causal,
         layer_weight_sets=encoder.config.layer_groups,
         revision=revision,
+        parameters=sum(p.numel() for p in model.parameters()),
+        num_key_value_heads=getattr(encoder.config, "num_key_value_heads", None),
     )
     return LoadedModel(info=info, tokenizer=tokenizer, model=model, encoder=encoder)
 
@@ -450,7 +523,11 @@ class LoadedSeq2Seq:
     twin: object
 
 
-def load_seq2seq(name: str, policy: settings.ModelPolicy | None = None) -> LoadedSeq2Seq:
+def load_seq2seq(
+    name: str,
+    policy: settings.ModelPolicy | None = None,
+    available_memory: Callable[[], int | None] | None = None,
+) -> LoadedSeq2Seq:
     """Load a T5 or BART checkpoint (encoder–decoder) with its from-scratch twin, in float32.
 
     Read by ``AutoModelForSeq2SeqLM`` (with the LM head, for generation) under the same rules as
@@ -458,7 +535,7 @@ def load_seq2seq(name: str, policy: settings.ModelPolicy | None = None) -> Loade
 
     Args:
         name: a local folder or a cached hub name (``t5-small``, ``facebook/bart-base``).
-        policy: as for :func:`load_model`.
+        policy, available_memory: as for :func:`load_model`.
 
     Returns:
         :class:`LoadedSeq2Seq`.
@@ -466,7 +543,7 @@ def load_seq2seq(name: str, policy: settings.ModelPolicy | None = None) -> Loade
     Raises:
         ModelLoadError: the policy refuses the name; the model cannot be found or read; it is no T5 or BART
             model (code ``not_bert``, naming the two); quantised weights (``dtype``); weights or settings the
-            twin lacks (``mismatch``).
+            twin lacks (``mismatch``); more memory needed in float32 than is available (``too_big``).
     """
     import torch
     from transformers.utils import logging as hf_logging
@@ -476,6 +553,8 @@ def load_seq2seq(name: str, policy: settings.ModelPolicy | None = None) -> Loade
     shown, source, local = _source_of(name, policy)
     if local:  # another family's folder is named before transformers is asked for a model it has no class for
         _check_seq2seq(shown, json.loads(Path(source, "config.json").read_text()).get("model_type", ""))
+    folder = source if local else _model_folder(shown, settings.load().models if policy is None else policy)
+    check_memory(shown, folder, (available_memory or sizes.available_memory)())
     hf_logging.disable_progress_bar()
     revision = disk_revision(shown, settings.load().models if policy is None else policy)
 

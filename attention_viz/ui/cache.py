@@ -25,7 +25,7 @@ import streamlit as st
 from attention_viz import analysis, extraction, settings
 from attention_viz.analysis import article_compare, steps
 from attention_viz.extraction import AttentionResult, Encoding
-from attention_viz.models import catalog, loading
+from attention_viz.models import catalog, loading, sizes
 from attention_viz.models.loading import LoadedModel, ModelLoadError
 from attention_viz.ui import internals
 
@@ -112,6 +112,18 @@ def model(name: str) -> LoadedModel:
     if isinstance(loaded, ModelLoadError):
         raise loaded
     return loaded
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _forward_estimate(_loaded: LoadedModel, model_name: str, tokens: int) -> sizes.ForwardEstimate:
+    return sizes.estimate_forward(_loaded.encoder, tokens)
+
+
+def forward_estimate(loaded: LoadedModel) -> sizes.ForwardEstimate:
+    """How long a forward of ``loaded`` takes at 512 tokens (or the most it takes, if fewer), estimated once per
+    process and model from one short timed forward (:func:`attention_viz.models.sizes.estimate_forward`)."""
+    tokens = min(sizes.FORWARD_TOKENS, app_settings().limits.tokens_for(loaded.info.max_positions))
+    return _forward_estimate(loaded, model_key(loaded), tokens)
 
 
 def model_key(loaded: LoadedModel) -> str:
@@ -243,6 +255,26 @@ def parity(loaded: LoadedModel, text: str, pair: str | None) -> float:
     """Max |exact from-scratch − pretrained| over every layer and head, computed once per input."""
     exact, theirs = scratch(loaded, text, pair, "exact", 0).weights, pretrained(loaded, text, pair).weights
     return _parity(model_key(loaded), text, pair, app_settings().limits, exact, theirs)
+
+
+@st.cache_resource(max_entries=64, ttl=RESULT_TTL, show_spinner=False)
+def _head_grid(model_name: str, text: str, pair: str | None, limits, fit_range: bool, selected, title_font, group, _w):
+    from attention_viz import figures
+
+    return figures.head_grid(_w, fit_range=fit_range, selected=selected, title_font=title_font, heads_per_group=group)
+
+
+def head_grid(loaded: LoadedModel, text: str, pair: str | None, fit_range: bool, selected: tuple[int, int], title_font):
+    """All heads' grid of the pretrained attention (:func:`attention_viz.figures.head_grid`), built once per model,
+    input, colour range, outlined ``(layer, head)`` and title size, and shared by every session: a class on the
+    same sentence builds it once (about 0.2 s of server Python each time otherwise, a third of a visit to All
+    heads). At most 64 grids are kept (about 0.4 MB each at 16 tokens; a thumbnail is pooled to at most 48 tokens a
+    side whatever the text).
+    The figure is shared: pass it to ``st.plotly_chart`` as is (which reads it) and never change it."""
+    weights = pretrained(loaded, text, pair).weights  # raises InputError first, as the page's own call does
+    limits, group = app_settings().limits, loaded.info.heads_per_group  # query heads per key/value head (GQA)
+    key = (model_key(loaded), text, pair, limits, fit_range, tuple(selected), int(title_font), group)
+    return _head_grid(*key, weights)
 
 
 # 8 texts: every layer's input is L × t × hidden float32 (4.7 MB at 512 tokens for the bundled model).
@@ -401,6 +433,17 @@ def corpus_statistics(
         return result
     finally:
         run.lock.release()
+
+
+def stored_corpus_statistics(
+    loaded: LoadedModel, corpus: str, batch_size: int, importance: bool
+) -> analysis.CorpusResult | None:
+    """What :func:`corpus_statistics` holds for these arguments (a session computed it already), or None;
+    nothing is computed."""
+    digest = hashlib.sha256(corpus.encode("utf-8")).hexdigest()
+    store, lock = _corpus_store()
+    with lock:
+        return store.get((model_key(loaded), digest, batch_size, importance, app_settings().limits))
 
 
 ATLASES_KEPT = 4

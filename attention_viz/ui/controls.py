@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from attention_viz.models import sizes
 from attention_viz.models.loading import BUNDLED_MODEL, LoadedModel, ModelLoadError
 from attention_viz.ui import cache, feedback, presets_ui, state
 from attention_viz.ui.i18n import LANGUAGE_KEY, LANGUAGES, plain, t
@@ -77,6 +78,22 @@ def _model_info(loaded: LoadedModel) -> None:
             vocab=f"{info.vocab_size:,}",
             max_tokens=cache.app_settings().limits.tokens_for(info.max_positions),
             dtype=info.checkpoint_dtype,
+        )
+    )
+    if info.heads_per_group > 1:
+        groups = info.num_heads // info.heads_per_group
+        st.caption(t("sidebar.model_groups", heads=info.num_heads, groups=groups, size=info.heads_per_group))
+    estimate = cache.forward_estimate(loaded)
+    (size, size_unit), (time, time_unit) = sizes.size_parts(info.weight_bytes), sizes.duration_parts(estimate.seconds)
+    st.caption(
+        t(
+            "sidebar.model_size",
+            parameters=f"{info.parameters:,}",
+            size=size,
+            size_unit=size_unit,
+            tokens=estimate.tokens,
+            time=time,
+            time_unit=time_unit,
         )
     )
     if cache.was_reloaded(loaded):

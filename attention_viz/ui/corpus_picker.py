@@ -86,30 +86,34 @@ def _run_again() -> None:
     st.session_state.pop(_STOPPED, None)
 
 
-def run_corpus(loaded: LoadedModel, corpus: str, importance: bool = False) -> analysis.CorpusResult:
+def run_corpus(loaded: LoadedModel, corpus: str, importance: bool = False, buttons: str = "") -> analysis.CorpusResult:
     """The corpus statistics (cached), with a progress bar, the time left (estimated from the first batch)
-    and a Stop button while they run (:func:`run_stoppable`)."""
+    and a Stop button while they run (:func:`run_stoppable`; ``buttons`` as there)."""
     digest = hashlib.sha256(corpus.encode("utf-8")).hexdigest()
     run = f"{loaded.info.name}|{digest}|{importance}"
     return run_stoppable(
-        run, lambda progress: cache.corpus_statistics(loaded, corpus, CORPUS_BATCH_SIZE, importance, progress)
+        run,
+        lambda progress: cache.corpus_statistics(loaded, corpus, CORPUS_BATCH_SIZE, importance, progress),
+        buttons=buttons,
     )
 
 
-def run_stoppable(run: str, compute, stopped_note: str = "stats.stopped"):
+def run_stoppable(run: str, compute, stopped_note: str = "stats.stopped", buttons: str = ""):
     """``compute(progress)`` with a progress bar, the time left (estimated from the first batch) and a Stop
     button while it runs; ``run`` names the run. A refused corpus shows why (the shared, translated message)
     and stops the page; so does a run the user stopped (``stopped_note`` says so), with a button to run it
-    again."""
+    again. ``buttons`` ends the keys of the Stop and run-again buttons (a second run on the same page)."""
     stopped = st.session_state.get(_STOPPED)
     if stopped is not None and stopped[0] == run:
         st.info(t(stopped_note, done=int(stopped[1]), total=stopped[2]), icon=":material/stop_circle:")
-        st.button(t("stats.run_again"), on_click=_run_again, icon=":material/play_arrow:", key="_corpus_again")
+        st.button(
+            t("stats.run_again"), on_click=_run_again, icon=":material/play_arrow:", key=f"_corpus_again{buttons}"
+        )
         st.stop()
     running = st.empty()
     with running.container():
         bar = st.progress(0.0, text=t("stats.progress_start"))
-        st.button(t("stats.stop"), on_click=_stop, args=(run,), icon=":material/stop:", key="_corpus_stop")
+        st.button(t("stats.stop"), on_click=_stop, args=(run,), icon=":material/stop:", key=f"_corpus_stop{buttons}")
     first: list[tuple[float, float]] = []  # when this page first heard of the run, and how far it was then
 
     def progress(done: float, total: int) -> None:

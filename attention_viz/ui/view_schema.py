@@ -88,8 +88,10 @@ DEFAULTS = {
     "pairs_measure": "js",
     "pairs_head": 0,
     "predict_position": -1,
-    # Head atlas: where it comes from, the scatter's axes and colour, the events shown and the one to open.
+    # Head atlas: where it comes from, importance by ablation asked for, the scatter's axes and colour, the
+    # events shown and the one to open.
     "atlas_source": "bundled",
+    "atlas_importance": False,
     "atlas_x": "special",
     "atlas_y": "top_weight",
     "atlas_colour": "layer",

@@ -9,6 +9,9 @@ The cold-start benchmark (``benchmarks/server.py``, figures in ``benchmarks/READ
   shows its first map in less than half the time it took. One opened at once gains nothing: the server's
   Python work (the imports, serving the page, the first run) runs one thread at a time under the GIL,
   whichever thread starts it.
+- The example a new session opens on (:data:`attention_viz.ui.view_schema.OPENING`, on Compare) is
+  computed once here too (:func:`opening`): its pretrained and from-scratch attention and their parity go
+  into the caches every session reads, so not even the first student's first run runs the model.
 - Streamlit's front end fetches and parses its plotly.js only when the first Streamlit chart arrives. The
   app used to send an empty chart during a cold start so that the browser did it meanwhile; Compare's map
   and charts now use the app's own copy (preloaded by the page: ``attention_viz/ui/attention_map/``), and
@@ -66,7 +69,7 @@ class _Preload:
     def __init__(self) -> None:
         self.imported = threading.Event()
         self.done = threading.Event()
-        self.ready = threading.Event()  # the bundled model is loaded: a map can be drawn
+        self.ready = threading.Event()  # the bundled model is loaded (and the opening example computed)
         self.thread = threading.Thread(target=self._run, name=_THREAD_NAME, daemon=True)
 
     def _run(self) -> None:
@@ -83,13 +86,33 @@ class _Preload:
             # Into the cache every session reads. A ModelLoadError is cached too: the first session shows it
             # with the app's message and logs it in one line, so it is not logged here.
             with contextlib.suppress(ModelLoadError):
-                cache.model(BUNDLED_MODEL)
+                loaded = cache.model(BUNDLED_MODEL)
+                try:
+                    opening(loaded)
+                except Exception:  # the model loaded: maps can be drawn; a session reports this as usual
+                    _log.exception("computing the opening example failed; the first session will try again")
                 self.ready.set()
         except Exception:  # unexpected: a session meets it again and reports it as the app does
             _log.exception("preloading failed; the first session will try again")
         finally:
             self.imported.set()
             self.done.set()
+
+
+def opening(loaded: object) -> None:
+    """Compute what Compare shows for the opening example with ``loaded`` (a ``LoadedModel``), into the caches
+    every session reads (:mod:`attention_viz.ui.cache`): the pretrained attention, the from-scratch attention
+    with the default variant and seed, and their parity. Takes a forward of each encoder (about 0.1 s on one
+    core for the bundled model); a session then finds them all cached.
+
+    Raises what :mod:`attention_viz.ui.cache` raises (``InputError`` for an example over the operator's limits)."""
+    from attention_viz.ui import cache
+    from attention_viz.ui.view_schema import DEFAULTS, OPENING
+
+    pair = OPENING.pair or None  # as a session asks: no second sentence is None (state.selection)
+    cache.pretrained(loaded, OPENING.text, pair)
+    cache.scratch(loaded, OPENING.text, pair, DEFAULTS["variant"], int(DEFAULTS["seed"]))
+    cache.parity(loaded, OPENING.text, pair)
 
 
 _preload: _Preload | None = None

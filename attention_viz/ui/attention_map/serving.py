@@ -5,8 +5,12 @@ background), to give ``st.App`` its routes.
 
 - ``/attention-viz/plotly-<version>.min.js``: the plotly package's own ``plotly.min.js`` (the one copy a
   page loads; nothing comes from another host), cached by the browser for good.
-- ``/attention-viz/maps/<id>``: a bundle of maps (:func:`pack`), kept in :data:`STORE` for the page that
-  registered it (ids are random).
+- ``/attention-viz/maps/<id>``: a bundle of maps (:func:`pack`), kept in :data:`STORE`. A bundle the page
+  made is named by its content (:func:`content_id`, the BLAKE2b digest of its bytes): every session that
+  shows the same sentence the same way names the same bundle, the server keeps it once, and a browser that
+  has it never fetches it again (``Cache-Control: immutable``, the id as its ``ETag``, ``304`` to
+  ``If-None-Match``). A bundle registered to be made on request has a random id until then; it is served
+  with its digest as ``ETag`` and cached for an hour.
 - any other ``/attention-viz/...``: 404. Without it, Streamlit's front end would answer such a path with its
   page (``index.html``, 200: the fallback of a single-page app), which a script or a bundle request would
   take for its file.
@@ -45,9 +49,24 @@ PENDING_MAX = 64  # bundles registered to be made on request (each holds its map
 MAGIC = b"AVM1"
 
 
+def content_id(payload: bytes) -> str:
+    """The id of a bundle made now: the BLAKE2b digest of its bytes (16 bytes, 32 lowercase hex digits).
+
+    The same bytes always get the same id, in every session, replica and restart, so the bytes under an
+    id never change; knowing an id tells nothing that the bundle's own content does not (the sentence is in
+    it)."""
+    return hashlib.blake2b(payload, digest_size=16).hexdigest()
+
+
+def is_content_id(bundle_id: str) -> bool:
+    """Whether ``bundle_id`` names a bundle by its content (:func:`content_id`), not at random (``put_later``)."""
+    return len(bundle_id) == 32 and all(c in "0123456789abcdef" for c in bundle_id)
+
+
 class _Store:
     """Bundles by id, the oldest dropped past :data:`STORE_BUDGET` bytes (thread-safe: sessions and the
-    server's request handlers share it). Ids are random: a bundle is fetched only by the page it was made for.
+    server's request handlers share it). A bundle :meth:`put` stores is named by its content
+    (:func:`content_id`): sessions showing the same sentence share one copy and one id.
 
     A bundle may also be registered before it is made (:meth:`put_later`): it is made on its first
     :meth:`get` (in the request handler's thread), so that a page can name the bundles the browser will
@@ -56,27 +75,24 @@ class _Store:
     def __init__(self, budget: int) -> None:
         self.budget = budget
         self._items: OrderedDict[str, bytes | Callable[[], bytes]] = OrderedDict()
-        self._by_content: dict[str, str] = {}
         self._size = 0
         self._lock = threading.Lock()
 
     def put(self, payload: bytes) -> str:
-        digest = hashlib.blake2b(payload, digest_size=16).hexdigest()
+        """Store ``payload`` (once: the same bytes again only mark it as the newest); its :func:`content_id`."""
+        bundle_id = content_id(payload)
         with self._lock:
-            known = self._by_content.get(digest)
-            if known is not None and known in self._items:
-                self._items.move_to_end(known)
-                return known
-            bundle_id = secrets.token_urlsafe(16)
+            if isinstance(self._items.get(bundle_id), bytes):
+                self._items.move_to_end(bundle_id)
+                return bundle_id
             self._items[bundle_id] = payload
-            self._by_content[digest] = bundle_id
             self._size += len(payload)
             self._evict()
             return bundle_id
 
     def put_later(self, make: Callable[[], bytes]) -> str:
         """Register the bundle that ``make()`` returns (called at most once, on the first :meth:`get`, from
-        any thread: it must not use Streamlit); its id now."""
+        any thread: it must not use Streamlit); its id now (random: the content is not known yet)."""
         bundle_id = secrets.token_urlsafe(16)
         with self._lock:
             self._items[bundle_id] = make
@@ -93,10 +109,9 @@ class _Store:
 
     def _evict(self) -> None:
         while self._size > self.budget and len(self._items) > 1:
-            old, dropped = self._items.popitem(last=False)
+            _, dropped = self._items.popitem(last=False)
             if isinstance(dropped, bytes):
                 self._size -= len(dropped)
-                self._by_content = {d: i for d, i in self._by_content.items() if i != old}
 
     def get(self, bundle_id: str) -> bytes | None:
         with self._lock:
@@ -160,14 +175,37 @@ def _serve_plotly(request):
     )
 
 
+IMMUTABLE = "public, max-age=31536000, immutable"  # a content-addressed bundle: its bytes never change
+MADE_ON_REQUEST = "private, max-age=3600"  # a bundle under a random id (made on request)
+
+
+def _matches(if_none_match: str | None, etag: str) -> bool:
+    """Whether an ``If-None-Match`` header names ``etag`` (weak or strong, in a list, or ``*``; RFC 9110 13.1.2)."""
+    if not if_none_match:
+        return False
+    tags = [tag.strip() for tag in if_none_match.split(",")]
+    return "*" in tags or etag in (tag.removeprefix("W/") for tag in tags)
+
+
 def _serve_bundle(request):
+    """A bundle's bytes with its validator: ``ETag`` (the content id, quoted), and ``304 Not Modified``
+    without a body when the request's ``If-None-Match`` names it. A content-addressed id (:func:`is_content_id`)
+    is answered ``304`` even after the store dropped it: the bytes under that id cannot have changed."""
     from starlette.responses import Response
 
-    payload = STORE.get(request.path_params["bundle_id"])
+    bundle_id = request.path_params["bundle_id"]
+    content_named = is_content_id(bundle_id)
+    cache = IMMUTABLE if content_named else MADE_ON_REQUEST
+    if content_named and _matches(request.headers.get("if-none-match"), f'"{bundle_id}"'):
+        return Response(status_code=304, headers={"ETag": f'"{bundle_id}"', "Cache-Control": cache})
+    payload = STORE.get(bundle_id)
     if payload is None:
         return Response(b"gone", status_code=404, media_type="text/plain")
+    etag = f'"{bundle_id if content_named else content_id(payload)}"'
+    if _matches(request.headers.get("if-none-match"), etag):
+        return Response(status_code=304, headers={"ETag": etag, "Cache-Control": cache})
     # Already compact; "identity" keeps the server's gzip from spending CPU on megabytes of floats.
-    headers = {"Cache-Control": "private, max-age=3600", "Content-Encoding": "identity"}
+    headers = {"Cache-Control": cache, "ETag": etag, "Content-Encoding": "identity"}
     return Response(payload, media_type="application/octet-stream", headers=headers)
 
 
@@ -187,7 +225,8 @@ def app_path(base: str | None, path: str) -> str:
 def routes(base: str | None = "") -> list:
     """The app's routes for ``st.App(routes=...)``, under the base path ``base`` (:func:`app_path`):
     plotly.js (the plotly package's own file, its version in the path, cached for good), the bundles (by
-    id, :data:`STORE`; 404 for an id it does not hold) and 404 for any other path under ``/attention-viz/``."""
+    id, :data:`STORE`, with their ``ETag``; 304 to a matching ``If-None-Match``, 404 for an id it does not
+    hold) and 404 for any other path under ``/attention-viz/``."""
     from starlette.routing import Route
 
     return [

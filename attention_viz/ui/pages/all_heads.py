@@ -48,12 +48,8 @@ def _show() -> None:
     model_notes.layers(info)
     scores_ui.colour_by(loaded, encoding, result.weights, (selection.layer, selection.head))
     scale = screen.PRESENTATION_SCALE if selection.presentation else 1  # its titles grow with the page's text
-    grid = figures.head_grid(
-        result.weights,
-        fit_range=selection.fit_range,
-        selected=(selection.layer, selection.head),
-        title_font=round(figures.TITLE_FONT * scale),
-    )
+    selected, title_font = (selection.layer, selection.head), round(figures.TITLE_FONT * scale)
+    grid = cache.head_grid(loaded, selection.text, selection.pair, selection.fit_range, selected, title_font)
     box = screen.ratio_box(st, "head_grid_box", *figures.grid_height(info.num_layers, info.num_heads))
     box.plotly_chart(
         grid,

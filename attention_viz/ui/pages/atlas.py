@@ -9,7 +9,7 @@ from attention_viz import analysis, figures
 from attention_viz.analysis import atlas as atlas_module
 from attention_viz.figures.atlas import head_scatter
 from attention_viz.ui import cache, controls, head_links, state
-from attention_viz.ui.corpus_picker import CORPUS_BATCH_SIZE, run_stoppable
+from attention_viz.ui.corpus_picker import CORPUS_BATCH_SIZE, run_corpus, run_stoppable
 from attention_viz.ui.i18n import counted, t
 from attention_viz.ui.safe_text import literal
 
@@ -29,7 +29,8 @@ def _show() -> None:
     loaded = cache.model(selection.model)
     info = loaded.info
     controls.title_row("atlas_title", t("atlas.title"), t("atlas.intro"))
-    built = _atlas(loaded)
+    built, corpus = _atlas(loaded)
+    built = _with_importance(loaded, built, corpus)
     same_model = built.model == info.name
     if not same_model:
         st.warning(t("atlas.other_model", atlas=built.model, model=info.name))
@@ -60,8 +61,9 @@ def _show() -> None:
     st.caption(t("atlas.download_caption"))
 
 
-def _atlas(loaded) -> atlas_module.Atlas:
-    """The atlas shown: the bundled corpus's, built on demand with progress and Stop, or an uploaded file's."""
+def _atlas(loaded) -> tuple[atlas_module.Atlas, str | None]:
+    """The atlas shown and its corpus: the bundled corpus's, built on demand with progress and Stop, or an
+    uploaded file's (its corpus None: the file holds only the texts of its events)."""
     source = state.control(
         st.radio,
         t("atlas.source"),
@@ -73,20 +75,34 @@ def _atlas(loaded) -> atlas_module.Atlas:
     if source == "bundled":
         corpus = analysis.bundled_corpus()
         digest = hashlib.sha256(corpus.encode("utf-8")).hexdigest()
-        return run_stoppable(
+        built = run_stoppable(
             f"atlas|{loaded.info.name}|{digest}",
             lambda progress: cache.atlas(loaded, corpus, CORPUS_BATCH_SIZE, progress),
             "atlas.stopped",
         )
+        return built, corpus
     upload = st.file_uploader(t("atlas.upload"), type=["parquet"], key="_atlas_upload", help=t("atlas.upload_help"))
     if upload is None:
         st.info(t("atlas.upload_waiting"))
         st.stop()
     try:
-        return atlas_module.read_atlas(upload.getvalue())
+        return atlas_module.read_atlas(upload.getvalue()), None
     except atlas_module.AtlasFileError:
         st.error(t("atlas.upload_not_atlas", name=upload.name))
         st.stop()
+
+
+def _with_importance(loaded, built: atlas_module.Atlas, corpus: str | None) -> atlas_module.Atlas:
+    """The atlas with importance by ablation among its numbers, over the same corpus: run when asked (with
+    progress and Stop; Head statistics' run, shared with it), or at once when a session has already run it."""
+    if corpus is None or built.model != loaded.info.name:
+        return built
+    asked = state.control(st.checkbox, t("atlas.importance"), "atlas_importance", help=t("atlas.importance_help"))
+    if asked:
+        result = run_corpus(loaded, corpus, importance=True, buttons="_importance")
+    else:
+        result = cache.stored_corpus_statistics(loaded, corpus, CORPUS_BATCH_SIZE, importance=True)
+    return built if result is None else atlas_module.with_importance(built, result.statistics)
 
 
 def _on_select(num_heads: int) -> None:

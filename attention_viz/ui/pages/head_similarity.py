@@ -34,6 +34,7 @@ def _show() -> None:
         t("stats.axis_layer"),
         t("stats.axis_head"),
         selected=(selection.layer, selection.head),
+        heads_per_group=info.heads_per_group,
     )
     head_links.chart(figure, CHART_KEY, info.num_heads)
     if len(divergence) < 2:  # no pair of heads: no mean divergence

@@ -8,12 +8,14 @@ import streamlit as st
 from attention_viz import analysis, figures
 from attention_viz.analysis import presets, steps
 from attention_viz.extraction import export
+from attention_viz.models.decoder import Decoder
 from attention_viz.ui import cache, controls, downloads, feedback, fragment, presets_ui, state
 from attention_viz.ui.attention_map import element as attention_map
 from attention_viz.ui.i18n import plain, t
 from attention_viz.ui.safe_text import Markdown
 
 PARITY_BOUND = 1e-5
+DISTANCES = 128  # the score-over-distance curve of a RoPE head: distances 0 to 127 (fewer if the model has fewer)
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,11 @@ def _show() -> None:
         *_window_and_cap(loaded, layer),
     )
     config = downloads.chart_config(info.name, layer, head, "inside")
-    _steps(result, labels, settings, layer, head, info.head_dim, config)
+    hidden = cache.layer_inputs(loaded, selection.text, selection.pair)[layer] if _rotary(loaded) else None
+    extra = _decoder_steps(loaded, hidden, result, labels, settings, layer, head)
+    _steps(result, labels, settings, layer, head, info.head_dim, config, extra)
+    if hidden is not None:
+        _distance(loaded, hidden[settings.query], layer, head, labels[settings.query], config)
 
     st.subheader(t("inside.all_title"))
     _check(result, pretrained.head(layer, head), settings, labels[settings.query])
@@ -149,8 +155,90 @@ def _controls(info, encoding, own_scaling: float) -> _Settings:
     return _Settings(query_index, scaling_kind, scaling, temperature, tuple(masked_keys))
 
 
-def _steps(result, labels, settings: _Settings, layer: int, head: int, d: int, config: dict) -> None:
-    """The seven steps of the computation (``d``: the head_dim), each explanation beside its chart."""
+def _rotary(loaded) -> bool:
+    """Whether the model rotates queries and keys by position (RoPE: the Llama-style decoders)."""
+    return isinstance(loaded.encoder, Decoder)
+
+
+def _decoder_steps(loaded, hidden, result, labels, settings: _Settings, layer: int, head: int) -> dict[str, list]:
+    """The steps a Llama-style layer adds, by the step they follow: the rotation by position (after the keys),
+    then the soft-capping and the sliding window where the layer has them (after the scores)."""
+    extra: dict[str, list] = {"step_keys": [], "step_scores": []}
+    query, token, d = settings.query, labels[settings.query], loaded.info.head_dim
+    if hidden is not None:
+        rotated = steps.rotation_step(loaded.encoder, hidden, layer, head, query)
+        rows = [plain(f"inside.rope_{row}") for row in ("query_before", "query_after", "key_before", "key_after")]
+        vectors = np.stack([rotated.query_before, rotated.query_after, rotated.key_before, rotated.key_after])
+        theta = loaded.encoder.config.rope_theta
+        extra["step_keys"].append(
+            (
+                t("inside.step_rope", token=token, position=query, theta=f"{theta:g}", d=d),
+                figures.step_heatmap(
+                    vectors, rows, t("inside.fig_rope", position=query, d=d), t("inside.axis_head_dim")
+                ),
+                "step_rope",
+            )
+        )
+    rules = steps.layer_rules(loaded.encoder, layer)
+    if rules.softcap is not None:
+        uncapped = result.dots * np.float32(settings.scaling)  # (t,), before the cap
+        extra["step_scores"].append(
+            (
+                t("inside.step_softcap", cap=f"{rules.softcap:g}"),
+                figures.key_bars(
+                    np.where(np.isfinite(result.scores), uncapped, -np.inf),
+                    labels,
+                    t("inside.fig_softcap", n=len(labels)),
+                    settings.masked,
+                    ".2f",
+                    query,
+                    t("inside.masked"),
+                ),
+                "step_softcap",
+            )
+        )
+    if rules.window is not None:
+        outside = list(range(0, max(0, query - rules.window + 1)))
+        extra["step_scores"].append(
+            (
+                t("inside.step_window", window=rules.window, token=token, layer=layer, outside=len(outside)),
+                figures.key_bars(
+                    result.scores,
+                    labels,
+                    t("inside.fig_window", n=len(labels)),
+                    outside,
+                    ".2f",
+                    query,
+                    t("inside.outside_window"),
+                ),
+                "step_window",
+            )
+        )
+    return extra
+
+
+def _distance(loaded, vector, layer: int, head: int, token: str, config: dict) -> None:
+    """How the head's score between two tokens of the same content depends on their distance alone (RoPE)."""
+    count = min(loaded.info.max_positions, DISTANCES)
+    curve = steps.distance_scores(loaded.encoder, vector, layer, head, count)
+    st.subheader(t("inside.rope_title"))
+    words, chart = st.columns([1, 2])
+    words.markdown(t("inside.rope_distance", token=token, head=head, layer=layer))
+    chart.plotly_chart(
+        figures.distance_line(
+            curve, t("inside.fig_distance", n=count), t("inside.axis_distance"), t("inside.axis_score")
+        ),
+        key="rope_distance",
+        theme=None,
+        config=config,
+    )
+
+
+def _steps(
+    result, labels, settings: _Settings, layer: int, head: int, d: int, config: dict, extra: dict | None = None
+) -> None:
+    """The seven steps of the computation (``d``: the head_dim), each explanation beside its chart; ``extra``
+    adds steps after the one of each key (``"step_keys"``: a decoder's rotation by position)."""
     n, query = len(labels), settings.query
     token = labels[query]
     axis = t("inside.axis_head_dim")
@@ -192,6 +280,8 @@ def _steps(result, labels, settings: _Settings, layer: int, head: int, d: int, c
             "step_context",
         ),
     ]
+    extra = extra or {}
+    shown = [step for own in shown for step in (own, *extra.get(own[2], ()))]
     for number, (text, figure, key) in enumerate(shown, start=1):
         _step(number, text, figure, key, config)
 

@@ -1,0 +1,149 @@
+"""#20, pages and the first map beside Streamlit's own floor, in one run and one headless Chromium (1280 × 720).
+
+- **first map in a new browser** on a warm server (a new context: no cache), from the page request to the map's
+  cells painted (``felt.first_map``); floor: a one-line Streamlit page (``bare_page.py``), request to its title
+  painted (``felt.first_text``), visited in turn.
+- **page switch**: a click on a page's link in the sidebar to that page's own content painted: Compare → All
+  heads (its grid of heads drawn) and All heads → Compare (the map's cells painted); floor: a two-page
+  Streamlit app (``bare_pages.py``), a click on the other page's link to its title painted, switched in turn.
+
+Each time is taken inside the page (``performance.now()``, from the navigation's start or from the click to
+the animation frame that shows the target). Target: each at most 1.3 × its floor. The load average (1 minute)
+is recorded. On request: ``python -m benchmarks --only 20``.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+
+from benchmarks.harness import ROOT, Row, Settings
+
+sys.path.insert(0, str(ROOT / "tests"))
+from browser import CHROMIUM_ARGS, MAP_DRAWN, chromium_path, idle, streamlit_server  # tests/browser.py
+
+from benchmarks.felt import MAP_PAINTED, first_map, first_text
+
+TARGET_RATIO = 1.3
+ALL_HEADS_DRAWN = ".st-key-head_grid .js-plotly-plot .main-svg"
+# Clicks the sidebar link named ``name`` and times from the click to the first animation frame that shows
+# ``target``: an element matching a selector (``["selector", css]``) or an h1 of that text (``["title", text]``).
+_SWITCH = """([name, [kind, value]]) => new Promise((resolve, reject) => {
+    const link = [...document.querySelectorAll('[data-testid="stSidebarNav"] a')]
+        .find(a => a.textContent.trim().endsWith(name));  // after the icon's name
+    if (!link) { reject(new Error('no sidebar link ' + name)); return; }
+    const shown = kind === 'selector' ? () => document.querySelector(value) !== null
+        : () => [...document.querySelectorAll('h1')].some(h => h.textContent.trim() === value);
+    const started = performance.now();
+    const limit = started + 120000;
+    const tick = () => {
+        if (shown()) { resolve(performance.now() - started); return; }
+        if (performance.now() > limit) { reject(new Error('not shown: ' + name)); return; }
+        requestAnimationFrame(tick);
+    };
+    link.click();
+    requestAnimationFrame(tick);
+})"""
+
+
+def _shown(selector: str) -> tuple[str, str]:
+    return ("selector", selector)
+
+
+def _title(text: str) -> tuple[str, str]:
+    return ("title", text)
+
+
+def switch(page, name: str, target: tuple[str, str]) -> float:
+    """Milliseconds from a click on the sidebar link ``name`` to ``target`` shown (:data:`_SWITCH`)."""
+    found = float(page.evaluate(_SWITCH, [name, list(target)]))
+    idle(page)
+    return found
+
+
+def page_rows(settings: Settings) -> list[Row]:
+    """#20: the first map and a page switch each way, beside Streamlit's floor measured in the same run."""
+    from playwright.sync_api import sync_playwright
+
+    from attention_viz.ui.i18n import t
+
+    visits = 2 if settings.quick else 5
+    compare, all_heads = t("app.page_compare"), t("app.page_all_heads")
+    load = [round(os.getloadavg()[0], 2)]
+    first, bare_first, to_heads, to_compare, bare_switch = [], [], [], [], []
+    with (
+        streamlit_server(env={"PYTHONPATH": str(ROOT)}) as app,
+        streamlit_server(app="benchmarks/bare_page.py") as bare,
+        streamlit_server(app="benchmarks/bare_pages.py") as two,
+        sync_playwright() as playwright,
+    ):
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        first_map(browser, app[0])  # the first visits (caches filled, scripts compiled) are not counted
+        first_text(browser, bare[0])
+        tab = browser.new_page(viewport={"width": 1280, "height": 720})
+        tab.goto(app[0])
+        tab.wait_for_selector(MAP_DRAWN, timeout=180_000)
+        idle(tab)
+        floor = browser.new_page(viewport={"width": 1280, "height": 720})
+        floor.goto(two[0])
+        floor.wait_for_selector("h1:has-text('Page one')", timeout=60_000)
+        idle(floor)
+        switch(tab, all_heads, _shown(ALL_HEADS_DRAWN))  # warm-up: each page's first run
+        switch(tab, compare, _shown(MAP_PAINTED))
+        switch(floor, "Two", _title("Page two"))
+        switch(floor, "One", _title("Page one"))
+        for _ in range(visits):
+            first.append(first_map(browser, app[0])[0])
+            bare_first.append(first_text(browser, bare[0]))
+            to_heads.append(switch(tab, all_heads, _shown(ALL_HEADS_DRAWN)))
+            to_compare.append(switch(tab, compare, _shown(MAP_PAINTED)))
+            bare_switch.append(switch(floor, "Two", _title("Page two")))
+            bare_switch.append(switch(floor, "One", _title("Page one")))
+        browser.close()
+    load.append(round(os.getloadavg()[0], 2))
+    floor_first, floor_switch = statistics.median(bare_first), statistics.median(bare_switch)
+    rows = [
+        _row(
+            "first map in a new browser on a warm server: request to the map's cells painted",
+            first,
+            floor_first,
+            "a one-line Streamlit page: request to its title painted",
+            load,
+        ),
+        _row(
+            "page switch, Compare → All heads: click in the sidebar to the grid of heads drawn",
+            to_heads,
+            floor_switch,
+            "a two-page Streamlit app: click to the other page's title painted",
+            load,
+        ),
+        _row(
+            "page switch, All heads → Compare: click in the sidebar to the map's cells painted",
+            to_compare,
+            floor_switch,
+            "a two-page Streamlit app: click to the other page's title painted",
+            load,
+        ),
+    ]
+    return rows
+
+
+def _row(figure: str, samples: list[float], floor: float, floor_name: str, load: list[float]) -> Row:
+    p50 = statistics.median(samples)
+    ratio = p50 / floor if floor else None
+    return Row(
+        id="20",
+        figure=figure,
+        size="opening example",
+        ours=p50,
+        ours_unit="ms",
+        baseline=floor,
+        baseline_unit="ms",
+        baseline_name=floor_name + ", same run",
+        ratio=ratio,
+        target=f"≤ {TARGET_RATIO} × the floor",
+        passed=ratio is not None and ratio <= TARGET_RATIO,
+        note=f"max {max(samples):.0f} ms over {len(samples)}; load average {load}",
+        samples={"ms": [round(x, 1) for x in samples]},
+    )
