@@ -81,6 +81,7 @@ class Page:
     reports: int = 0  # views the map element has reported (its ``seq``)
     pages: dict[str, str] = field(default_factory=dict)  # a page's url path -> its script hash (navigation)
     shown: set[str] = field(default_factory=set)  # the widget ids of the run in progress or last run
+    shape: tuple[int, int] = (0, 0)  # layers, heads: from the map element's data (Compare draws its own boxes)
 
     def learn(self, element) -> None:
         kind = element.WhichOneof("type")
@@ -304,11 +305,12 @@ class Student:
 
     @property
     def layers(self) -> int:
-        return len(self.page.options[BOX_LAYER])
+        """The model's layers: the Layer box's options, or (Compare's map has its own boxes) the map's data."""
+        return len(self.page.options[BOX_LAYER]) if BOX_LAYER in self.page.options else self.page.shape[0]
 
     @property
     def heads(self) -> int:
-        return len(self.page.options[BOX_HEAD])
+        return len(self.page.options[BOX_HEAD]) if BOX_HEAD in self.page.options else self.page.shape[1]
 
     async def expected(self, sentence: str) -> tuple[list[str], np.ndarray]:
         """The core's labels and ``(layers, heads, query, key)`` weights for ``sentence``, computed in a thread
@@ -413,6 +415,7 @@ class Student:
                     elif what == "bidi_component" and element.bidi_component.id.endswith(f"-{ELEMENT_KEY}"):
                         component = element.bidi_component
                         data = component.json or component.mixed.json
+                        self.page.shape = tuple(json.loads(data).get("shape", self.page.shape))
                         self.maps.put_nowait((time.monotonic(), ("element", data)))
                     elif what == "exception":
                         self.maps.put_nowait((time.monotonic(), None))
