@@ -5,13 +5,14 @@ headless Chromium at 1280 × 720 and makes each kind of move ``--moves`` times: 
 Head box, a click on a cell (focus), the map switch (Pretrained / From scratch / Difference), and a pan of a
 long input's window (Shift + ↓). For each it records:
 
-- **felt**: from the input's event (window, capture phase: before the page's own listeners) to the first
+- **felt**: from the input's event (``keydown``, ``click``: a click is made when the button is released,
+  ``change``; window, capture phase: before the page's own listeners) to the first
   animation frame in which the map element has painted the new view (its data attributes changed and it is
   ready), timed inside the page with ``performance.now()``;
 - **script runs**: WebSocket messages the page sent (each run of the app's script is asked for by one);
 - **bytes**: WebSocket bytes both ways and HTTP responses from the move until the page is still.
 
-Baseline in the same page and run: the platform's own floor, an input that the page does not answer (a key
+Baseline in the same page and run: the platform's own floor, an input that the page does not answer (F12, a key
 no listener takes) to the next animation frame; no move can be felt sooner than that frame.
 """
 
@@ -42,7 +43,7 @@ _ARM = """([selector, floor]) => {
     const before = shown();
     const felt = window.__felt = {start: null, end: null};
     const start = () => { if (felt.start === null) felt.start = performance.now(); };
-    for (const type of ['keydown', 'pointerdown', 'change']) {
+    for (const type of ['keydown', 'click', 'change']) {
         window.addEventListener(type, start, {capture: true, once: true});
     }
     const tick = () => {
@@ -57,13 +58,17 @@ _ARM = """([selector, floor]) => {
 
 class Traffic:
     def __init__(self, page) -> None:
-        self.sent, self.bytes = 0, 0
+        self.sent, self.bytes, self.received, self.responses = 0, 0, 0, 0
         page.on("websocket", self._watch)
         page.on("response", self._response)
 
     def _watch(self, socket) -> None:
         socket.on("framesent", self._sent)
-        socket.on("framereceived", lambda frame: self._count(len(frame)))
+        socket.on("framereceived", self._received)
+
+    def _received(self, frame) -> None:
+        self.received += 1
+        self._count(len(frame))
 
     def _sent(self, frame) -> None:
         self.sent += 1
@@ -75,6 +80,7 @@ class Traffic:
     def _response(self, response) -> None:
         with contextlib.suppress(Exception):  # a response without a body (304, a redirect)
             self.bytes += len(response.body())
+            self.responses += 1
 
 
 def _felt(page, move, floor: bool = False) -> float:
@@ -131,13 +137,19 @@ def measure(url: str, moves: int) -> dict:
         page.wait_for_selector(MAP_DRAWN, timeout=120_000)
         idle(page)
         page.locator(ELEMENT).click(position={"x": 5, "y": 5})
-        floor = [_felt(page, lambda: page.keyboard.press("F24"), floor=True) for _ in range(moves)]
+        floor = [_felt(page, lambda: page.keyboard.press("F12"), floor=True) for _ in range(moves)]
         results["floor: an unanswered key to the next frame"] = _summary(floor)
         for name, move in _moves(page).items():
-            sent, moved = traffic.sent, traffic.bytes
+            sent, moved, received, responses = traffic.sent, traffic.bytes, traffic.received, traffic.responses
             samples = [_felt(page, move) for _ in range(moves)]
             page.wait_for_timeout(500)
-            results[name] = {**_summary(samples), "script_runs": traffic.sent - sent, "bytes": traffic.bytes - moved}
+            results[name] = {
+                **_summary(samples),
+                "script_runs": traffic.sent - sent,
+                "bytes": traffic.bytes - moved,
+                "messages_received": traffic.received - received,
+                "http_responses": traffic.responses - responses,
+            }
         page.goto(f"{url}/?text={urllib.parse.quote_plus(LONG)}")
         page.wait_for_selector(MAP_DRAWN, timeout=120_000)
         idle(page)
