@@ -113,7 +113,8 @@ class Step(Protocol):
 
 
 class BoxStep:
-    """Today's Layer and Head boxes beside the map: each a select box whose value is its option's label."""
+    """The Layer and Head boxes Compare had beside its map (Streamlit select boxes, the value the option's
+    label), for the runs measured before the map drew its own boxes; Compare has none now."""
 
     name = "boxes"
     local = False
@@ -637,7 +638,7 @@ def run(
     replicas: int = 0,
     server=None,
     bundled=None,
-    step: str = "boxes",
+    step: str = "element",
     seed: int = 0,
     page_switch_share: float | None = None,
 ) -> Report:
@@ -714,7 +715,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval", type=float, default=5, help="seconds between one student's changes")
     parser.add_argument("--new-sentence-share", type=float, default=1 / 12, help="share of changes that type")
     parser.add_argument("--replicas", type=int, default=0, help="run this many replicas behind nginx")
-    parser.add_argument("--step", choices=sorted(STEPS), default="boxes", help="how a change is sent")
+    parser.add_argument("--step", choices=sorted(STEPS), default="element", help="how a change is sent")
     parser.add_argument(
         "--page-switch-share", type=float, help=f"share of changes that switch pages (browser: {PAGE_SWITCH_SHARE:.3f})"
     )

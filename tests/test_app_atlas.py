@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from apptools import COMPARE, decode, figures, no_errors, run_app
+from apptools import COMPARE, decode, figures, no_errors, run_app, title
 from numpy.testing import assert_allclose
 from replay import control
 
@@ -103,7 +103,7 @@ def test_an_event_opens_in_compare_at_its_head_sentence_and_query(bundled, small
     s = at.session_state
     assert (s["layer"], s["head"], s["focus"]) == (2, 7, int(event["query"]))
     assert (s["text"], s["pair"]) == (a, b or "") and s["word_level"] is False  # the token-level map
-    assert at.header[0].value == "Layer 2, head 7"  # Compare, at the event's head
+    assert title(at) == "Layer 2, head 7"  # Compare, at the event's head
     at.switch_page(COMPARE).run()
     no_errors(at)
     assert at.session_state["focus"] == int(event["query"])

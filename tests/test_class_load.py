@@ -77,7 +77,7 @@ def test_a_map_of_another_students_sentence_counts_as_cross_talk(server, bundled
 
     async def confused() -> Report:
         report = Report(1, 0, 0, 0)
-        student = Student(0, server[0], STEPS["boxes"](), bundled, {})
+        student = Student(0, server[0], STEPS["element"](), bundled, {})
         await student.connect()
         await student.change(report, 1, 2, sentence=student.sentence)
         student.number, student.sentence = 1, "Session 1.0: someone else's sentence."

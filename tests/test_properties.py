@@ -70,8 +70,10 @@ def _check_labels(tokenizer, encoding, texts_in_order) -> None:
                 continue
             typed = label.removeprefix("##").removesuffix(" [UNK]")
             found = _find(text, origin, typed, cursor)
-            if label.startswith("##") and found != cursor and text.find(typed, previous) < cursor:
-                # a piece of a character that NFD splits (Hangul, accents) shares that character
+            elsewhere = found < 0 or not deleted(cursor, found)  # not right after what was read (or deleted)
+            if label.startswith("##") and elsewhere and text.find(typed, previous) < cursor:
+                # a piece of a character that NFD splits (Hangul, accents) shares that character (not a piece
+                # after a deleted one: "U\x1fU" is the word "UU", pieces "U" and "##U")
                 found = text.find(typed, previous)
             assert found >= 0, (label, text, cursor)
             assert deleted(cursor, found), (text[cursor:found], label)
@@ -87,6 +89,7 @@ def _check_labels(tokenizer, encoding, texts_in_order) -> None:
 @example(text="I have a new GPU! 你好", pair="a\u0301 b")
 @example(text="010", pair=None)  # a piece ("##0") whose text also stands earlier in the word
 @example(text="0\x1f0 a\u00a0b", pair=None)  # control characters and other spaces drawn as marks
+@example(text="The cat sat.", pair="U\x1fU The cat sat.")  # the word "UU" once its control character goes
 def test_any_text_through_extraction_and_figures(bundled, text, pair):
     try:
         result = extract(bundled, text, pair)

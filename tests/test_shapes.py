@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from apptools import chart, no_errors, run_app, z
+from apptools import chart, no_errors, run_app, title, z
 from conftest import make_tiny_bert
 
 from attention_viz.cli import main
@@ -54,14 +54,14 @@ def test_every_page_opens(shape):
     at = run_app(model=folder, text=TEXT, pair=PAIR)
     no_errors(at)
     assert np.array_equal(z(chart(at, "map")), expected.weights[layer, head])
-    assert at.header[0].value == f"Layer {layer}, head {head}"
+    assert title(at) == f"Layer {layer}, head {head}"
     one_type = SHAPES[name].get("type_vocab_size") == 1
     notes = " ".join(element.value for element in [*at.caption, *at.info, *at.warning])
     assert ("one token type" in notes) == one_type
 
     at.switch_page(PAGES["all_heads"]).run()
     no_errors(at)
-    assert at.header[0].value == f"All heads: {info.num_layers} layers × {info.num_heads} heads"
+    assert title(at) == f"All heads: {info.num_layers} layers × {info.num_heads} heads"
 
     at.switch_page(PAGES["head_stats"]).run()
     no_errors(at)

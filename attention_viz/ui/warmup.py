@@ -113,6 +113,7 @@ def opening(loaded: object) -> None:
     cache.pretrained(loaded, OPENING.text, pair)
     cache.scratch(loaded, OPENING.text, pair, DEFAULTS["variant"], int(DEFAULTS["seed"]))
     cache.parity(loaded, OPENING.text, pair)
+    cache.forward_estimate(loaded)  # the sidebar names it: timed once here, not in a first visit
 
 
 _preload: _Preload | None = None
