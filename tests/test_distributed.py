@@ -132,7 +132,12 @@ def _killing_one_worker(calls: list):
         if done and len(calls) == 2:
             workers = [pid for pid in _ray_workers() if _descends_from_this_process(pid)]
             assert workers, "no Ray worker process found"
-            os.kill(max(workers), signal.SIGKILL)  # the newest: an earlier run's actors may still be ending
+            # one running a part (Ray titles it ray::_Worker.<method>), else the newest: an actor still starting
+            # may never be given a part, and an earlier run's actors may still be ending
+            running = [
+                pid for pid in workers if b".__init__" not in (Path("/proc") / str(pid) / "cmdline").read_bytes()
+            ]
+            os.kill(max(running or workers), signal.SIGKILL)
 
     return progress
 
