@@ -68,6 +68,11 @@ def _address(page) -> dict:
     return dict(urllib.parse.parse_qsl(page.evaluate("location.search").lstrip("?")))
 
 
+def _address_shows(page, head: int) -> None:
+    """Until the address names ``head`` (the map writes it once the keys rest)."""
+    page.wait_for_function(f"() => new URLSearchParams(location.search).get('head') === '{head}'", timeout=30_000)
+
+
 def _settle(page) -> None:
     """Until the map's plotly and details caught up with the last move (their redraw waits for the keys to stop)."""
     caught_up = "s => { const m = document.querySelector(s); return m.dataset.ready === '1' && m.dataset.plotly === m.dataset.details; }"  # noqa: E501
@@ -124,7 +129,7 @@ def test_a_pan_runs_nothing_and_the_difference_is_scratch_minus_pretrained(serve
     page.locator(".av-kinds button[data-kind=difference]").click()
     _settle(page)
     assert _view(page)["query_start"] > 0
-    page.wait_for_timeout(500)
+    page.wait_for_timeout(500)  # as above: no condition marks a message that never comes
     assert socket.since(mark) == (0, 0)
     z = page.eval_on_selector(f"{MAP_ELEMENT} .js-plotly-plot", "e => e.data[0].z.flat()")
     assert max(abs(v) for v in z) <= 1e-5  # exact variant: the difference is rounding only
@@ -166,10 +171,10 @@ def test_back_and_forward_after_steps_and_after_a_run(server, chromium):
     start = (state.EXAMPLE_LAYER, state.EXAMPLE_HEAD)
     page.keyboard.press("ArrowRight")
     wait_for_map_view(page, start[0], start[1] + 1)
-    page.wait_for_timeout(200)  # the step's address is written once the keys rest
+    _address_shows(page, start[1] + 1)  # the step's address is written once the keys rest
     page.keyboard.press("ArrowRight")
     wait_for_map_view(page, start[0], start[1] + 2)
-    page.wait_for_timeout(200)
+    _address_shows(page, start[1] + 2)
     page.go_back()
     wait_for_map_view(page, start[0], start[1] + 1)
     wait_for_header(page, f"Layer {start[0]}, head {start[1] + 1}")
