@@ -27,7 +27,7 @@ def main() -> None:
     st.set_page_config(page_title="attention-viz", page_icon=str(ICON), layout="wide")
     with warmup.importing():  # waits for the preload's imports: no figure is built while numpy is half-imported
         # torch, transformers: seconds when cold
-        from attention_viz.ui import browser_view, controls, recovery, screen, sharing, state
+        from attention_viz.ui import browser_view, controls, recovery, screen, seq2seq_ui, sharing, state
         from attention_viz.ui.attention_map import element
         from attention_viz.ui.i18n import t
 
@@ -82,7 +82,10 @@ def main() -> None:
                 st.info(t("app.model_failed"))
                 st.stop()
             recovery.callback_note()
-            navigation.run()
+            if seq2seq_ui.is_seq2seq(loaded):  # T5, BART: the page of the chosen attention kind, or what it shows
+                seq2seq_ui.page(page, loaded)
+            else:
+                navigation.run()
     finally:  # also when the page stops early (st.stop) to show a message
         if link_note is not None:
             sharing.opened_link(link_note)  # after the page: it names the settings the page had to change too

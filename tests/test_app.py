@@ -162,18 +162,22 @@ def test_unknown_model_gets_a_message_and_keeps_every_control(bundled):
     assert (control(at, "selectbox", "layer").value, at.toggle(key="fit_range").value) == (4, True)
 
 
-def test_an_encoder_decoder_folder_gets_a_message_and_the_previous_model_stays(tmp_path, bundled):
+def test_an_encoder_decoder_folder_opens_with_the_sentence_as_its_source(tmp_path, bundled):
     from tiny_seq2seq import make_tiny_seq2seq
+
+    from attention_viz.extraction.seq2seq import extract_seq2seq
 
     folder = make_tiny_seq2seq("t5", tmp_path)
     at = _app(model=folder, text="Keep this sentence.", layer=4, head=9)
     _no_errors(at)
-    assert len(at.error) == 1 and not at.exception  # one message, no traceback
-    message = at.error[0].value
-    assert f"`{folder}`" in message and "encoder–decoder model (t5)" in message and "not in the app yet" in message
-    assert at.text_area(key="text").value == "Keep this sentence."
-    expected = extract(bundled, "Keep this sentence.").weights[4, 9]
-    assert np.array_equal(_z(_figures(at)[0]), expected)  # the previous model, still shown
+    assert not at.error, [e.value for e in at.error]
+    assert at.text_area(key="text").value == "Keep this sentence."  # the source now
+    assert at.text_area(key="_target").value == state.DEFAULTS["target"]
+    result = extract_seq2seq(cache.seq2seq_model(folder), "Keep this sentence.", state.DEFAULTS["target"], "pretrained")
+    layer, head = at.session_state["layer"], at.session_state["head"]
+    assert (layer, head) == (2, 3)  # clamped to the decoder's 3 layers × 4 heads
+    shown = _z(_figures(at)[0])  # the first window of a long target
+    assert np.array_equal(shown, result.cross[layer, head][: shown.shape[0], : shown.shape[1]])
 
 
 def test_a_failed_model_leaves_the_previous_one_not_the_bundled_one(tiny_model_dir):

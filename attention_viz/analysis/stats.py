@@ -221,3 +221,50 @@ def statistic_grid(frame: pd.DataFrame, column: str) -> np.ndarray:
     grid = np.full((layers, heads), np.nan)
     grid[frame["layer"].to_numpy(), frame["head"].to_numpy()] = frame[column].to_numpy(dtype=np.float64)
     return grid
+
+
+# The statistics of a map whose queries and keys are different sequences (an encoder–decoder's cross-attention):
+# only those read off the keys; the ones that compare a query's and a key's position (self, previous, next,
+# distance) or need a pair do not apply.
+CROSS_STATISTICS = ("entropy", "uniform_entropy", "cls", "sep", "punctuation")
+
+
+def cross_statistics(weights: np.ndarray, key_kinds: TokenKinds) -> pd.DataFrame:
+    """Per-head statistics of cross-attention, the target's tokens (queries) attending to the source's (keys).
+
+    Args:
+        weights: ``(layers, heads, t, s)``: ``t`` target tokens, ``s`` source tokens; rows sum to 1.
+        key_kinds: what each of the ``s`` source tokens is (``cls``: a start token such as BART's ``<s>``;
+            ``sep``: the end token ``</s>``).
+
+    Returns:
+        DataFrame with ``layers × heads`` rows (layer-major): ``layer``, ``head`` and the means over the ``t``
+        queries of :data:`CROSS_STATISTICS` (entropy in bits; ``uniform_entropy`` is ``log2(s)``; a share on a
+        kind of source token the source lacks is NaN, not 0).
+
+    Raises:
+        ValueError: if ``weights`` is not 4-D with ``s`` matching ``key_kinds``.
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.ndim != 4 or weights.shape[-1] != key_kinds.cls.shape[0]:
+        raise ValueError(
+            f"weights must be (layers, heads, t, s) with s = {key_kinds.cls.shape[0]}, got {weights.shape}"
+        )
+    layers, heads, _, keys = weights.shape
+
+    def share(mask: np.ndarray) -> np.ndarray:
+        if not mask.any():
+            return np.full((layers, heads), np.nan)
+        return weights[..., mask].sum(-1).mean(-1)
+
+    means = {
+        "entropy": measures.row_entropy(weights).mean(-1),
+        "uniform_entropy": np.full((layers, heads), np.log2(keys)),
+        "cls": share(key_kinds.cls),
+        "sep": share(key_kinds.sep),
+        "punctuation": share(key_kinds.punctuation),
+    }
+    return pd.DataFrame(
+        {"layer": np.repeat(np.arange(layers), heads), "head": np.tile(np.arange(heads), layers)}
+        | {name: means[name].reshape(-1) for name in CROSS_STATISTICS}
+    )

@@ -649,3 +649,55 @@ def predictions(loaded: LoadedModel, text: str, pair: str | None, position: int,
     ``(key, scope, layer, head)`` removed (see :mod:`attention_viz.analysis.knockout`)."""
     limits, found = _input(loaded, text, pair)
     return _predictions(loaded, model_key(loaded), text, pair, limits, position, k, off, knocked, found)
+
+
+# --- Encoder–decoders (T5, BART): source and target text, three kinds of attention ------------------------
+
+
+@st.cache_resource(max_entries=2, show_spinner="Loading the model…")
+def _load_seq2seq(name: str, policy: settings.ModelPolicy, revision: str):
+    # As _load: keyed by what is on disk, a failure cached too.
+    from attention_viz.models.loading import load_seq2seq
+
+    try:
+        loaded = load_seq2seq(name, policy)
+    except ModelLoadError as exc:
+        return exc
+    internals.freeze_survivors()
+    return loaded
+
+
+def seq2seq_model(name: str):
+    """The loaded T5 or BART model for ``name`` (:class:`~attention_viz.models.loading.LoadedSeq2Seq`), once per
+    process and files on disk, shared read-only.
+
+    Raises:
+        ModelLoadError: it cannot load (cached as :func:`model`'s failures are).
+    """
+    policy = app_settings().models
+    loaded = _load_seq2seq(name, policy, loading.disk_revision(name, policy))
+    if isinstance(loaded, ModelLoadError):
+        raise loaded
+    return loaded
+
+
+@st.cache_resource(max_entries=32, ttl=RESULT_TTL, show_spinner="Running the model…")
+def _seq2seq_result(_loaded, model_name: str, source: str, target: str, computed_by: str, limits: settings.Limits):
+    from attention_viz.extraction.seq2seq import extract_seq2seq
+
+    return _read_only(extract_seq2seq(_loaded, source, target, computed_by, limits))
+
+
+def seq2seq_result(loaded, source: str, target: str, computed_by: str):
+    """:func:`~attention_viz.extraction.seq2seq.extract_seq2seq` of ``source`` and ``target`` (``computed_by``
+    ``"pretrained"``: transformers, ``"scratch"``: the twin), once per model, texts and limits, read-only: encoder
+    ``(L_enc, h_enc, s, s)``, decoder ``(L_dec, h_dec, t, t)`` and cross-attention ``(L_dec, h_dec, t, s)``.
+
+    Raises:
+        InputError: an empty or too long source or target (refused before the texts are hashed).
+    """
+    limits = app_settings().limits
+    extraction.check_length(source, None, limits)
+    extraction.check_length(target, None, limits)
+    key = f"{loaded.info.name}@{loaded.info.revision}"
+    return _seq2seq_result(loaded, key, source, target, computed_by, limits)

@@ -9,7 +9,7 @@ import streamlit as st
 
 from attention_viz.models import sizes
 from attention_viz.models.loading import BUNDLED_MODEL, LoadedModel, ModelLoadError
-from attention_viz.ui import cache, feedback, presets_ui, state
+from attention_viz.ui import cache, feedback, presets_ui, seq2seq_ui, state
 from attention_viz.ui.i18n import LANGUAGE_KEY, LANGUAGES, plain, t
 from attention_viz.ui.safe_text import Markdown
 
@@ -27,6 +27,20 @@ def model_choices(typed: str | None) -> tuple[list[str], Callable[[str], str]]:
     return options, lambda name: plain("families.found", name=name, family=found[name]) if name in found else name
 
 
+def _load(name: str):
+    """The model ``name`` from the cache: an encoder or decoder, else a T5 or BART (an encoder–decoder).
+
+    Raises:
+        ModelLoadError: it loads as neither.
+    """
+    try:
+        return cache.model(name)
+    except ModelLoadError as exc:
+        if exc.code != "encoder_decoder":
+            raise
+    return cache.seq2seq_model(name)
+
+
 def _model() -> LoadedModel | None:
     """The typed model; if it fails, the previous one (the bundled one before any) and a message.
 
@@ -35,13 +49,13 @@ def _model() -> LoadedModel | None:
     """
     wanted = state.typed_model()
     try:
-        loaded = cache.model(wanted)
+        loaded = _load(wanted)
     except ModelLoadError as exc:
         previous = state.active_model()
         if previous == wanted:
             previous = BUNDLED_MODEL
         try:
-            loaded = cache.model(previous)
+            loaded = _load(previous)
         except ModelLoadError:
             loaded = None
         feedback.model_failed(exc, previous)  # in the main area, above the page
@@ -127,16 +141,20 @@ def sidebar(places: dict | None = None) -> LoadedModel | None:
         )
         if places is not None:
             places["share"] = top.container(width="content")
-        st.text_area(t("sidebar.text"), key="text", height=120 if st.session_state["presentation"] else 96)
-        st.text_input(t("sidebar.pair"), key="pair", help=t("sidebar.pair_help"))
+        seq2seq_ui.input_area(loaded, st.session_state["presentation"])  # T5, BART: source, target, kind
         presets_ui.picker()
         model_box()
     with st.sidebar:
-        shape = state.model_shape(None if loaded is None else loaded.info)
+        if seq2seq_ui.is_seq2seq(loaded):  # the chosen attention kind's stack: the encoder's or the decoder's
+            shape = seq2seq_ui.shape(loaded)
+        else:
+            shape = state.model_shape(None if loaded is None else loaded.info)
         for key, old, new in state.keep_in_model(shape):
             last = shape[0 if key == "layer" else 1] - 1
             st.caption(t("sidebar.model_clamped", control=t(f"sidebar.{key}"), old=old, last=last, new=new))
-        if loaded is not None:
+        if seq2seq_ui.is_seq2seq(loaded):
+            seq2seq_ui.model_info(loaded)
+        elif loaded is not None:
             _model_info(loaded)
         st.toggle(t("sidebar.fit_range"), key="fit_range", help=t("sidebar.fit_range_help"))
     return loaded

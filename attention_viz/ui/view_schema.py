@@ -18,6 +18,7 @@ from attention_viz.analysis.knockout import SCOPES as KNOCKOUT_SCOPES
 from attention_viz.analysis.minimal_pairs import MEASURES as PAIR_MEASURES
 from attention_viz.analysis.minimal_pairs import PRESETS as PAIR_PRESETS
 from attention_viz.analysis.steps import SCALINGS
+from attention_viz.extraction.seq2seq import KINDS as SEQ2SEQ_KINDS
 from attention_viz.models.encoder import Variant
 from attention_viz.models.loading import BUNDLED_MODEL
 from attention_viz.ui import links
@@ -37,6 +38,10 @@ DEFAULTS = {
     "model": BUNDLED_MODEL,
     "text": OPENING.text,
     "pair": OPENING.pair,
+    # An encoder–decoder (T5, BART): the target text the decoder reads (the source is "text"), and the attention
+    # shown: the encoder's self-attention, the decoder's causal self-attention or the cross-attention.
+    "target": "Das Tier überquerte die Straße nicht, weil es zu müde war.",
+    "attention_kind": "cross",
     "layer": OPENING.layer,
     "head": OPENING.head,
     "fit_range": False,
@@ -102,6 +107,7 @@ DEFAULTS = {
 # allowed values or range here when its type alone is not enough.
 CHOICES: dict[str, tuple] = {"variant": tuple(v.value for v in Variant), LANGUAGE_KEY: tuple(LANGUAGES)}
 CHOICES["scaling"] = SCALINGS
+CHOICES["attention_kind"] = SEQ2SEQ_KINDS
 CHOICES["map_view"] = MAP_VIEWS
 CHOICES["block"] = tuple(BLOCKS)
 CHOICES["rollout_map"] = ROLLOUT_MAPS
@@ -137,7 +143,7 @@ ALIASES = {"scaling": {"bert": "exact", "article": "article-scaling", "none": "n
 PAGE_KEY = "page"  # the current page's name in the link (not a widget: the router owns it)
 # The settings a person types: the sentence, the second sentence, the minimal pair's two sentences. A link too
 # long for a proxy carries a beginning of them (links.to_query); every other setting goes into it whole.
-FREE_TEXTS = ("text", "pair", "pairs_a", "pairs_b")
+FREE_TEXTS = ("text", "pair", "target", "pairs_a", "pairs_b")
 RENAMED_PAGES = {"flow": "rollout"}  # links made before a page was renamed still open it
 
 
