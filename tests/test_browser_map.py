@@ -699,3 +699,63 @@ def test_a_tiny_llama_opened_as_a_folder_draws_compare_and_all_heads_with_its_gr
     halves = np.array_split(labels.any(axis=0), 2)  # "kv 0" over heads 0-1, "kv 1" over heads 2-3
     assert all(half.sum() >= 8 for half in halves), [half.sum() for half in halves]
     page.close()
+
+
+def test_a_tiny_t5_draws_cross_attention_and_the_kind_switch_redraws_the_map(server, chromium, tmp_path):
+    """A T5 opened by its folder: Compare paints the cross-attention, target tokens down and source tokens across
+    (a wide map: more source than target tokens), for the decoder's 3 layers × 4 heads; the Attention switch in
+    the sidebar, reached by Tab, redraws it as the encoder's square source × source map of 2 layers × 4 heads, and
+    the address names the kind."""
+    from tiny_seq2seq import make_tiny_seq2seq
+
+    from attention_viz.extraction.seq2seq import extract_seq2seq
+    from attention_viz.models.loading import load_seq2seq
+
+    url, _, _ = server
+    folder = make_tiny_seq2seq("t5", tmp_path / "t5")
+    source, target = "Where is it? It is in the box.", "It was tired."
+    expected = extract_seq2seq(load_seq2seq(folder), source, target, "pretrained")
+    t, s = expected.target.num_tokens, expected.source.num_tokens
+    query = {"model": folder, "text": source, "target": target, "attention_kind": "cross", "layer": 1, "head": 2}
+    page = _open(chromium, url, "?" + urllib.parse.urlencode(query))
+    page.wait_for_function(f"() => document.querySelector('{ELEMENT}').dataset.shape === '3x4'", timeout=120_000)
+    _settle(page)
+    _away(page)
+    assert np.allclose(_drawn_z(page), expected.cross[1, 2], atol=1e-6)
+    x, y, width, height = page.eval_on_selector(".av-cells", BOX)
+    assert width / height == pytest.approx(s / t, rel=0.05), (width, height, s, t)  # t rows, s columns
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=ARTIFACTS / "tiny_t5_cross.png")
+    _strongest_cells_are_dark(page, expected.cross[1, 2])
+
+    switch = page.get_by_role("radio", name="Cross-attention")
+    switch.focus()  # the switch is a radio group: Tab reaches it, the arrow keys choose
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowUp")  # cross -> decoder -> encoder
+    page.wait_for_function(f"() => document.querySelector('{ELEMENT}').dataset.shape === '2x4'", timeout=120_000)
+    _settle(page)
+    _away(page)
+    wait_until(lambda: _address(page).get("attention_kind") == "encoder", 30, "the kind in the address")
+    x, y, width, height = page.eval_on_selector(".av-cells", BOX)
+    assert width == pytest.approx(height, rel=0.05)  # source × source
+    assert np.allclose(_drawn_z(page), expected.encoder[1, 2], atol=1e-6)
+    page.screenshot(path=ARTIFACTS / "tiny_t5_encoder.png")
+    _strongest_cells_are_dark(page, expected.encoder[1, 2])
+    page.close()
+
+
+def _strongest_cells_are_dark(page, weights: np.ndarray) -> None:
+    """In pixels: each row's strongest cell (weight over 0.5) is painted dark blue at its centre, and the cells of
+    weight under 0.01 are painted near white, on a grid of as many rows and columns as ``weights`` has."""
+    page.eval_on_selector(".av-cells", "e => e.scrollIntoView({block: 'center'})")
+    page.wait_for_timeout(200)
+    x, y, width, height = page.eval_on_selector(".av-cells", BOX)
+    cells = _pixels(page, x, y, width, height)
+    rows, columns = weights.shape
+    centre = lambda i, j: cells[int((i + 0.5) * height / rows), int((j + 0.5) * width / columns)]  # noqa: E731
+    strong = [(i, int(weights[i].argmax())) for i in range(rows) if weights[i].max() > 0.5]
+    assert strong, "no row has a weight over 0.5"
+    for i, j in strong:
+        assert centre(i, j)[0] < 120 and centre(i, j)[2] > centre(i, j)[0], f"cell {i}, {j} is {centre(i, j)}"
+    faint = np.argwhere(weights < 0.01)
+    assert len(faint) and all(centre(i, j).min() > 220 for i, j in faint), "a cell near 0 is painted"
