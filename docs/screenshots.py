@@ -13,9 +13,11 @@ waits until the page's script has stopped running and its charts have stopped mo
 from __future__ import annotations
 
 import sys
+import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parent.parent
 IMAGES = Path(__file__).resolve().parent / "img"
@@ -44,6 +46,12 @@ SHOTS = (
     Shot("inside.png", "?page=inside"),
     Shot("experiments.png", "?page=experiments"),
     Shot("article.png", "?page=article"),
+    # An encoder–decoder: a tiny random T5 built offline (tests/tiny_seq2seq.py) into a temporary folder, {t5}.
+    Shot(
+        "compare-t5-cross.png",
+        "?page=compare&model={t5}&attention_kind=cross&layer=1&head=2"
+        "&text=Where+is+it%3F+It+is+in+the+box.&target=It+was+tired.",
+    ),
 )
 
 
@@ -73,12 +81,21 @@ def main(argv: list[str]) -> int:
 
     chosen = [shot for shot in SHOTS if not argv or any(shot.file.startswith(prefix) for prefix in argv)]
     IMAGES.mkdir(exist_ok=True)
-    with streamlit_server(timeout_s=240) as running, sync_playwright() as playwright:
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        streamlit_server(timeout_s=240) as running,
+        sync_playwright() as playwright,
+    ):
         url = running[0]
+        models = {}
+        if any("{t5}" in shot.query for shot in chosen):
+            from tiny_seq2seq import make_tiny_seq2seq
+
+            models["t5"] = quote(make_tiny_seq2seq("t5", Path(folder) / "tiny-t5"), safe="")
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         try:
             for shot in chosen:
-                path = take(browser.new_page, url, shot)
+                path = take(browser.new_page, url, replace(shot, query=shot.query.format(**models)) if models else shot)
                 print(f"{path.relative_to(ROOT)}: {shot.width}×{shot.height}, {path.stat().st_size // 1024} KB")
         finally:
             browser.close()

@@ -62,9 +62,10 @@ def shape(loaded: LoadedSeq2Seq, chosen: str | None = None) -> tuple[int, int]:
 
 
 def input_area(loaded, presentation: bool) -> None:
-    """The sidebar's input: for an encoder–decoder the source and target boxes and the attention-kind switch,
-    else the sentence and the second sentence. Nothing typed is lost when the model changes: the boxes keep their
-    texts while the other kind of model is shown (a box that is not drawn keeps its text here)."""
+    """The sidebar's input: for an encoder–decoder the source and target boxes (each page that shows its maps
+    draws the attention-kind switch: :func:`kind_switch`), else the sentence and the second sentence. Nothing typed
+    is lost when the model changes: the boxes keep their texts while the other kind of model is shown (a box that
+    is not drawn keeps its text here)."""
     seq2seq = is_seq2seq(loaded)
     s = st.session_state
     if s.get(_SHOWN, False) != seq2seq:  # the sentence box is drawn with another label: a new widget
@@ -80,13 +81,19 @@ def input_area(loaded, presentation: bool) -> None:
     widget = state.widget_key(TARGET_KEY)
     s.setdefault(widget, s.get(TARGET_KEY, state.DEFAULTS[TARGET_KEY]))
     s[TARGET_KEY] = st.text_area(t("seq2seq.target"), key=widget, height=68, help=t("seq2seq.target_help"))
-    state.control(
-        st.radio,
+
+
+def kind_switch(place) -> str:
+    """The attention-kind switch (a radio group: Tab reaches it, the arrow keys choose), in ``place``; returns the
+    kind chosen. Each page that shows an encoder–decoder's maps draws it under its title, in view at 1280 × 720."""
+    return state.control(
+        place.radio,
         t("seq2seq.kind"),
         KIND_KEY,
         KINDS,
         labels=lambda chosen: t(f"seq2seq.kind_{chosen}"),
         help=t("seq2seq.kind_help"),
+        horizontal=True,
     )
 
 
@@ -150,13 +157,16 @@ def page(name: str, loaded: LoadedSeq2Seq) -> None:
         st.info(t("seq2seq.page_unsupported", family=loaded.info.family_name))
 
 
-def _title(loaded: LoadedSeq2Seq, key: str, heading: str, *paragraphs) -> None:
+def _title(loaded: LoadedSeq2Seq, key: str, heading: str, *paragraphs, switch: bool = True) -> None:
+    """The page's title with its explanation, the attention-kind switch under it (``switch``) and what the maps
+    are."""
     from attention_viz.ui import controls  # it draws this module's input area: imported once both are loaded
 
     chosen = kind()
     controls.title_row(key, heading, t(f"seq2seq.kind_intro_{chosen}"), *paragraphs)
-    info = loaded.info
-    st.caption(t("seq2seq.reading", family=info.family_name, kind=t(f"seq2seq.kind_{chosen}")))
+    if switch:
+        kind_switch(st)
+        st.caption(t("seq2seq.reading", family=loaded.info.family_name))
 
 
 def _compare(loaded: LoadedSeq2Seq) -> None:
@@ -164,19 +174,21 @@ def _compare(loaded: LoadedSeq2Seq) -> None:
     difference), the agreement numbers of that head and the parity of all three kinds."""
     selection, chosen = state.selection(), kind()
     pretrained, scratch = _results(loaded)
-    _title(loaded, "seq2seq_title", t("compare.title", layer=selection.layer, head=selection.head))
+    _title(loaded, "seq2seq_title", t("compare.title", layer=selection.layer, head=selection.head), switch=False)
     layers, heads = shape(loaded)
-    from attention_viz.ui import controls
-
-    layer, head = controls.head_picker(shortcuts=False)  # the map answers the arrow keys itself
+    row = st.container(horizontal=True, gap="large", vertical_alignment="bottom")
+    kind_switch(row)  # the kind and the map side by side: the map stays in view at 1280 × 720
     view = state.control(
-        st.radio,
+        row.radio,
         t("compare.view"),
         "map_view",
         state.MAP_VIEWS,
         labels=lambda v: t(f"compare.view_{v}"),
         horizontal=True,
     )
+    from attention_viz.ui import controls
+
+    layer, head = controls.head_picker(shortcuts=False)  # the map answers the arrow keys itself
     first, second = pretrained.maps(chosen), scratch.maps(chosen)  # (L, h, q, k)
     rows, columns = labels(pretrained, chosen)
     queries, keys = len(rows), len(columns)
@@ -219,11 +231,18 @@ def _compare(loaded: LoadedSeq2Seq) -> None:
     info = loaded.info
     content = (info.name, info.revision, selection.text, st.session_state[TARGET_KEY], chosen, view, fit)
     attention_map.draw(st.container(), MAP_KEY, spec, content, maps_of, rows, columns)
-    st.caption(t("seq2seq.map_reading", queries=queries, keys=keys, query_axis=query_axis, key_axis=key_axis))
+    _map_reading(chosen, queries, keys)
+    st.caption(t("seq2seq.reading", family=info.family_name))
     if chosen == "decoder":
         st.caption(t("seq2seq.causal", family=info.family_name))
     _numbers(first[layer, head], second[layer, head])
     _parity(loaded, pretrained, scratch)
+
+
+def _map_reading(chosen: str, queries: int, keys: int) -> None:
+    """How many rows and columns the kind's maps have, and which text each side's tokens are from."""
+    query_axis, key_axis = t(f"seq2seq.axis_query_{chosen}"), t(f"seq2seq.axis_key_{chosen}")
+    st.caption(t("seq2seq.map_reading", queries=queries, keys=keys, query_axis=query_axis, key_axis=key_axis))
 
 
 def _numbers(pretrained: np.ndarray, scratch: np.ndarray) -> None:
@@ -280,16 +299,7 @@ def _all_heads(loaded: LoadedSeq2Seq) -> None:
         selected=(selection.layer, selection.head),
         title_font=round(figures.TITLE_FONT * scale),
     )
-    query_axis, key_axis = axes(chosen)
-    st.caption(
-        t(
-            "seq2seq.map_reading",
-            queries=weights.shape[2],
-            keys=weights.shape[3],
-            query_axis=query_axis,
-            key_axis=key_axis,
-        )
-    )
+    _map_reading(chosen, weights.shape[2], weights.shape[3])
     box = screen.ratio_box(st, "seq2seq_grid_box", *figures.grid_height(layers, heads))
     box.plotly_chart(
         grid,
