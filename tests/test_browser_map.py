@@ -722,7 +722,7 @@ def test_a_tiny_t5_draws_cross_attention_and_the_kind_switch_redraws_the_map(ser
     _settle(page)
     _away(page)
     assert np.allclose(_drawn_z(page), expected.cross[1, 2], atol=1e-6)
-    x, y, width, height = page.eval_on_selector(".av-cells", BOX)
+    _, _, width, height = page.eval_on_selector(".av-cells", BOX)
     assert width / height == pytest.approx(s / t, rel=0.05), (width, height, s, t)  # t rows, s columns
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=ARTIFACTS / "tiny_t5_cross.png")
@@ -736,7 +736,7 @@ def test_a_tiny_t5_draws_cross_attention_and_the_kind_switch_redraws_the_map(ser
     _settle(page)
     _away(page)
     wait_until(lambda: _address(page).get("attention_kind") == "encoder", 30, "the kind in the address")
-    x, y, width, height = page.eval_on_selector(".av-cells", BOX)
+    _, _, width, height = page.eval_on_selector(".av-cells", BOX)
     assert width == pytest.approx(height, rel=0.05)  # source × source
     assert np.allclose(_drawn_z(page), expected.encoder[1, 2], atol=1e-6)
     page.screenshot(path=ARTIFACTS / "tiny_t5_encoder.png")

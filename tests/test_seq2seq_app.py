@@ -189,3 +189,24 @@ def test_every_page_opens_on_an_encoder_decoder(seq2seq_dir, family):
     at.switch_page("attention_viz/ui/pages/all_heads.py").run()
     all_heads = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-seq2seq_grid")]
     assert len(all_heads) == 1
+
+
+def test_the_model_writes_the_target_and_its_tokens_are_marked(seq2seq_dir):
+    from attention_viz.extraction.seq2seq import generate_seq2seq
+
+    folder = seq2seq_dir("bart")
+    at = run_app(model=folder, text=SOURCE, target=TARGET, attention_kind="cross", layer=1, head=1)
+    control(at, "number_input", "generate").set_value(4).run()
+    no_errors(at)
+    assert not at.error, [e.value for e in at.error]
+    written = generate_seq2seq(cache.seq2seq_model(folder), SOURCE, 4, "pretrained")
+    assert written.generated.sum() >= 1 and not written.generated[0]  # the start token is not written
+    shown = chart(at, seq2seq_ui.MAP_KEY)
+    assert np.array_equal(z(shown), written.cross[1, 1]) and z(shown).shape[0] == written.target.num_tokens
+    marked = ["▸" in label for label in shown["layout"]["yaxis"]["ticktext"]]
+    assert marked == written.generated.tolist()  # the written tokens, and only they, are marked
+    assert at.query_params["generate"] == "4"
+    assert "The model wrote" in " ".join(c.value for c in at.caption)
+    at.text_area(key="_target").set_value("A typed target.").run()  # typing goes back to the target text
+    assert at.session_state["generate"] == 0
+    assert np.array_equal(_map(at), _expected(folder, target="A typed target.").cross[1, 1])

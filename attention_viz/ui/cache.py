@@ -701,3 +701,25 @@ def seq2seq_result(loaded, source: str, target: str, computed_by: str):
     extraction.check_length(target, None, limits)
     key = f"{loaded.info.name}@{loaded.info.revision}"
     return _seq2seq_result(loaded, key, source, target, computed_by, limits)
+
+
+@st.cache_resource(max_entries=16, ttl=RESULT_TTL, show_spinner="Writing the target…")
+def _seq2seq_generated(_loaded, model_name: str, source: str, tokens: int, computed_by: str, limits: settings.Limits):
+    from attention_viz.extraction.seq2seq import generate_seq2seq
+
+    return _read_only(generate_seq2seq(_loaded, source, tokens, computed_by, limits))
+
+
+def seq2seq_generated(loaded, source: str, tokens: int, computed_by: str):
+    """:func:`~attention_viz.extraction.seq2seq.generate_seq2seq`: the model writes up to ``tokens`` target tokens
+    for ``source`` (greedy) and the three kinds of maps of the written target, once per model, source, count and
+    limits, read-only; ``generated`` marks the written tokens.
+
+    Raises:
+        InputError: an empty or too long source.
+        GenerationError: the checkpoint was saved without its language-model head.
+    """
+    limits = app_settings().limits
+    extraction.check_length(source, None, limits)
+    key = f"{loaded.info.name}@{loaded.info.revision}"
+    return _seq2seq_generated(loaded, key, source, tokens, computed_by, limits)

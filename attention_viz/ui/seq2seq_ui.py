@@ -32,6 +32,8 @@ from attention_viz.ui.i18n import plain, t
 
 KIND_KEY = "attention_kind"
 TARGET_KEY = "target"
+GENERATE_KEY = "generate"  # target tokens the model writes itself in place of the target text (0: the text)
+WRITTEN = "▸ "  # before the label of a target token the model wrote
 MAP_KEY = "seq2seq_map"  # the map element's key on Compare for an encoder–decoder
 PARITY_BOUND = 1e-5
 PAGES = ("compare", "all_heads", "head_stats")  # the pages that show an encoder–decoder's maps
@@ -80,7 +82,17 @@ def input_area(loaded, presentation: bool) -> None:
     st.text_area(t("seq2seq.source"), key="text", height=height, help=t("seq2seq.source_help"))
     widget = state.widget_key(TARGET_KEY)
     s.setdefault(widget, s.get(TARGET_KEY, state.DEFAULTS[TARGET_KEY]))
-    s[TARGET_KEY] = st.text_area(t("seq2seq.target"), key=widget, height=68, help=t("seq2seq.target_help"))
+    s[TARGET_KEY] = st.text_area(
+        t("seq2seq.target"), key=widget, height=68, help=t("seq2seq.target_help"), on_change=_typed_target
+    )
+    state.control(
+        st.number_input, t("seq2seq.generate"), GENERATE_KEY, min_value=0, max_value=64, help=t("seq2seq.generate_help")
+    )
+
+
+def _typed_target() -> None:
+    """``on_change`` of the target box: the typed target is read again in place of a written one."""
+    st.session_state[GENERATE_KEY] = 0
 
 
 def kind_switch(place) -> str:
@@ -120,6 +132,15 @@ def _results(loaded: LoadedSeq2Seq):
     """Both results (transformers' and the twin's) for the sidebar's texts; a clear message and the page stops on
     bad input."""
     selection = state.selection()
+    tokens = int(st.session_state.get(GENERATE_KEY, 0))
+    if tokens and not loaded.info.can_generate:
+        st.info(t("seq2seq.cannot_generate", family=loaded.info.family_name))
+        tokens = 0
+    if tokens:
+        pretrained = feedback.or_stop(cache.seq2seq_generated, loaded, selection.text, tokens, "pretrained")
+        scratch = feedback.or_stop(cache.seq2seq_generated, loaded, selection.text, tokens, "scratch")
+        st.caption(t("seq2seq.written", count=int(pretrained.generated.sum()), mark=WRITTEN.strip()))
+        return pretrained, scratch
     target = st.session_state.get(TARGET_KEY, "")
     pretrained = feedback.or_stop(cache.seq2seq_result, loaded, selection.text, target, "pretrained")
     scratch = feedback.or_stop(cache.seq2seq_result, loaded, selection.text, target, "scratch")
@@ -133,10 +154,14 @@ def axes(chosen: str) -> tuple[str, str]:
 
 def labels(result, chosen: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``(row labels, column labels)`` of a kind's maps: the target's tokens for the decoder's queries, the
-    source's for the encoder's and for the cross-attention's keys. A token the model wrote is not marked: the
-    target here is always the one typed."""
-    rows = result.source.labels if chosen == "encoder" else result.target.labels
-    columns = result.target.labels if chosen == "decoder" else result.source.labels
+    source's for the encoder's and for the cross-attention's keys. A target token the model wrote has
+    :data:`WRITTEN` before its label."""
+    target = tuple(
+        WRITTEN + label if written else label
+        for label, written in zip(result.target.labels, result.generated, strict=True)
+    )
+    rows = result.source.labels if chosen == "encoder" else target
+    columns = target if chosen == "decoder" else result.source.labels
     return tuple(rows), tuple(columns)
 
 
@@ -229,7 +254,8 @@ def _compare(loaded: LoadedSeq2Seq) -> None:
         presentation=selection.presentation,
     )
     info = loaded.info
-    content = (info.name, info.revision, selection.text, st.session_state[TARGET_KEY], chosen, view, fit)
+    written = int(st.session_state.get(GENERATE_KEY, 0))
+    content = (info.name, info.revision, selection.text, st.session_state[TARGET_KEY], written, chosen, view, fit)
     attention_map.draw(st.container(), MAP_KEY, spec, content, maps_of, rows, columns)
     _map_reading(chosen, queries, keys)
     st.caption(t("seq2seq.reading", family=info.family_name))

@@ -42,6 +42,7 @@ DEFAULTS = {
     # shown: the encoder's self-attention, the decoder's causal self-attention or the cross-attention.
     "target": "Das Tier überquerte die Straße nicht, weil es zu müde war.",
     "attention_kind": "cross",
+    "generate": 0,  # target tokens the encoder–decoder writes itself (greedy) in place of the target text; 0: none
     "layer": OPENING.layer,
     "head": OPENING.head,
     "fit_range": False,
@@ -125,6 +126,7 @@ CHOICES["atlas_colour"] = ("layer", *ATLAS_NUMBERS)
 CHOICES["atlas_kind"] = ATLAS_KINDS
 RANGES: dict[str, tuple] = {
     "layer": (0, 1023),
+    "generate": (0, 64),
     "head": (0, 1023),
     "inside_query": (-1, 4095),
     "focus": (-1, 4095),  # -1: no token in focus
