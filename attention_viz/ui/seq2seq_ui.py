@@ -9,7 +9,9 @@ of attention (``attention_kind``, an id of :data:`~attention_viz.extraction.seq2
 - ``cross``: the decoder's attention to the encoder's output, target tokens (queries, rows) × source tokens
   (keys, columns), ``(L_dec, h_dec, t, s)``.
 
-The Layer and Head controls range over the chosen kind's stack. Compare, All heads and Head statistics show the
+The Layer and Head controls range over the chosen kind's stack. With ``generate`` above 0 the model writes the
+target itself (greedy, :func:`~attention_viz.extraction.seq2seq.generate_seq2seq`) and the written tokens' labels
+start with :data:`WRITTEN`. Compare, All heads and Head statistics show the
 chosen kind; the other pages say what they show and for which models. Source:
 :func:`attention_viz.extraction.seq2seq.extract_seq2seq` (transformers' ``encoder_attentions``,
 ``decoder_attentions``, ``cross_attentions``, and the from-scratch twin's).
