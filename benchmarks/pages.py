@@ -6,6 +6,10 @@
 - **page switch**: a click on a page's link in the sidebar to that page's own content painted: Compare → All
   heads (its grid of heads drawn) and All heads → Compare (the map's cells painted); floor: a two-page
   Streamlit app (``bare_pages.py``), a click on the other page's link to its title painted, switched in turn.
+  Beside it, the floor for what All heads draws: the same two-page app whose second page also draws All
+  heads' grid for the opening example (the app's own figure, read from a file: nothing computed), a click
+  to the grid drawn; and when All heads' title is painted (the page's run has reached it), which splits the
+  switch into the server's run and the grid's drawing.
 
 Each time is taken inside the page (``performance.now()``, from the navigation's start or from the click to
 the animation frame that shows the target). Target: each at most 1.3 × its floor. The load average (1 minute)
@@ -17,6 +21,8 @@ from __future__ import annotations
 import os
 import statistics
 import sys
+import tempfile
+from pathlib import Path
 
 from benchmarks.harness import ROOT, Row, Settings
 
@@ -27,6 +33,7 @@ from benchmarks.felt import MAP_PAINTED, first_map, first_text
 
 TARGET_RATIO = 1.3
 ALL_HEADS_DRAWN = ".st-key-head_grid .js-plotly-plot .main-svg"
+ALL_HEADS_TITLE = ".st-key-all_heads_title h2"
 # Clicks the sidebar link named ``name`` and times from the click to the first animation frame that shows
 # ``target``: an element matching a selector (``["selector", css]``) or an h1 of that text (``["title", text]``).
 _SWITCH = """([name, [kind, value]]) => new Promise((resolve, reject) => {
@@ -62,6 +69,20 @@ def switch(page, name: str, target: tuple[str, str]) -> float:
     return found
 
 
+def _grid_file(folder) -> str:
+    """All heads' grid for the opening example at the default view, as the app draws it, written as JSON."""
+    from attention_viz import figures
+    from attention_viz.extraction import extract
+    from attention_viz.models.loading import load_model
+    from attention_viz.ui.view_schema import DEFAULTS, EXAMPLE_TEXT
+
+    weights = extract(load_model(), EXAMPLE_TEXT).weights
+    grid = figures.head_grid(weights, selected=(int(DEFAULTS["layer"]), int(DEFAULTS["head"])))
+    path = folder / "grid.json"
+    path.write_text(grid.to_json(), encoding="utf-8")
+    return str(path)
+
+
 def page_rows(settings: Settings) -> list[Row]:
     """#20: the first map and a page switch each way, beside Streamlit's floor measured in the same run."""
     from playwright.sync_api import sync_playwright
@@ -72,10 +93,13 @@ def page_rows(settings: Settings) -> list[Row]:
     compare, all_heads = t("app.page_compare"), t("app.page_all_heads")
     load = [round(os.getloadavg()[0], 2)]
     first, bare_first, to_heads, to_compare, bare_switch = [], [], [], [], []
+    heads_title, grid_switch = [], []
     with (
+        tempfile.TemporaryDirectory() as folder,
         streamlit_server(env={"PYTHONPATH": str(ROOT)}) as app,
         streamlit_server(app="benchmarks/bare_page.py") as bare,
         streamlit_server(app="benchmarks/bare_pages.py") as two,
+        streamlit_server(app="benchmarks/bare_pages.py", env={"BARE_PAGES_FIGURE": _grid_file(Path(folder))}) as grid,
         sync_playwright() as playwright,
     ):
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
@@ -93,6 +117,12 @@ def page_rows(settings: Settings) -> list[Row]:
         switch(tab, compare, _shown(MAP_PAINTED))
         switch(floor, "Two", _title("Page two"))
         switch(floor, "One", _title("Page one"))
+        drawn = browser.new_page(viewport={"width": 1280, "height": 720})
+        drawn.goto(grid[0])
+        drawn.wait_for_selector("h1:has-text('Page one')", timeout=60_000)
+        idle(drawn)
+        switch(drawn, "Two", _shown(ALL_HEADS_DRAWN))
+        switch(drawn, "One", _title("Page one"))
         for _ in range(visits):
             first.append(first_map(browser, app[0])[0])
             bare_first.append(first_text(browser, bare[0]))
@@ -100,9 +130,16 @@ def page_rows(settings: Settings) -> list[Row]:
             to_compare.append(switch(tab, compare, _shown(MAP_PAINTED)))
             bare_switch.append(switch(floor, "Two", _title("Page two")))
             bare_switch.append(switch(floor, "One", _title("Page one")))
+            grid_switch.append(switch(drawn, "Two", _shown(ALL_HEADS_DRAWN)))
+            switch(drawn, "One", _title("Page one"))
+            heads_title.append(switch(tab, all_heads, _shown(ALL_HEADS_TITLE)))
+            tab.wait_for_selector(ALL_HEADS_DRAWN)
+            idle(tab)
+            switch(tab, compare, _shown(MAP_PAINTED))
         browser.close()
     load.append(round(os.getloadavg()[0], 2))
     floor_first, floor_switch = statistics.median(bare_first), statistics.median(bare_switch)
+    floor_grid = statistics.median(grid_switch)
     rows = [
         _row(
             "first map in a new browser on a warm server: request to the map's cells painted",
@@ -114,6 +151,20 @@ def page_rows(settings: Settings) -> list[Row]:
         _row(
             "page switch, Compare → All heads: click in the sidebar to the grid of heads drawn",
             to_heads,
+            floor_switch,
+            "a two-page Streamlit app: click to the other page's title painted",
+            load,
+        ),
+        _row(
+            "page switch, Compare → All heads: click in the sidebar to the grid of heads drawn",
+            to_heads,
+            floor_grid,
+            "the same two-page app whose second page draws All heads' grid (read from a file): click to the grid drawn",
+            load,
+        ),
+        _row(
+            "page switch, Compare → All heads: click in the sidebar to its title painted (the page's run)",
+            heads_title,
             floor_switch,
             "a two-page Streamlit app: click to the other page's title painted",
             load,

@@ -16,6 +16,7 @@ from replay import control
 from attention_viz import extraction, figures
 from attention_viz.extraction import extract
 from attention_viz.figures import label_text
+from attention_viz.figures.grid import thumbnail
 from attention_viz.models import loading
 from attention_viz.ui import cache, presets_ui, state
 
@@ -102,11 +103,15 @@ def test_all_heads_page_and_open_in_compare(bundled):
     at.switch_page(ALL_HEADS).run()
     _no_errors(at)
     grid = _figures(at)[0]
-    assert len(grid["data"]) == 72 + 1  # the thumbnails, then their click targets
+    assert len(grid["data"]) == 2  # the thumbnails as one heatmap, then their click targets
     weights = extract(bundled, state.EXAMPLE_TEXT).weights
-    assert np.array_equal(_z(grid, 4 * 12 + 9), weights[4, 9])  # layer 4, head 9 at row 4, column 9
-    trace_axis = grid["data"][4 * 12 + 9]["xaxis"]  # the outline sits on that thumbnail
-    assert [shape["xref"] for shape in grid["layout"]["shapes"]] == [f"{trace_axis} domain"]
+    grid["data"][0]["z"] = _z(grid, 0)
+    assert np.array_equal(thumbnail(grid, 4, 9), weights[4, 9])  # layer 4, head 9 at row 4, column 9
+    meta = grid["data"][0]["meta"]
+    step = meta["cells"] + meta["gap"]
+    (outline,) = grid["layout"]["shapes"]  # on that thumbnail: around its cells
+    assert (outline["x0"], outline["y0"]) == (9 * step - 0.5, 4 * step - 0.5)
+    assert (outline["x1"], outline["y1"]) == (9 * step + meta["cells"] - 0.5, 4 * step + meta["cells"] - 0.5)
     link = at.get("page_link")[0]
     assert link.proto.label == "Open layer 4, head 9 in Compare"
     at.switch_page("attention_viz/ui/pages/compare.py").run()  # what the link does
@@ -122,7 +127,9 @@ def test_all_heads_at_512_tokens_stays_small():
     assert "602 tokens, cut to 512" in at.warning[0].value
     spec = at.get("plotly_chart")[0].proto.spec
     assert len(spec) < 3_000_000
-    assert _z(json.loads(spec)).shape == (48, 48)
+    grid = json.loads(spec)
+    grid["data"][0]["z"] = _z(grid)
+    assert all(thumbnail(grid, layer, head).shape == (48, 48) for layer in range(6) for head in range(12))
 
 
 def test_long_input_is_cut_with_a_message():

@@ -184,6 +184,8 @@ def test_the_numbers_stay_over_the_whole_token_level_head_in_any_view(bundled):
     assert numbers(at) == before
     raw = extract(bundled, text, pair).weights[LAYER, HEAD]
     assert f"{analysis.row_entropy(raw).mean():.3f}" in numbers(at)[2]
+    scratch = extract(bundled, text, pair, source="scratch").weights[LAYER, HEAD]
+    assert numbers(at)[0] == f"{analysis.max_abs_difference(scratch, raw):.2e}"  # the head's, as the core says
     assert any(i18n.t("compare.numbers_tokens") in c.value for c in at.caption)
 
 

@@ -217,24 +217,24 @@ def test_type_a_sentence_pick_a_head_click_a_row_and_a_thumbnail(server, chromiu
     page.wait_for_selector(f"{grid} .heatmaplayer", timeout=60_000)
     settled(page, grid)
     page.screenshot(path=ARTIFACTS / "all_heads.png")
-    assert page.eval_on_selector(grid, "el => el.data.length") == 72 + 1
+    assert page.eval_on_selector(grid, "el => el.data.length") == 2  # the thumbnails as one heatmap, the targets
     assert page.get_by_label("Sentence", exact=True).input_value() == SENTENCE  # kept across pages
     target = page.eval_on_selector(
         grid,
-        """el => { const f = el._fullLayout, r = el.getBoundingClientRect(), n = el.data.length;
-            const xa = f['xaxis' + n], ya = f['yaxis' + n];
-            const p = el._fullData[n - 1], i = 2 * 12 + 5;
-            return [r.left + xa._offset + xa.l2p(p.x[i]), r.top + ya._offset + ya.l2p(p.y[i])]; }""",
+        """el => { const f = el._fullLayout, r = el.getBoundingClientRect(), xa = f.xaxis, ya = f.yaxis;
+            const p = el._fullData[1], i = 2 * 12 + 5;
+            return [r.left + xa._offset + xa.l2p(xa.d2l(p.x[i])), r.top + ya._offset + ya.l2p(ya.d2l(p.y[i]))]; }""",
     )
-    thumbnail = page.eval_on_selector(  # layer 2, head 5: its drawn size and its centre
+    thumbnail = page.eval_on_selector(  # layer 2, head 5: its drawn size, its centre and one cell's side
         grid,
-        """el => { const f = el._fullLayout, r = el.getBoundingClientRect(), i = 2 * 12 + 5 + 1;
-            const xa = f['xaxis' + i], ya = f['yaxis' + i];
-            return [xa._length, ya._length,
-                    r.left + xa._offset + xa._length / 2, r.top + ya._offset + ya._length / 2]; }""",
+        """el => { const f = el._fullLayout, r = el.getBoundingClientRect(), xa = f.xaxis, ya = f.yaxis;
+            const m = el.data[0].meta, step = m.cells + m.gap, middle = (m.cells - 1) / 2;
+            const cell = Math.abs(xa.l2p(1) - xa.l2p(0)), tall = Math.abs(ya.l2p(1) - ya.l2p(0));
+            return [m.cells * cell, m.cells * tall, r.left + xa._offset + xa.l2p(5 * step + middle),
+                    r.top + ya._offset + ya.l2p(2 * step + middle), cell]; }""",
     )
     assert abs(thumbnail[0] - thumbnail[1]) <= 1  # square, not squashed
-    np.testing.assert_allclose(thumbnail[2:], target, atol=2)  # the click target sits on its thumbnail
+    np.testing.assert_allclose(thumbnail[2:4], target, atol=thumbnail[4])  # the click target on its thumbnail
     page.mouse.click(*target)
     _wait_for_header(page, "Layer 2, head 5")
     expect(page.locator(".av-stepper.av-layer select")).to_have_value("2")

@@ -1,9 +1,12 @@
 """What a new user tripped over, in a real browser: the link to the view in one compact control, Head
 statistics' tags and header at 800 × 600, and a chart with a control character still exporting its PNG."""
 
+import io
 from urllib.parse import quote
 
+import numpy as np
 from browser import ARTIFACTS, idle, settled
+from PIL import Image
 from playwright.sync_api import expect
 
 OPACITY_CHAIN = """button => {
@@ -103,8 +106,11 @@ def test_head_statistics_tags_do_not_run_together_at_800_by_600(server, chromium
         page.close()
 
 
-THUMBNAILS = """() => Array.from(document.querySelectorAll('.st-key-head_grid_box .heatmaplayer image'), e => {
-    const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })"""
+def _runs(empty) -> list[tuple[int, int]]:
+    """``(start, length)`` of each run of True in a 1-D boolean array."""
+    edges = np.diff(np.concatenate([[0], empty.astype(np.int8), [0]]))
+    starts, stops = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    return list(zip(starts.tolist(), (stops - starts).tolist(), strict=True))
 
 
 def test_all_heads_thumbnails_have_a_gap_and_rows_are_as_close_as_columns_at_800_by_600(server, chromium):
@@ -115,12 +121,19 @@ def test_all_heads_thumbnails_have_a_gap_and_rows_are_as_close_as_columns_at_800
     page.wait_for_selector(".st-key-head_grid_box .js-plotly-plot .main-svg", timeout=90_000)
     idle(page)
     settled(page, ".st-key-head_grid_box .js-plotly-plot")
-    boxes = page.evaluate(THUMBNAILS)  # layer-major: head 0 and head 1 of layer 0, then layer 1's head 0
-    assert len(boxes) == 6 * 12, len(boxes)
-    first, beside, below = boxes[0], boxes[1], boxes[12]
-    across = beside[0] - first[2]
-    down = below[1] - first[3]
-    assert across >= 3 and first[2] - first[0] >= 20, boxes[:2]  # a gap, and thumbnails still large enough
-    assert 0 < down <= 2 * across, (across, down)  # rows about as far apart as columns (it was 60 px)
+    # In pixels: the thumbnails' heatmap, where the page's white shows through the gaps between them (the
+    # lightest attention is (247, 251, 255), not white).
+    shot = page.locator(".st-key-head_grid_box .heatmaplayer image").screenshot()
+    pixels = np.asarray(Image.open(io.BytesIO(shot)).convert("RGB")).astype(int)
+    white = (pixels >= 254).all(-1)
+    # mostly white: a gap (the outline of the head in focus crosses one)
+    columns, rows = _runs(white.mean(0) > 0.8), _runs(white.mean(1) > 0.8)
+    inner_columns = [run for run in columns if run[0] > 0 and sum(run) < white.shape[1]]
+    inner_rows = [run for run in rows if run[0] > 0 and sum(run) < white.shape[0]]
+    assert len(inner_columns) == 11 and len(inner_rows) == 5, (columns, rows)  # 12 heads, 6 layers
+    across = min(length for _, length in inner_columns)
+    down = [length for _, length in inner_rows]
+    assert across >= 3 and inner_columns[0][0] >= 20, columns  # a gap, and thumbnails still large enough
+    assert all(abs(gap - across) <= 2 for gap in down), (across, down)  # rows as far apart as columns
     page.screenshot(path=ARTIFACTS / "all_heads_800x600.png")
     page.close()

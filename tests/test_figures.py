@@ -18,6 +18,7 @@ from attention_viz.figures import (
     shared_range,
     unique_labels,
 )
+from attention_viz.figures.grid import thumbnail
 
 LABELS = ["[CLS]", "the", "cat", "saw", "the", "dog", "[SEP]"]
 
@@ -116,17 +117,21 @@ def test_grid_of_every_head_stays_small_at_512_tokens():
     weights = rng.random((6, 12, 512, 512), dtype=np.float32)
     weights /= weights.sum(-1, keepdims=True)
     figure = head_grid(weights)
-    assert len(figure.data) == 72 + 1  # the thumbnails, then the click targets
-    assert all(trace.z.shape == (48, 48) for trace in figure.data[:72])
+    assert len(figure.data) == 2  # the thumbnails as one heatmap, then the click targets
+    assert all(thumbnail(figure, layer, head).shape == (48, 48) for layer in range(6) for head in range(12))
+    np.testing.assert_allclose(thumbnail(figure, 3, 7), pool_attention(weights[3, 7], 48)[0])
     assert len(figure.to_json()) < 3_000_000
-    assert "layer 3, head 7" in figure.data[3 * 12 + 7].hovertemplate
+    assert "(pooled)" in figure.data[0].hovertemplate
 
 
 def test_grid_of_short_input_is_full_size():
     weights = np.stack([np.stack([_weights(5, layer * 3 + h) for h in range(3)]) for layer in range(2)])
     figure = head_grid(weights)
-    assert len(figure.data) == 6 + 1
-    assert np.array_equal(figure.data[1 * 3 + 2].z, weights[1, 2])
+    assert len(figure.data) == 2
+    assert np.array_equal(thumbnail(figure, 1, 2), weights[1, 2])
+    gap = figure.data[0].meta["gap"]
+    assert np.isnan(figure.data[0].z[5 : 5 + gap]).all()  # the rows between layer 0 and layer 1 are empty
+    assert figure.data[0].y[1 * (5 + gap) + 4] == "layer 1, query 4"  # what a hover names
 
 
 def test_label_widths_count_wide_characters_and_emoji_as_wider():

@@ -113,15 +113,14 @@ def test_overview_outlines_the_window():
 
 def test_grid_click_targets_name_their_head():
     weights = np.stack([np.stack([_weights(5, 5, layer * 3 + h) for h in range(3)]) for layer in range(2)])
-    targets = head_grid(weights).data[-1]
+    grid = head_grid(weights)
+    heatmap, targets = grid.data
     assert targets.type == "scatter" and len(targets.x) == 6
     assert targets.customdata[1 * 3 + 2].tolist() == [1, 2]
-    layout = head_grid(weights).layout  # layer 1, head 2 is subplot 6: the target at its domain's centre
-    assert (targets.x[5], targets.y[5]) == (sum(layout.xaxis6.domain) / 2, sum(layout.yaxis6.domain) / 2)
-    assert head_grid(weights).layout.plot_bgcolor == "rgba(0,0,0,0)"  # the targets' subplot hides no thumbnail
-    layout = head_grid(weights).layout
-    for index in ("", *map(str, range(2, 7))):  # every thumbnail square, shrunk inside its own cell
-        assert layout[f"yaxis{index}"].scaleanchor == f"x{index}" and layout[f"yaxis{index}"].constrain == "domain"
+    # layer 1, head 2: the target on its thumbnail's middle row and column (5 cells and a gap of 1 a thumbnail)
+    assert (targets.x[5], targets.y[5]) == ("head 2, key 2", "layer 1, query 2")
+    assert (heatmap.x[2 * 6 + 2], heatmap.y[1 * 6 + 2]) == ("head 2, key 2", "layer 1, query 2")
+    assert grid.layout.yaxis.scaleanchor == "x" and grid.layout.yaxis.constrain == "domain"  # square cells
 
 
 def test_heatmap_axis_titles_default_to_english_and_can_be_translated():
@@ -144,16 +143,17 @@ def test_inputs_are_drawn_whole_as_far_as_labels_stay_readable_on_the_smallest_p
 @pytest.mark.parametrize("width", [452, 932])  # the main area at 800 × 600 and at 1280 × 720, sidebar open
 def test_grid_thumbnails_are_square_and_as_far_apart_down_as_across(width):
     """At 800 × 600 the thumbnails were 29 px squares touching side by side, with 60 px between rows."""
-    weights = np.stack([np.stack([_weights(5, 5, layer * 12 + h) for h in range(12)]) for layer in range(6)])
-    layout = head_grid(weights).layout
-    ratio, fixed = grid_height(6, 12)
+    weights = np.stack([np.stack([_weights(14, 14, layer * 12 + h) for h in range(12)]) for layer in range(6)])
+    grid = head_grid(weights)
+    layout, meta = grid.layout, grid.data[0].meta
+    ratio, fixed = grid_height(6, 12, 14)
     plot_w = width - layout.margin.l - layout.margin.r
     plot_h = ratio * width + fixed - layout.margin.t - layout.margin.b  # the page's box is this tall
-    first, beside, below = layout.xaxis.domain, layout.xaxis2.domain, layout.yaxis13.domain  # H0 and H1, L1
-    across, down = (first[1] - first[0]) * plot_w, (layout.yaxis.domain[1] - layout.yaxis.domain[0]) * plot_h
-    gap_across, gap_down = (beside[0] - first[1]) * plot_w, (layout.yaxis.domain[0] - below[1]) * plot_h
-    assert across == pytest.approx(down, abs=0.5) and gap_across >= 4
-    assert gap_down == pytest.approx(gap_across, abs=0.5)
+    rows, columns = grid.data[0].z.shape
+    cell_across = (layout.xaxis.domain[1] - layout.xaxis.domain[0]) * plot_w / columns
+    cell_down = plot_h / rows  # the y axis spans the plot's height
+    assert cell_across == pytest.approx(cell_down, rel=0.01)  # square cells fill the box both ways
+    assert meta["gap"] * cell_across >= 4 and meta["cells"] * cell_across >= 20  # a gap; thumbnails large enough
 
 
 def test_grid_titles_take_the_size_they_are_given():

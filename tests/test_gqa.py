@@ -45,15 +45,17 @@ def test_all_heads_labels_and_separates_the_key_value_groups(family_dir):
     at.switch_page("attention_viz/ui/pages/all_heads.py").run()
     no_errors(at)
     grid = chart(at, "head_grid")
-    layout = grid["layout"]
-    domains = [layout["xaxis" if h == 0 else f"xaxis{h + 1}"]["domain"] for h in range(4)]  # layer 0's heads
+    layout, meta = grid["layout"], grid["data"][0]["meta"]
+    step, cells = meta["cells"] + meta["gap"], meta["cells"]
+    # each head's columns, in the heatmap's cells (category numbers): [first - 1/2, last + 1/2]
+    spans = [(h * step - 0.5, h * step + cells - 0.5) for h in range(4)]
     labels = [a for a in layout["annotations"] if a.get("name") == "kv group"]
     assert [a["text"] for a in labels] == ["kv 0", "kv 1"]
-    assert [a["x"] for a in labels] == [(domains[0][0] + domains[1][1]) / 2, (domains[2][0] + domains[3][1]) / 2]
+    assert [a["x"] for a in labels] == [(spans[0][0] + spans[1][1]) / 2, (spans[2][0] + spans[3][1]) / 2]
     (line,) = [s for s in layout["shapes"] if s.get("name") == "kv group"]
-    gap = (domains[1][1] + domains[2][0]) / 2  # between head 1 and head 2: the groups' border
-    assert line["x0"] == line["x1"] == gap and (line["y0"], line["y1"]) == (0, 1)
-    assert domains[1][1] < gap < domains[2][0]
+    gap = (spans[1][1] + spans[2][0]) / 2  # between head 1 and head 2: the groups' border
+    assert line["x0"] == line["x1"] == gap and spans[1][1] < gap < spans[2][0]
+    assert (line["y0"], line["y1"]) == (-0.5, len(grid["data"][0]["y"]) - 0.5)  # top to bottom of the grid
 
 
 def test_head_similarity_outlines_the_groups_of_the_selected_head_s_layer(family_dir):

@@ -9,12 +9,14 @@ from attention_viz.figures import plotting
 from attention_viz.figures.heatmaps import ATTENTION_COLORSCALE, shared_range
 
 THUMBNAIL_SIZE = 48
-SPACING = 0.012  # the gap between thumbnails, in fractions of the plot's width (5 px at 800 × 600, 10 at 1280 × 720)
-ROW_TITLE_ROOM = 0.98  # the thumbnails end here; the layer titles (L0, L1, ...) sit to the right
-MAX_THUMBNAIL = 0.2  # the most of the plot's width one thumbnail takes
+GAP = 0.17  # the gap between thumbnails, in thumbnails (at least one cell): 5 px at 800 × 600, 10 at 1280 × 720
+ROW_TITLE_ROOM = 0.98  # the thumbnails end here (a fraction of the plot's width); the layer titles sit to the right
+MAX_THUMBNAIL = 0.2  # the most of the plot's width one thumbnail takes (a model of one to four heads)
 TITLE_FONT = 11  # px: the head and layer titles (H0, L0, ...) on a screen; a page scales it for a projector
 MARGIN = {"l": 10, "r": 40, "t": 40, "b": 10}  # px around the grid: the head titles above, the colour bar right
 NOMINAL_WIDTH = 800  # px: the width the figure's own height is for (a chart drawn where CSS does not size it)
+GROUP_LINE = {"color": "#555", "width": 1.5}  # between the columns of two key/value groups, in the gap
+OUTLINE = {"color": "#d62728", "width": 3}  # around the head in focus
 
 
 def pool_attention(weights: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -38,22 +40,35 @@ def pool_attention(weights: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarr
     return pooled.astype(np.float32), starts
 
 
-def grid_height(layers: int, heads: int) -> tuple[float, float]:
+def gap_cells(tokens: int) -> int:
+    """The cells between two thumbnails of ``tokens`` cells a side (:data:`GAP` of a thumbnail, at least 1)."""
+    return max(1, round(GAP * tokens))
+
+
+def grid_height(layers: int, heads: int, tokens: int = THUMBNAIL_SIZE) -> tuple[float, float]:
     """The grid's height for a width ``w`` (px) as ``(ratio, fixed)``: ``height = ratio * w + fixed``.
 
-    Square thumbnails with the same gap between rows as between columns (:data:`SPACING`) need a plot as tall
-    as ``ratio`` times its width; the margins (:data:`MARGIN`) add the rest. A page sizes the chart's box by
-    it (the server does not know the width); with a fixed height, narrow screens had thumbnails touching
-    side by side and far apart from row to row.
+    ``tokens``: the input's length (thumbnails have ``min(tokens, THUMBNAIL_SIZE)`` cells a side). Square
+    cells, so the same gap between rows as between columns, need a plot as tall as ``ratio`` times its
+    width; the margins (:data:`MARGIN`) add the rest. A page sizes the chart's box by it (the server does not
+    know the width); with a fixed height, narrow screens had thumbnails touching side by side and far apart
+    from row to row.
     """
-    ratio = layers * _domain_size(heads) + (layers - 1) * SPACING
+    cells = min(tokens, THUMBNAIL_SIZE)
+    rows, columns = _extent(layers, cells), _extent(heads, cells)
+    ratio = _width(heads) * rows / columns
     return ratio, MARGIN["t"] + MARGIN["b"] - ratio * (MARGIN["l"] + MARGIN["r"])
 
 
-def _domain_size(heads: int) -> float:
-    """A thumbnail's side in fractions of the plot's width: a row of ``heads`` fills the width up to the layer
-    titles, each at most :data:`MAX_THUMBNAIL` (a model of one or two heads)."""
-    return min(MAX_THUMBNAIL, (ROW_TITLE_ROOM - SPACING * (heads - 1)) / heads)
+def _extent(count: int, cells: int) -> int:
+    """Cells across ``count`` thumbnails of ``cells`` with a gap between each two."""
+    return count * (cells + gap_cells(cells)) - gap_cells(cells)
+
+
+def _width(heads: int) -> float:
+    """The grid's width in fractions of the plot's: up to the layer titles, each thumbnail at most
+    :data:`MAX_THUMBNAIL` (a model of few heads)."""
+    return min(ROW_TITLE_ROOM, heads * MAX_THUMBNAIL)
 
 
 def head_grid(
@@ -67,7 +82,9 @@ def head_grid(
 ) -> go.Figure:
     """Every head of every layer as a grid of small heatmaps: layers as rows, heads as columns.
 
-    Long inputs are pooled to ``thumbnail_size`` tokens a side (:func:`pool_attention`), so the figure
+    Drawn as ONE heatmap: the thumbnails are blocks of one matrix, with empty (NaN) cells between them. A
+    grid of 72 heatmaps on 72 axis pairs took plotly.js about 13 times as long to draw (benchmarks/README.md,
+    #20). Long inputs are pooled to ``thumbnail_size`` tokens a side (:func:`pool_attention`), so the figure
     stays small whatever the input length (benchmark #4 measures its bytes).
 
     Args:
@@ -83,128 +100,105 @@ def head_grid(
             thumbnails from the next. 1: no groups, nothing added.
 
     Returns:
-        A ``plotly.graph_objects.Figure`` with ``layers * heads`` heatmap traces sharing one colour axis
-        (trace ``layer * heads + head``), then one scatter trace of invisible markers, one per thumbnail
-        with ``customdata = (layer, head)``, on an axis pair over the whole grid: Streamlit reports a
-        click on a scatter point as a selection (it reports none for heatmaps), so a click opens a head.
-        Its height is :func:`grid_height` at :data:`NOMINAL_WIDTH`; the thumbnails are square with equal gaps
-        at a width ``w`` when the chart is ``grid_height`` tall there.
+        A ``plotly.graph_objects.Figure`` with two traces on one axis pair of categories (a row per query
+        bin named ``"layer l, query q"``, a column per key bin named ``"head h, key k"``, and the gaps'):
+        the heatmap, whose ``meta`` gives ``layers``, ``heads``, ``cells`` (a thumbnail's side) and ``gap``
+        (head ``h`` of layer ``l`` is the block at rows ``l * (cells + gap)``, columns ``h * (cells + gap)``:
+        :func:`thumbnail`), then one scatter trace of invisible markers, one per thumbnail with
+        ``customdata = (layer, head)``: Streamlit reports a click on a scatter point as a selection (it
+        reports none for heatmaps), so a click opens a head. Its height is :func:`grid_height` at
+        :data:`NOMINAL_WIDTH`; the cells are square at any width (``scaleanchor``).
     """
     pooled, starts = pool_attention(weights, thumbnail_size)  # (L, H, m, m)
-    layers, heads = pooled.shape[:2]
+    layers, heads, cells = pooled.shape[0], pooled.shape[1], pooled.shape[-1]
+    gap = gap_cells(cells)
+    step = cells + gap
+    blocks = np.full((layers, step, heads, step), np.nan, dtype=np.float32)
+    blocks[:, :cells, :, :cells] = pooled.transpose(0, 2, 1, 3)  # (L, query, H, key)
+    z = blocks.reshape(layers * step, heads * step)[: layers * step - gap, : heads * step - gap]
+    rows = [_name("layer", layer, "query", starts, i) for layer in range(layers) for i in range(step)][: len(z)]
+    columns = [_name("head", head, "key", starts, i) for head in range(heads) for i in range(step)][: z.shape[1]]
     pooled_note = " (pooled)" if len(starts) < weights.shape[-1] else ""
-    ratio, fixed = grid_height(layers, heads)
-    row_end = heads * _domain_size(heads) + (heads - 1) * SPACING  # the layer titles sit to the right
-    x_domains = _domains(heads, SPACING, row_end)  # left to right
-    y_domains = _domains(layers, SPACING / ratio, 1.0)[::-1]  # layer 0 at the top; the same gap in px
-    data, layout = [], {}
-    thumbnail_axis = {
-        "showticklabels": False,
-        "ticks": "",
-        "showgrid": False,
-        "zeroline": False,
-        "fixedrange": True,
-        "constrain": "domain",  # square thumbnails at any width, centred in their cells
+    heatmap = {
+        "type": "heatmap",
+        "z": z,
+        "x": columns,
+        "y": rows,
+        "coloraxis": "coloraxis",
+        "hoverongaps": False,
+        "hovertemplate": f"%{{y}} → %{{x}}: %{{z:.3f}}{pooled_note}<extra></extra>",
+        "meta": {"layers": layers, "heads": heads, "cells": cells, "gap": gap},
     }
-    for layer in range(layers):
-        for head in range(heads):
-            n = layer * heads + head + 1
-            suffix = "" if n == 1 else str(n)
-            data.append(
-                {
-                    "type": "heatmap",
-                    "z": pooled[layer, head],
-                    "x": starts,
-                    "y": starts,
-                    "coloraxis": "coloraxis",
-                    "hovertemplate": f"layer {layer}, head {head}{pooled_note}<br>"
-                    "query %{y} → key %{x}: %{z:.3f}<extra></extra>",
-                    "xaxis": f"x{suffix}",
-                    "yaxis": f"y{suffix}",
-                }
-            )
-            layout[f"xaxis{suffix}"] = {"anchor": f"y{suffix}", "domain": x_domains[head], **thumbnail_axis}
-            layout[f"yaxis{suffix}"] = {
-                "anchor": f"x{suffix}",
-                "domain": y_domains[layer],
-                **thumbnail_axis,
-                "autorange": "reversed",
-                "scaleanchor": f"x{suffix}",
-                "scaleratio": 1,
-            }
-    title = {"font": {"size": title_font}, "showarrow": False, "xref": "paper", "yref": "paper"}
+    centre = (cells - 1) / 2  # a thumbnail's middle, in cells from its first
+    title = {"font": {"size": title_font}, "showarrow": False}
     annotations = [
-        {**title, "text": f"H{head}", "x": sum(x_domains[head]) / 2, "xanchor": "center", "y": 1.0, "yanchor": "bottom"}
+        {**title, "text": f"H{head}", "xref": "x", "x": head * step + centre, "xanchor": "center"}
+        | {"yref": "paper", "y": 1.0, "yanchor": "bottom"}
         for head in range(heads)
     ] + [
-        {
-            **title,
-            "text": f"L{layer}",
-            "textangle": 90,
-            "x": row_end,
-            "xanchor": "left",
-            "y": sum(y_domains[layer]) / 2,
-            "yanchor": "middle",
-        }
+        {**title, "text": f"L{layer}", "textangle": 90, "xref": "x", "x": heads * step - gap - 0.5, "xanchor": "left"}
+        | {"yref": "y", "y": layer * step + centre, "yanchor": "middle", "xshift": 2}
         for layer in range(layers)
     ]
     shapes = []
     if heads_per_group > 1:
-        annotations += _group_labels(heads, heads_per_group, x_domains, title_font)
-        shapes += _group_separators(heads, heads_per_group, x_domains)
+        annotations += _group_labels(heads, heads_per_group, step, cells, title_font)
+        shapes += _group_separators(heads, heads_per_group, step, gap, len(z))
     if selected is not None:
         layer, head = selected
-        n = layer * heads + head + 1
-        suffix = "" if n == 1 else str(n)
-        shapes.append(
-            {
-                "type": "rect",
-                "xref": f"x{suffix} domain",
-                "yref": f"y{suffix} domain",
-                "x0": 0,
-                "y0": 0,
-                "x1": 1,
-                "y1": 1,
-                "line": {"color": "#d62728", "width": 3},
-            }
-        )
-    data.append(_click_targets(layers, heads, x_domains, y_domains))
-    n = layers * heads + 1  # the click targets' axis pair, after the thumbnails' own
-    hidden = {"visible": False, "fixedrange": True, "domain": [0, 1], "range": [0, 1]}
-    layout[f"xaxis{n}"] = {**hidden, "anchor": f"y{n}"}
-    layout[f"yaxis{n}"] = {**hidden, "anchor": f"x{n}"}
+        x0, y0 = head * step - 0.5, layer * step - 0.5
+        shapes.append({"type": "rect", "x0": x0, "x1": x0 + cells, "y0": y0, "y1": y0 + cells, "line": dict(OUTLINE)})
+    axis = {"type": "category", "visible": False, "fixedrange": True, "constrain": "domain", "showgrid": False}
     zmin, zmax = shared_range(pooled) if fit_range else (0.0, 1.0)
-    layout.update(
-        annotations=annotations,
-        coloraxis={
+    ratio, fixed = grid_height(layers, heads, cells)
+    layout = {
+        # fixed ranges: the click targets' 40 px markers would pad an automatic one
+        "xaxis": {**axis, "domain": [0, _width(heads)], "range": [-0.5, z.shape[1] - 0.5]},
+        "yaxis": {**axis, "range": [len(z) - 0.5, -0.5], "scaleanchor": "x", "scaleratio": 1},  # layer 0 on top
+        "annotations": annotations,
+        "coloraxis": {
             "colorscale": plotting.colorscale(colorscale),
             "cmin": zmin,
             "cmax": zmax,
             "colorbar": {"thickness": 12},
         },
-        height=round(ratio * NOMINAL_WIDTH + fixed),
-        margin=dict(MARGIN),
-        plot_bgcolor="rgba(0,0,0,0)",  # the click targets' subplot lies over the thumbnails: keep it see-through
-        clickmode="event+select",
-    )
+        "height": round(ratio * NOMINAL_WIDTH + fixed),
+        "margin": dict(MARGIN),
+        "plot_bgcolor": "rgba(0,0,0,0)",  # the gaps show the page
+        "clickmode": "event+select",
+    }
     if shapes:
         layout["shapes"] = shapes
-    return plotting.figure(data, layout)
+    return plotting.figure([heatmap, _click_targets(layers, heads, columns, rows, step, cells)], layout)
 
 
-GROUP_LINE = {"color": "#555", "width": 1.5}  # between the columns of two key/value groups, in the gap
+def _name(what: str, index: int, token: str, starts: np.ndarray, i: int) -> str:
+    """A row's or a column's category: ``"layer 2, query 5"`` (the query bin's first token), or for a cell of
+    the gap after the block, a name of its own that no hover shows (``"layer 2 ·1"``)."""
+    return f"{what} {index}, {token} {starts[i]}" if i < len(starts) else f"{what} {index} ·{i - len(starts) + 1}"
 
 
-def _group_labels(heads: int, size: int, x_domains: list[list[float]], title_font: int) -> list[dict]:
+def thumbnail(figure, layer: int, head: int) -> np.ndarray:
+    """Head ``head`` of layer ``layer`` as :func:`head_grid` drew it (its pooled ``(cells, cells)`` block).
+
+    ``figure``: the figure, or its plotly JSON as a dict (``z`` may then be plotly's typed-array form: pass the
+    decoded array as ``figure["data"][0]["z"]``)."""
+    trace = figure["data"][0] if isinstance(figure, dict) else figure.data[0]
+    meta, z = trace["meta"], np.asarray(trace["z"], dtype=np.float32)
+    step = meta["cells"] + meta["gap"]
+    return z[layer * step : layer * step + meta["cells"], head * step : head * step + meta["cells"]]
+
+
+def _group_labels(heads: int, size: int, step: int, cells: int, title_font: int) -> list[dict]:
     """ "kv 0", "kv 1", ... centred over each group's heads, a line above the head titles (H0, H1, ...)."""
     return [
         {
             "font": {"size": title_font},
             "showarrow": False,
-            "xref": "paper",
+            "xref": "x",
             "yref": "paper",
             "text": f"kv {group}",
-            "x": (x_domains[group * size][0] + x_domains[group * size + size - 1][1]) / 2,
+            "x": (group * size * step + (group * size + size - 1) * step + cells - 1) / 2,
             "xanchor": "center",
             "y": 1.0,
             "yanchor": "bottom",
@@ -215,18 +209,16 @@ def _group_labels(heads: int, size: int, x_domains: list[list[float]], title_fon
     ]
 
 
-def _group_separators(heads: int, size: int, x_domains: list[list[float]]) -> list[dict]:
+def _group_separators(heads: int, size: int, step: int, gap: int, rows: int) -> list[dict]:
     """A thin vertical line in the middle of the gap before each group's first head but the first, top to
     bottom of the grid."""
     return [
         {
             "type": "line",
-            "xref": "paper",
-            "yref": "paper",
-            "x0": (x_domains[head - 1][1] + x_domains[head][0]) / 2,
-            "x1": (x_domains[head - 1][1] + x_domains[head][0]) / 2,
-            "y0": 0,
-            "y1": 1,
+            "x0": head * step - gap / 2 - 0.5,
+            "x1": head * step - gap / 2 - 0.5,
+            "y0": -0.5,
+            "y1": rows - 0.5,
             "line": dict(GROUP_LINE),
             "name": "kv group",
         }
@@ -234,34 +226,20 @@ def _group_separators(heads: int, size: int, x_domains: list[list[float]]) -> li
     ]
 
 
-def _domains(count: int, spacing: float, end: float) -> list[list[float]]:
-    """``count`` equal cells of ``[0, end]`` (paper fractions) with ``spacing`` between them, as
-    ``plotly.subplots.make_subplots`` lays them out."""
-    width = (end - spacing * (count - 1)) / count
-    return [[i * (width + spacing), i * (width + spacing) + width] for i in range(count)]
-
-
-def _click_targets(layers: int, heads: int, x_domains: list[list[float]], y_domains: list[list[float]]) -> dict:
-    """One invisible square marker at the centre of every thumbnail, on axes spanning the grid.
-
-    The markers sit at the centres of the thumbnails' own domains (in paper fractions), so they stay on
-    the thumbnails whatever the spacing; square thumbnails shrink about those centres.
-    """
-    n = layers * heads + 1
+def _click_targets(layers: int, heads: int, columns: list[str], rows: list[str], step: int, cells: int) -> dict:
+    """One invisible square marker at the middle of every thumbnail (trace ``layer * heads + head``'s point),
+    on the heatmap's categories: the row and the column at the thumbnail's centre."""
     layer, head = np.divmod(np.arange(layers * heads), heads)
-    x_centres = np.array([sum(domain) / 2 for domain in x_domains])
-    y_centres = np.array([sum(domain) / 2 for domain in y_domains])
+    middle = cells // 2
     return {
         "type": "scatter",
-        "x": x_centres[head],
-        "y": y_centres[layer],
+        "x": [columns[h * step + middle] for h in head],
+        "y": [rows[row * step + middle] for row in layer],
         "customdata": np.stack([layer, head], axis=-1),
         "mode": "markers",
         "marker": {"symbol": "square", "size": 40, "opacity": 0},
         "selected": {"marker": {"opacity": 0}},
         "unselected": {"marker": {"opacity": 0}},
         "hovertemplate": "layer %{customdata[0]}, head %{customdata[1]}<extra></extra>",
-        "xaxis": f"x{n}",
-        "yaxis": f"y{n}",
         "showlegend": False,
     }

@@ -132,11 +132,13 @@ WIDGET_IDENTITY_BY_MODULE = {
 CONTROL_FLOW_EXCEPTIONS = ("StopException", "RerunException")
 
 # --- The garbage collector after each run -----------------------------------------------------------------
-# Streamlit collects garbage after every script run (config ``runner.postScriptGC``, on by default). After the
-# first model load the process holds hundreds of thousands of long-lived objects (torch, transformers, the
-# app, the model), and walking them was a large part of every rerun, holding the GIL (benchmarks/README.md,
-# "Reruns"). Frozen, the cyclic collector skips them.
-# What breaks it: nothing fails; if Streamlit stops collecting, freezing only costs a few ms once.
+# Streamlit collects garbage after every script run (config ``runner.postScriptGC``, on by default); the
+# app's .streamlit/config.toml turns it off, because the walk covers every session's live objects and its
+# cost grew with the class (a third of the server's CPU with 60 students). Python's generational collector
+# still runs as objects are made; what is alive after the first model load (torch, transformers, the app,
+# the model: hundreds of thousands of objects) is frozen so that its full collections skip them.
+# What breaks it: the option renamed or removed (the app's setting is then ignored with a warning, and every
+# run collects again); the test reads the option and the app's config.
 POST_SCRIPT_GC_OPTION = "runner.postScriptGC"
 
 

@@ -50,7 +50,8 @@ def _show() -> None:
     scale = screen.PRESENTATION_SCALE if selection.presentation else 1  # its titles grow with the page's text
     selected, title_font = (selection.layer, selection.head), round(figures.TITLE_FONT * scale)
     grid = cache.head_grid(loaded, selection.text, selection.pair, selection.fit_range, selected, title_font)
-    box = screen.ratio_box(st, "head_grid_box", *figures.grid_height(info.num_layers, info.num_heads))
+    height = figures.grid_height(info.num_layers, info.num_heads, encoding.num_tokens)
+    box = screen.ratio_box(st, "head_grid_box", *height)
     box.plotly_chart(
         grid,
         key="head_grid",

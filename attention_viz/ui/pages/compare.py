@@ -232,11 +232,16 @@ def _numbers(pretrained, scratch) -> list[list[list[str]]]:
     js = np.stack([analysis.js_divergence(b, a).mean(-1) for a, b in zip(first, second, strict=True)])
     entropy_first = np.stack([analysis.row_entropy(a).mean(-1) for a in first])  # (layers, heads)
     entropy_second = np.stack([analysis.row_entropy(b).mean(-1) for b in second])
-    bits = lambda value, digits: plain("compare.bits", value=f"{value:.{digits}f}")  # noqa: E731
+    # per head, as analysis.max_abs_difference computes it (float64, NaN if any entry is), a layer at a time
+    largest = np.stack(
+        [np.abs(b.astype(np.float64) - a).max(axis=(-2, -1)) for a, b in zip(first, second, strict=True)]
+    )
+    template = plain("compare.bits", value="{value}")
+    bits = lambda value, digits: template.replace("{value}", f"{value:.{digits}f}")  # noqa: E731
     return [
         [
             [
-                f"{analysis.max_abs_difference(second[layer, head], first[layer, head]):.2e}",
+                f"{largest[layer, head]:.2e}",
                 bits(js[layer, head], 4),
                 bits(entropy_first[layer, head], 3),
                 bits(entropy_second[layer, head], 3),
