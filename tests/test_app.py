@@ -108,10 +108,12 @@ def test_all_heads_page_and_open_in_compare(bundled):
     grid["data"][0]["z"] = _z(grid, 0)
     assert np.array_equal(thumbnail(grid, 4, 9), weights[4, 9])  # layer 4, head 9 at row 4, column 9
     meta = grid["data"][0]["meta"]
-    step = meta["cells"] + meta["gap"]
+    side = meta["queries"]
+    assert meta["keys"] == side == weights.shape[-1]
+    step = side + meta["gap"]
     (outline,) = grid["layout"]["shapes"]  # on that thumbnail: around its cells
     assert (outline["x0"], outline["y0"]) == (9 * step - 0.5, 4 * step - 0.5)
-    assert (outline["x1"], outline["y1"]) == (9 * step + meta["cells"] - 0.5, 4 * step + meta["cells"] - 0.5)
+    assert (outline["x1"], outline["y1"]) == (9 * step + side - 0.5, 4 * step + side - 0.5)
     link = at.get("page_link")[0]
     assert link.proto.label == "Open layer 4, head 9 in Compare"
     at.switch_page("attention_viz/ui/pages/compare.py").run()  # what the link does

@@ -228,9 +228,9 @@ def test_type_a_sentence_pick_a_head_click_a_row_and_a_thumbnail(server, chromiu
     thumbnail = page.eval_on_selector(  # layer 2, head 5: its drawn size, its centre and one cell's side
         grid,
         """el => { const f = el._fullLayout, r = el.getBoundingClientRect(), xa = f.xaxis, ya = f.yaxis;
-            const m = el.data[0].meta, step = m.cells + m.gap, middle = (m.cells - 1) / 2;
+            const m = el.data[0].meta, side = m.keys, step = side + m.gap, middle = (side - 1) / 2;
             const cell = Math.abs(xa.l2p(1) - xa.l2p(0)), tall = Math.abs(ya.l2p(1) - ya.l2p(0));
-            return [m.cells * cell, m.cells * tall, r.left + xa._offset + xa.l2p(5 * step + middle),
+            return [side * cell, m.queries * tall, r.left + xa._offset + xa.l2p(5 * step + middle),
                     r.top + ya._offset + ya.l2p(2 * step + middle), cell]; }""",
     )
     assert abs(thumbnail[0] - thumbnail[1]) <= 1  # square, not squashed

@@ -10,6 +10,7 @@ from attention_viz.figures import (
     MISSING_COLOUR,
     attention_heatmap,
     difference_heatmap,
+    grid_height,
     head_grid,
     head_overview,
     isolate,
@@ -122,6 +123,24 @@ def test_grid_of_every_head_stays_small_at_512_tokens():
     np.testing.assert_allclose(thumbnail(figure, 3, 7), pool_attention(weights[3, 7], 48)[0])
     assert len(figure.to_json()) < 3_000_000
     assert "(pooled)" in figure.data[0].hovertemplate
+
+
+def test_grid_of_cross_attention_has_a_row_per_target_token_and_a_column_per_source_token():
+    rng = np.random.default_rng(1)
+    weights = rng.random((2, 3, 4, 7), dtype=np.float32)  # (layers, heads, target, source)
+    weights /= weights.sum(-1, keepdims=True)
+    figure = head_grid(weights, selected=(1, 2))
+    meta, gap = figure.data[0].meta, figure.data[0].meta["gap"]
+    assert (meta["queries"], meta["keys"]) == (4, 7)
+    for layer in range(2):
+        for head in range(3):
+            np.testing.assert_array_equal(thumbnail(figure, layer, head), weights[layer, head])
+    assert figure.data[0].z.shape == (2 * (4 + gap) - gap, 3 * (7 + gap) - gap)
+    (outline,) = figure.layout.shapes  # around layer 1, head 2's 4 × 7 cells
+    x0, y0 = 2 * (7 + gap) - 0.5, (4 + gap) - 0.5
+    assert (outline.x0, outline.x1, outline.y0, outline.y1) == (x0, x0 + 7, y0, y0 + 4)
+    ratio, _ = grid_height(2, 3, 4, 7)  # the plot as tall as its rows of square cells
+    assert ratio == pytest.approx(0.6 * (2 * (4 + gap) - gap) / (3 * (7 + gap) - gap))
 
 
 def test_grid_of_short_input_is_full_size():

@@ -153,7 +153,7 @@ def test_grid_thumbnails_are_square_and_as_far_apart_down_as_across(width):
     cell_across = (layout.xaxis.domain[1] - layout.xaxis.domain[0]) * plot_w / columns
     cell_down = plot_h / rows  # the y axis spans the plot's height
     assert cell_across == pytest.approx(cell_down, rel=0.01)  # square cells fill the box both ways
-    assert meta["gap"] * cell_across >= 4 and meta["cells"] * cell_across >= 20  # a gap; thumbnails large enough
+    assert meta["gap"] * cell_across >= 4 and meta["keys"] * cell_across >= 20  # a gap; thumbnails large enough
 
 
 def test_grid_titles_take_the_size_they_are_given():

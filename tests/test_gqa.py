@@ -46,7 +46,7 @@ def test_all_heads_labels_and_separates_the_key_value_groups(family_dir):
     no_errors(at)
     grid = chart(at, "head_grid")
     layout, meta = grid["layout"], grid["data"][0]["meta"]
-    step, cells = meta["cells"] + meta["gap"], meta["cells"]
+    step, cells = meta["keys"] + meta["gap"], meta["keys"]
     # each head's columns, in the heatmap's cells (category numbers): [first - 1/2, last + 1/2]
     spans = [(h * step - 0.5, h * step + cells - 0.5) for h in range(4)]
     labels = [a for a in layout["annotations"] if a.get("name") == "kv group"]

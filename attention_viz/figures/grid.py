@@ -40,29 +40,25 @@ def pool_attention(weights: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarr
     return pooled.astype(np.float32), starts
 
 
-def gap_cells(tokens: int) -> int:
-    """The cells between two thumbnails of ``tokens`` cells a side (:data:`GAP` of a thumbnail, at least 1)."""
-    return max(1, round(GAP * tokens))
+def gap_cells(queries: int, keys: int) -> int:
+    """The cells between two thumbnails of ``queries`` by ``keys`` cells (:data:`GAP` of the longer side, at
+    least 1): the same between rows as between columns."""
+    return max(1, round(GAP * max(queries, keys)))
 
 
-def grid_height(layers: int, heads: int, tokens: int = THUMBNAIL_SIZE) -> tuple[float, float]:
+def grid_height(layers: int, heads: int, queries: int = THUMBNAIL_SIZE, keys: int | None = None) -> tuple[float, float]:
     """The grid's height for a width ``w`` (px) as ``(ratio, fixed)``: ``height = ratio * w + fixed``.
 
-    ``tokens``: the input's length (thumbnails have ``min(tokens, THUMBNAIL_SIZE)`` cells a side). Square
-    cells, so the same gap between rows as between columns, need a plot as tall as ``ratio`` times its
-    width; the margins (:data:`MARGIN`) add the rest. A page sizes the chart's box by it (the server does not
-    know the width); with a fixed height, narrow screens had thumbnails touching side by side and far apart
-    from row to row.
+    ``queries``, ``keys``: the input's lengths (a thumbnail has at most :data:`THUMBNAIL_SIZE` cells a side;
+    ``keys`` defaults to ``queries``). Square cells, so the same gap between rows as between columns, need a
+    plot as tall as ``ratio`` times its width; the margins (:data:`MARGIN`) add the rest. A page sizes the
+    chart's box by it (the server does not know the width); with a fixed height, narrow screens had
+    thumbnails touching side by side and far apart from row to row.
     """
-    cells = min(tokens, THUMBNAIL_SIZE)
-    rows, columns = _extent(layers, cells), _extent(heads, cells)
-    ratio = _width(heads) * rows / columns
+    rows, columns = min(queries, THUMBNAIL_SIZE), min(queries if keys is None else keys, THUMBNAIL_SIZE)
+    gap = gap_cells(rows, columns)
+    ratio = _width(heads) * (layers * (rows + gap) - gap) / (heads * (columns + gap) - gap)
     return ratio, MARGIN["t"] + MARGIN["b"] - ratio * (MARGIN["l"] + MARGIN["r"])
-
-
-def _extent(count: int, cells: int) -> int:
-    """Cells across ``count`` thumbnails of ``cells`` with a gap between each two."""
-    return count * (cells + gap_cells(cells)) - gap_cells(cells)
 
 
 def _width(heads: int) -> float:
@@ -102,22 +98,24 @@ def head_grid(
     Returns:
         A ``plotly.graph_objects.Figure`` with two traces on one axis pair of categories (a row per query
         bin named ``"layer l, query q"``, a column per key bin named ``"head h, key k"``, and the gaps'):
-        the heatmap, whose ``meta`` gives ``layers``, ``heads``, ``cells`` (a thumbnail's side) and ``gap``
-        (head ``h`` of layer ``l`` is the block at rows ``l * (cells + gap)``, columns ``h * (cells + gap)``:
-        :func:`thumbnail`), then one scatter trace of invisible markers, one per thumbnail with
+        the heatmap, whose ``meta`` gives ``layers``, ``heads``, ``queries`` and ``keys`` (a thumbnail's rows and
+        columns) and ``gap`` (head ``h`` of layer ``l`` is the block from row ``l * (queries + gap)`` and column
+        ``h * (keys + gap)``: :func:`thumbnail`), then one scatter trace of invisible markers, one per thumbnail with
         ``customdata = (layer, head)``: Streamlit reports a click on a scatter point as a selection (it
         reports none for heatmaps), so a click opens a head. Its height is :func:`grid_height` at
         :data:`NOMINAL_WIDTH`; the cells are square at any width (``scaleanchor``).
     """
-    pooled, starts = pool_attention(weights, thumbnail_size)  # (L, H, m, m)
-    layers, heads, cells = pooled.shape[0], pooled.shape[1], pooled.shape[-1]
-    gap = gap_cells(cells)
-    step = cells + gap
-    blocks = np.full((layers, step, heads, step), np.nan, dtype=np.float32)
-    blocks[:, :cells, :, :cells] = pooled.transpose(0, 2, 1, 3)  # (L, query, H, key)
-    z = blocks.reshape(layers * step, heads * step)[: layers * step - gap, : heads * step - gap]
-    rows = [_name("layer", layer, "query", starts, i) for layer in range(layers) for i in range(step)][: len(z)]
-    columns = [_name("head", head, "key", starts, i) for head in range(heads) for i in range(step)][: z.shape[1]]
+    pooled, starts = pool_attention(weights, thumbnail_size)  # (L, H, m, n): m query bins, n key bins
+    layers, heads, queries, keys = pooled.shape
+    query_starts = starts if queries == len(starts) else np.arange(queries)  # cross-attention: fewer queries
+    gap = gap_cells(queries, keys)
+    down, across = queries + gap, keys + gap  # from one thumbnail's first row (column) to the next one's
+    blocks = np.full((layers, down, heads, across), np.nan, dtype=np.float32)
+    blocks[:, :queries, :, :keys] = pooled.transpose(0, 2, 1, 3)  # (L, query, H, key)
+    z = blocks.reshape(layers * down, heads * across)[: layers * down - gap, : heads * across - gap]
+    rows = [_name("layer", layer, "query", query_starts, i) for layer in range(layers) for i in range(down)]
+    columns = [_name("head", head, "key", starts, i) for head in range(heads) for i in range(across)]
+    rows, columns = rows[: len(z)], columns[: z.shape[1]]
     pooled_note = " (pooled)" if len(starts) < weights.shape[-1] else ""
     heatmap = {
         "type": "heatmap",
@@ -127,30 +125,29 @@ def head_grid(
         "coloraxis": "coloraxis",
         "hoverongaps": False,
         "hovertemplate": f"%{{y}} → %{{x}}: %{{z:.3f}}{pooled_note}<extra></extra>",
-        "meta": {"layers": layers, "heads": heads, "cells": cells, "gap": gap},
+        "meta": {"layers": layers, "heads": heads, "queries": queries, "keys": keys, "gap": gap},
     }
-    centre = (cells - 1) / 2  # a thumbnail's middle, in cells from its first
     title = {"font": {"size": title_font}, "showarrow": False}
     annotations = [
-        {**title, "text": f"H{head}", "xref": "x", "x": head * step + centre, "xanchor": "center"}
+        {**title, "text": f"H{head}", "xref": "x", "x": head * across + (keys - 1) / 2, "xanchor": "center"}
         | {"yref": "paper", "y": 1.0, "yanchor": "bottom"}
         for head in range(heads)
     ] + [
-        {**title, "text": f"L{layer}", "textangle": 90, "xref": "x", "x": heads * step - gap - 0.5, "xanchor": "left"}
-        | {"yref": "y", "y": layer * step + centre, "yanchor": "middle", "xshift": 2}
+        {**title, "text": f"L{layer}", "textangle": 90, "xref": "x", "x": z.shape[1] - 0.5, "xanchor": "left"}
+        | {"yref": "y", "y": layer * down + (queries - 1) / 2, "yanchor": "middle", "xshift": 2}
         for layer in range(layers)
     ]
     shapes = []
     if heads_per_group > 1:
-        annotations += _group_labels(heads, heads_per_group, step, cells, title_font)
-        shapes += _group_separators(heads, heads_per_group, step, gap, len(z))
+        annotations += _group_labels(heads, heads_per_group, across, keys, title_font)
+        shapes += _group_separators(heads, heads_per_group, across, gap, len(z))
     if selected is not None:
         layer, head = selected
-        x0, y0 = head * step - 0.5, layer * step - 0.5
-        shapes.append({"type": "rect", "x0": x0, "x1": x0 + cells, "y0": y0, "y1": y0 + cells, "line": dict(OUTLINE)})
+        x0, y0 = head * across - 0.5, layer * down - 0.5
+        shapes.append({"type": "rect", "x0": x0, "x1": x0 + keys, "y0": y0, "y1": y0 + queries, "line": dict(OUTLINE)})
     axis = {"type": "category", "visible": False, "fixedrange": True, "constrain": "domain", "showgrid": False}
     zmin, zmax = shared_range(pooled) if fit_range else (0.0, 1.0)
-    ratio, fixed = grid_height(layers, heads, cells)
+    ratio, fixed = grid_height(layers, heads, queries, keys)
     layout = {
         # fixed ranges: the click targets' 40 px markers would pad an automatic one
         "xaxis": {**axis, "domain": [0, _width(heads)], "range": [-0.5, z.shape[1] - 0.5]},
@@ -169,7 +166,8 @@ def head_grid(
     }
     if shapes:
         layout["shapes"] = shapes
-    return plotting.figure([heatmap, _click_targets(layers, heads, columns, rows, step, cells)], layout)
+    targets = _click_targets(layers, heads, columns, rows, (down, across), (queries, keys))
+    return plotting.figure([heatmap, targets], layout)
 
 
 def _name(what: str, index: int, token: str, starts: np.ndarray, i: int) -> str:
@@ -179,17 +177,17 @@ def _name(what: str, index: int, token: str, starts: np.ndarray, i: int) -> str:
 
 
 def thumbnail(figure, layer: int, head: int) -> np.ndarray:
-    """Head ``head`` of layer ``layer`` as :func:`head_grid` drew it (its pooled ``(cells, cells)`` block).
+    """Head ``head`` of layer ``layer`` as :func:`head_grid` drew it (its pooled ``(queries, keys)`` block).
 
     ``figure``: the figure, or its plotly JSON as a dict (``z`` may then be plotly's typed-array form: pass the
     decoded array as ``figure["data"][0]["z"]``)."""
     trace = figure["data"][0] if isinstance(figure, dict) else figure.data[0]
     meta, z = trace["meta"], np.asarray(trace["z"], dtype=np.float32)
-    step = meta["cells"] + meta["gap"]
-    return z[layer * step : layer * step + meta["cells"], head * step : head * step + meta["cells"]]
+    top, left = layer * (meta["queries"] + meta["gap"]), head * (meta["keys"] + meta["gap"])
+    return z[top : top + meta["queries"], left : left + meta["keys"]]
 
 
-def _group_labels(heads: int, size: int, step: int, cells: int, title_font: int) -> list[dict]:
+def _group_labels(heads: int, size: int, step: int, keys: int, title_font: int) -> list[dict]:
     """ "kv 0", "kv 1", ... centred over each group's heads, a line above the head titles (H0, H1, ...)."""
     return [
         {
@@ -198,7 +196,7 @@ def _group_labels(heads: int, size: int, step: int, cells: int, title_font: int)
             "xref": "x",
             "yref": "paper",
             "text": f"kv {group}",
-            "x": (group * size * step + (group * size + size - 1) * step + cells - 1) / 2,
+            "x": (group * size * step + (group * size + size - 1) * step + keys - 1) / 2,
             "xanchor": "center",
             "y": 1.0,
             "yanchor": "bottom",
@@ -226,15 +224,16 @@ def _group_separators(heads: int, size: int, step: int, gap: int, rows: int) -> 
     ]
 
 
-def _click_targets(layers: int, heads: int, columns: list[str], rows: list[str], step: int, cells: int) -> dict:
-    """One invisible square marker at the middle of every thumbnail (trace ``layer * heads + head``'s point),
-    on the heatmap's categories: the row and the column at the thumbnail's centre."""
+def _click_targets(layers: int, heads: int, columns: list[str], rows: list[str], steps: tuple, sides: tuple) -> dict:
+    """One invisible square marker at the middle of every thumbnail (point ``layer * heads + head``), on the
+    heatmap's categories: the row and the column at the thumbnail's centre. ``steps``: rows and columns from
+    one thumbnail to the next; ``sides``: a thumbnail's rows and columns."""
     layer, head = np.divmod(np.arange(layers * heads), heads)
-    middle = cells // 2
+    (down, across), (queries, keys) = steps, sides
     return {
         "type": "scatter",
-        "x": [columns[h * step + middle] for h in head],
-        "y": [rows[row * step + middle] for row in layer],
+        "x": [columns[h * across + keys // 2] for h in head],
+        "y": [rows[row * down + queries // 2] for row in layer],
         "customdata": np.stack([layer, head], axis=-1),
         "mode": "markers",
         "marker": {"symbol": "square", "size": 40, "opacity": 0},

@@ -328,7 +328,7 @@ def _all_heads(loaded: LoadedSeq2Seq) -> None:
         title_font=round(figures.TITLE_FONT * scale),
     )
     _map_reading(chosen, weights.shape[2], weights.shape[3])
-    box = screen.ratio_box(st, "seq2seq_grid_box", *figures.grid_height(layers, heads))
+    box = screen.ratio_box(st, "seq2seq_grid_box", *figures.grid_height(layers, heads, *weights.shape[2:]))
     box.plotly_chart(
         grid,
         key="seq2seq_grid",
