@@ -273,6 +273,20 @@ def test_the_articles_layer_steps_in_the_browser_with_the_heads_numbers(server, 
     assert (_address(page)["layer"], _address(page)["head"]) == ("3", "7")
     expect(page.locator(".st-key-off_server_view button")).to_be_visible()  # the files are the server's head's
     page.screenshot(path=ARTIFACTS / "explore_article_after_steps.png")
+    page.go_back()  # Back: the view the address before the click names (a run of the page), drawn and titled
+    page.wait_for_function("() => new URLSearchParams(location.search).get('focus') !== '2'", timeout=30_000)
+    idle(page)
+    address = _address(page)
+    page.wait_for_function(
+        "([s, l, h]) => { const m = document.querySelector(s); return m.dataset.layer === l && m.dataset.head === h; }",
+        arg=[ARTICLE_LEAD, address["layer"], address["head"]],
+        timeout=30_000,
+    )
+    title = f"The article's layer next to a correct one (layer {address['layer']}, head {address['head']})"
+    expect(page.locator(".av-title")).to_have_text(title)
+    page.go_forward()
+    page.wait_for_function("() => new URLSearchParams(location.search).get('focus') === '2'", timeout=30_000)
+    idle(page)
     _switch_page(page, "Compare")  # the next run takes the view
     wait_for_map_view(page, 3, 7)
     expect(page.locator(".av-title")).to_have_text("Layer 3, head 7")
@@ -307,6 +321,11 @@ def test_rollout_steps_layers_in_the_browser_and_a_page_switch_keeps_them(server
     address = _address(page)
     assert address["layer"] == "0" and address.get("head", str(state.EXAMPLE_HEAD)) == str(state.EXAMPLE_HEAD)
     page.screenshot(path=ARTIFACTS / "explore_rollout_after_steps.png")
+    other = chromium.new_page(viewport={"width": 1280, "height": 720})  # the link after the steps: another person
+    other.goto(page.evaluate("location.href"))
+    other.wait_for_selector(MAP_DRAWN, timeout=120_000)
+    expect(other.locator(".av-title")).to_have_text("Rollout & norms: layer 0", timeout=60_000)
+    other.close()
     _switch_page(page, "Compare")  # the layer the steps reached, the head as it was
     wait_for_map_view(page, 0, state.EXAMPLE_HEAD)
     page.close()

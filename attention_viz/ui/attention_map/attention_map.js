@@ -504,7 +504,7 @@ class AttentionMap {
     const box = document.createElement("div");
     box.className = "av-details";
     box.innerHTML = '<div class="av-numbers" style="display:flex;flex-wrap:wrap;gap:8px 32px;margin:4px 0 8px 0"></div>' +
-      '<div class="av-notes" style="font-size:14px;color:rgba(49,51,63,0.6)"></div><div class="av-bars"></div><div class="av-lines"></div>';
+      '<div class="av-notes"></div><div class="av-bars"></div><div class="av-lines"></div>';
     this.root.append(box);
     this.details = box;
     this.place();
@@ -535,7 +535,11 @@ class AttentionMap {
     const notes = this.details.querySelector(".av-notes");
     const texts = (d.details.notes || []).map((text) => text.replace(/\{layer\}/g, v.layer).replace(/\{head\}/g, v.head));
     if (notes.childElementCount !== texts.length) {
-      notes.replaceChildren(...texts.map(() => document.createElement("p")));
+      notes.replaceChildren(...texts.map(() => {
+        const note = document.createElement("p"); // as Streamlit's captions: small, grey
+        note.style.cssText = "font-size:14px;line-height:1.5;margin:0 0 8px 0;color:rgba(49,51,63,0.6)";
+        return note;
+      }));
     }
     texts.forEach((text, i) => { notes.children[i].textContent = text; });
     if (d.details.numbers) this.paintNumbers(d.details.numbers);
