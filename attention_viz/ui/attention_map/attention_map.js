@@ -41,17 +41,21 @@
 //               the bundle holds both maps (header.scratch) and the element switches between them and their
 //               difference (scratch − pretrained, in float32 as numpy subtracts) itself; view.map_view is the
 //               one shown
-//   controls    (Compare) the words of the element's own controls: the layer and head steppers, the map switch
-//               and the token in focus, drawn above the map
-//   details     (Compare) what it draws under the map for the head it shows: numbers {labels, values[layer]
-//               [head]} (strings made in Python), bars and lines {figure: plotly JSON made in Python for the
-//               server's head, whose values, labels and title the element puts in for the head shown}
-//   follow      (Compare) {example: [layer, head] or null, server_view, keys}: the page's containers it shows
-//               or hides as it steps (the example's note or its "back" button; the server's downloads or the
-//               button that brings the server to the head shown)
+//   controls    (Compare, the article's layer, Rollout & norms) the words of the element's own controls: the title
+//               ("{layer}", "{head}" in it), the layer stepper, the head stepper (when `head` is given), the map
+//               switch (`kinds`) and the token in focus (`focus_labels`), drawn in the page's slot for them
+//   details     what it draws under the map for the head it shows: numbers {labels, values[layer][head]}
+//               (strings made in Python), notes (sentences with "{layer}", "{head}"), and on Compare bars and
+//               lines {figure: plotly JSON made in Python for the server's head, whose values, labels and title
+//               the element puts in for the head shown}
+//   follow      (with controls) {server_view, keys, example: [layer, head] or null}: the page's containers it
+//               fills, shows or hides as it steps (the server's downloads or the button that brings the server
+//               to the view shown; Compare's example note or its "back" button)
+//   told        the view's names the hidden box carries (attention_viz/ui/attention_map/page_view.py), or absent
 //
-// State sent: with `controls` (Compare) nothing: a step is reported with the next run the page makes
-// (browser_view.js: the hidden box and the address). Otherwise (setStateValue, a run of the page):
+// State sent: with `told` nothing: a step is reported with the next run the page makes (browser_view.js: the
+// hidden box and the address); a map that follows the one with the keys passes its clicks and pans to it.
+// Otherwise, and for a pan of a window not in `told` (setStateValue, a run of the page):
 //   "view": {layer, head, focus, query_start, key_start, seq}, integers; seq counts this element's reports.
 import { appUrl, mapPainted, plotly } from "./plotly_loader.js";
 import { report as reportView } from "./browser_view.js";
