@@ -1,9 +1,12 @@
 """#21, exploring Compare in the browser: each kind of move felt, and what it sends to the server.
 
-``python -m benchmarks.explore [--moves 15] [--output FILE]`` starts ``streamlit run app.py``, opens Compare in
-headless Chromium at 1280 × 720 and makes each kind of move ``--moves`` times: the → key, the ‹ › buttons, the
-Head box, a click on a cell (focus), the map switch (Pretrained / From scratch / Difference), and a pan of a
-long input's window (Shift + ↓). For each it records:
+``python -m benchmarks.explore [--page compare] [--moves 15] [--output FILE]`` starts ``streamlit run app.py``,
+opens the page (``compare``, ``article``: the article's layer, ``rollout``: Rollout & norms) in headless Chromium
+at 1280 × 720 and makes each kind of move ``--moves`` times. On Compare: the → key, the ‹ › buttons, the Head
+box, a click on a cell (focus), the map switch (Pretrained / From scratch / Difference), and a pan of a long
+input's window (Shift + ↓); on the article's layer: the → key, the › buttons, the Head box and a cell click (the
+three maps step together); on Rollout & norms (one map per layer): the ↓ key, the layer's › button and the Layer
+box. For each it records:
 
 - **felt**: from the input's event (``keydown``, ``click``: a click is made when the button is released,
   ``change``; window, capture phase: before the page's own listeners) to the first
@@ -90,9 +93,10 @@ def _felt(page, move, floor: bool = False) -> float:
     return page.evaluate("() => window.__felt.end - window.__felt.start")
 
 
-def _moves(page) -> dict:
-    """The moves, each a function that makes one (alternating so that each changes the view)."""
-    state = {"kind": 0, "focus": 0, "head": 0}
+def _moves(page, name: str = "compare") -> dict:
+    """The moves of the page ``name``, each a function that makes one (alternating so that each changes the
+    view)."""
+    state = {"kind": 0, "focus": 0, "head": 0, "layer": 0}
     kinds = ["scratch", "difference", "pretrained"]
 
     def button():
@@ -102,8 +106,20 @@ def _moves(page) -> dict:
         state["head"] = (state["head"] + 5) % 12
         page.locator(".av-stepper.av-head select").select_option(str(state["head"]))
 
+    if name == "rollout":
+
+        def layer_box():
+            state["layer"] = (state["layer"] + 2) % 6
+            page.locator(".av-stepper.av-layer select").select_option(str(state["layer"]))
+
+        return {
+            "key ↓": lambda: page.keyboard.press("ArrowDown"),
+            "button ›": lambda: page.locator(".av-stepper.av-layer button").last.click(),
+            "Layer box": layer_box,
+        }
+
     def cell():
-        plot = page.locator(f"{ELEMENT} .av-cells").bounding_box()
+        plot = page.locator(f"{ELEMENT} .av-cells").first.bounding_box()
         state["focus"] = (state["focus"] + 3) % 14 + 1
         page.mouse.click(plot["x"] + plot["width"] / 2, plot["y"] + plot["height"] * (state["focus"] + 0.5) / 16)
 
@@ -111,6 +127,9 @@ def _moves(page) -> dict:
         state["kind"] = (state["kind"] + 1) % 3
         page.locator(f".av-kinds button[data-kind={kinds[state['kind']]}]").click()
 
+    if name == "article":
+        key = lambda: page.keyboard.press("ArrowRight")  # noqa: E731
+        return {"key →": key, "button ›": button, "Head box": box, "cell click": cell}
     return {
         "key →": lambda: page.keyboard.press("ArrowRight"),
         "button ›": button,
@@ -125,7 +144,7 @@ def _summary(samples: list[float]) -> dict:
     return {"p50_ms": round(statistics.median(ordered), 1), "p95_ms": round(ordered[int(0.95 * (len(ordered) - 1))], 1)}
 
 
-def measure(url: str, moves: int) -> dict:
+def measure(url: str, moves: int, name: str = "compare") -> dict:
     from playwright.sync_api import sync_playwright
 
     results = {}
@@ -133,23 +152,26 @@ def measure(url: str, moves: int) -> dict:
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 720})
         traffic = Traffic(page)
-        page.goto(url)
+        page.goto(url if name == "compare" else f"{url}/?page={name}")
         page.wait_for_selector(MAP_DRAWN, timeout=120_000)
         idle(page)
-        page.locator(ELEMENT).click(position={"x": 5, "y": 5})
+        page.locator(ELEMENT).first.click(position={"x": 5, "y": 5})
         floor = [_felt(page, lambda: page.keyboard.press("F12"), floor=True) for _ in range(moves)]
         results["floor: an unanswered key to the next frame"] = _summary(floor)
-        for name, move in _moves(page).items():
+        for move_name, move in _moves(page, name).items():
             sent, moved, received, responses = traffic.sent, traffic.bytes, traffic.received, traffic.responses
             samples = [_felt(page, move) for _ in range(moves)]
             page.wait_for_timeout(500)
-            results[name] = {
+            results[move_name] = {
                 **_summary(samples),
                 "script_runs": traffic.sent - sent,
                 "bytes": traffic.bytes - moved,
                 "messages_received": traffic.received - received,
                 "http_responses": traffic.responses - responses,
             }
+        if name != "compare":
+            browser.close()
+            return results
         page.goto(f"{url}/?text={urllib.parse.quote_plus(LONG)}")
         page.wait_for_selector(MAP_DRAWN, timeout=120_000)
         idle(page)
@@ -172,21 +194,24 @@ def measure(url: str, moves: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--moves", type=int, default=15)
+    parser.add_argument("--page", choices=("compare", "article", "rollout"), default="compare")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
     load = Path("/proc/loadavg").read_text().split()[:3]
     with streamlit_server() as (url, _, _):
-        results = measure(url, args.moves)
+        results = measure(url, args.moves, args.page)
     report = {
         "row": 21,
         "date": time.strftime("%Y-%m-%dT%H:%M"),
         "machine": platform.node(),
+        "page": args.page,
         "load": load,
         "moves": results,
     }
     text = json.dumps(report, indent=2, ensure_ascii=False)
     print(text)
-    output = args.output or ROOT / "benchmarks" / "results" / f"{time.strftime('%Y-%m-%dT%H%M')}-explore.json"
+    suffix = "" if args.page == "compare" else f"-{args.page}"
+    output = args.output or ROOT / "benchmarks" / "results" / f"{time.strftime('%Y-%m-%dT%H%M')}-explore{suffix}.json"
     output.write_text(text + "\n")
     return 0
 

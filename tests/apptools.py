@@ -34,7 +34,7 @@ def _details(at) -> dict:
     """Compare's bars and lines as the server made them for the view it knows, which is the view the map shows
     after any AppTest run (the browser fills them for the heads it steps to): ``{key: figure}``."""
     data = map_data(at)
-    if data is None:
+    if data is None or "lines" not in data.get("details", {}):  # the article's and Rollout's: numbers at most
         return {}
     details, config = data["details"], None
     found = {"lines": {**json.loads(details["lines"]["figure"]), "config": details["lines"]["config"]}}

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import InitialValue, Widget
 
 from attention_viz.ui import browser_view
+from attention_viz.ui.attention_map import element
 from attention_viz.ui.view_schema import stepped
 
 LABEL_FIELDS = {"string_value", "string_array_value"}
@@ -82,24 +83,39 @@ def element_state(at: AppTest, key: str, value: dict) -> WidgetState:
 
 def control(at: AppTest, kind: str, key: str):
     """The page widget bound to the view setting ``key`` (its widget key is ``_key``, perhaps with a suffix);
-    on Compare, whose map has its own controls in the browser, a :class:`MapControl` for the map's settings."""
+    on a page whose map has its own controls in the browser (Compare, the article's layer, Rollout & norms), a
+    :class:`MapControl` for the map's settings."""
     found = [w for w in at.get(kind) if w.key == f"_{key}" or (w.key or "").startswith(f"_{key}~")]
-    if not found and key in browser_view.VIEW_KEYS and map_data(at) is not None:
+    if not found and _map_controls(at, key):
         return MapControl(at, key)
     assert len(found) == 1, (key, [w.key for w in at.get(kind)])
     return found[0]
 
 
-# --- Compare's map: its controls are the browser's -----------------------------------------------------------
+# --- A map with its own controls (Compare, the article's layer, Rollout & norms): they are the browser's ------
+
+# the map's data that holds each control (a view setting): the Layer box is every such map's
+CONTROL_DATA = {"layer": "layer", "head": "head", "focus": "focus_labels", "map_view": "kinds"}
 
 
 def map_data(at: AppTest) -> dict | None:
-    """The data of Compare's map element (which draws its own controls), or ``None`` on another page."""
+    """The data of the page's map element that draws its own controls, or ``None`` on a page without one."""
     for node in at._tree:
-        if getattr(node, "type", None) == "bidi_component" and node.proto.id.endswith("-attention_map"):
+        if getattr(node, "type", None) == "bidi_component" and node.proto.component_name == element.COMPONENT:
             data = json.loads(node.proto.json)
-            return data if "controls" in data else None
+            if "controls" in data:
+                return data
     return None
+
+
+def _map_controls(at: AppTest, key: str) -> bool:
+    """Whether the page's map draws the control of the view setting ``key``."""
+    data = map_data(at)
+    if data is None:
+        return False
+    if key in CONTROL_DATA:
+        return CONTROL_DATA[key] in data["controls"]
+    return key in data["told"]  # the window (Compare's: the map pans it)
 
 
 def map_view(at: AppTest) -> dict:
@@ -123,6 +139,7 @@ def browser_report(at: AppTest, **changes) -> None:
     adopted = at.session_state["_browser_view_seq"] if "_browser_view_seq" in at.session_state else 0  # noqa: SIM401
     pending = browser_view.reported(box.value)  # moves made since the last run, not yet told
     seq, base = (pending[0], pending[1]) if pending and pending[0] > adopted else (adopted, map_view(at))
+    base = {name: value for name, value in base.items() if name in map_data(at)["told"]}  # what the box carries
     box.set_value(json.dumps({"seq": seq + 1, "view": {**base, **changes}}))
 
 
@@ -137,6 +154,8 @@ def browser_steps(at: AppTest, unit: str, delta: int) -> AppTest:
     view = map_view(at)
     layers, heads = map_data(at)["shape"]
     layer, head = stepped(view["layer"], view["head"], unit, delta, (layers, heads))
+    if "head" not in map_data(at)["told"]:  # one map per layer (Rollout & norms): the session's head stays
+        return browser_step(at, layer=layer)
     return browser_step(at, layer=layer, head=head)
 
 

@@ -174,17 +174,16 @@ def test_map_steps_reach_the_server_with_the_next_run_and_the_address_follows(bu
 
 def test_step_buttons_leave_the_keys_to_the_map_elements():
     """Compare, Inside a head, the article's layer and Rollout & norms: a map element answers the arrow
-    keys (in the browser), so the ‹ › buttons take none and a key steps once."""
+    keys (in the browser), so the ‹ › buttons take none and a key steps once; Compare's, the article's and
+    Rollout's maps draw their own ‹ › buttons (in the browser), the page none."""
     keys = ("step_head_next", "step_layer_previous")
     at = run_app()
-    assert not [b for b in at.button if b.key in keys]  # Compare's map has its own ‹ › buttons (in the browser)
+    for page in ("article", "rollout", "compare"):
+        assert not [b for b in at.button if b.key in keys]
+        assert map_data(at)["controls"]["layer_previous"] == "Previous layer (↑)"
+        at.switch_page(f"attention_viz/ui/pages/{page}.py").run()
     at.switch_page("attention_viz/ui/pages/inside.py").run()
-    for page in ("article", None):
-        assert {key: at.button(key=key).proto.shortcut for key in keys} == dict.fromkeys(keys, "")
-        if page:
-            at.switch_page(f"attention_viz/ui/pages/{page}.py").run()
-    at.switch_page("attention_viz/ui/pages/rollout.py").run()
-    assert at.button(key="step_layer_previous").proto.shortcut == ""
+    assert {key: at.button(key=key).proto.shortcut for key in keys} == dict.fromkeys(keys, "")
 
 
 def test_a_one_head_model_steps_through_its_layers(tmp_path_factory):

@@ -199,7 +199,7 @@ def test_rollouts_map_steps_layers_and_never_moves_the_shared_head(bundled):
     replay(at, {}, (element_state(at, element.ROLLOUT_KEY, {"view": report}),))
     no_errors(at)
     assert (at.session_state["layer"], at.session_state["head"]) == (5, 7)
-    assert at.header[0].value == "Rollout & norms: layer 5"
+    assert title(at) == "Rollout & norms: layer 5"  # the map's own title (drawn in the browser)
     weights = extract(bundled, state.EXAMPLE_TEXT).weights
     np.testing.assert_allclose(chart(at, element.ROLLOUT_KEY)["data"][0]["z"], weights[5].mean(0), atol=1e-5)
 

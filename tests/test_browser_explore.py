@@ -212,3 +212,120 @@ def test_two_tabs_of_one_browser_explore_on_their_own_and_a_language_switch_keep
     wait_for_map_view(first, state.EXAMPLE_LAYER + 1, state.EXAMPLE_HEAD)
     assert json.loads(first.locator(".st-key-browser_view input").input_value())["view"]["head"] == state.EXAMPLE_HEAD
     context.close()
+
+
+# --- The article's layer and Rollout & norms: their maps step in the browser too --------------------------------
+
+ARTICLE_LEAD = f".st-key-article_correct {MAP_ELEMENT}"  # the map with the keys; the two beside it follow it
+
+
+def _map_shows(page, selector: str) -> dict:
+    data = page.locator(selector).evaluate("e => ({...e.dataset})")
+    return {name: int(data[name]) for name in ("layer", "head", "focus")}
+
+
+def _switch_page(page, name: str) -> None:
+    page.get_by_role("link", name=name).click()
+    page.wait_for_selector(MAP_DRAWN, timeout=120_000)
+    idle(page)
+
+
+def test_the_articles_layer_steps_in_the_browser_with_the_heads_numbers(server, chromium, bundled):
+    from attention_viz import analysis
+    from attention_viz.analysis import article_compare
+    from attention_viz.ui import cache
+
+    url, _, _ = server
+    page, socket = _open(chromium, f"{url}/?page=article")
+    page.locator(ARTICLE_LEAD).click(position={"x": 5, "y": 5})  # the page has the keys (not a text box)
+    mark = socket.mark()
+    for key in ("ArrowRight", "ArrowRight", "ArrowDown"):  # (3, 1) → (3, 3) → (4, 3)
+        page.keyboard.press(key)
+    page.locator(".av-stepper.av-head button").last.click()  # › (4, 4)
+    page.locator(".av-stepper.av-layer button").first.click()  # ‹ (3, 4)
+    page.locator(".av-stepper.av-head select").select_option("7")  # (3, 7)
+    cells = page.locator(f"{ARTICLE_LEAD} .av-cells").bounding_box()  # a click on row 2 of 16: its query in focus
+    page.mouse.click(cells["x"] + cells["width"] / 2, cells["y"] + cells["height"] * 2.5 / 16)
+    page.wait_for_function(
+        "s => [...document.querySelectorAll(s)].every(m => m.dataset.ready === '1' && m.dataset.focus === '2')",
+        arg=MAP_ELEMENT,
+        timeout=30_000,
+    )
+    page.wait_for_timeout(500)  # anything the moves asked of the server would have gone out by now
+    assert socket.since(mark) == (0, 0)
+    # the three maps show the head; the title, the boxes, the numbers and the note follow it
+    shown = [_map_shows(page, f".st-key-{key} {MAP_ELEMENT}") for key in ("article_correct", "article_changed")]
+    assert shown == [{"layer": 3, "head": 7, "focus": 2}] * 2
+    expect(page.locator(".av-title")).to_have_text("The article's layer next to a correct one (layer 3, head 7)")
+    expect(page.locator(".av-stepper.av-layer select")).to_have_value("3")
+    text = state.EXAMPLE_TEXT
+    differences = tuple(state.DEFAULTS["article_diffs"].split(","))  # the article's layer: both of its choices
+    correct, changed = article_compare.article_maps(cache.layer_inputs(bundled, text, None)[3], 12, 0, differences)
+    expected = [
+        f"{analysis.row_entropy(correct[7]).mean():.3f}",
+        f"{analysis.row_entropy(changed[7]).mean():.3f}",
+        f"{analysis.max_abs_difference(changed[7], correct[7]):.3f}",
+    ]
+    assert page.locator(".av-number").all_inner_texts() == expected
+    expect(page.locator(".av-notes")).to_contain_text("entering layer 3 of the loaded model")
+    z = page.eval_on_selector(f".st-key-article_changed {MAP_ELEMENT} .js-plotly-plot", "e => e.data[0].z")
+    np.testing.assert_allclose(z, changed[7][: len(z), : len(z[0])], atol=1e-6)  # the follower's map: the head's
+    assert (_address(page)["layer"], _address(page)["head"]) == ("3", "7")
+    expect(page.locator(".st-key-off_server_view button")).to_be_visible()  # the files are the server's head's
+    page.screenshot(path=ARTIFACTS / "explore_article_after_steps.png")
+    page.go_back()  # Back: the view the address before the click names (a run of the page), drawn and titled
+    page.wait_for_function("() => new URLSearchParams(location.search).get('focus') !== '2'", timeout=30_000)
+    idle(page)
+    address = _address(page)
+    page.wait_for_function(
+        "([s, l, h]) => { const m = document.querySelector(s); return m.dataset.layer === l && m.dataset.head === h; }",
+        arg=[ARTICLE_LEAD, address["layer"], address["head"]],
+        timeout=30_000,
+    )
+    title = f"The article's layer next to a correct one (layer {address['layer']}, head {address['head']})"
+    expect(page.locator(".av-title")).to_have_text(title)
+    page.go_forward()
+    page.wait_for_function("() => new URLSearchParams(location.search).get('focus') === '2'", timeout=30_000)
+    idle(page)
+    _switch_page(page, "Compare")  # the next run takes the view
+    wait_for_map_view(page, 3, 7)
+    expect(page.locator(".av-title")).to_have_text("Layer 3, head 7")
+    page.close()
+
+
+def test_rollout_steps_layers_in_the_browser_and_a_page_switch_keeps_them(server, chromium, bundled):
+    url, _, _ = server
+    page, socket = _open(chromium, f"{url}/?page=rollout")
+    page.locator(MAP_ELEMENT).click(position={"x": 5, "y": 5})
+    mark = socket.mark()
+    for key in ("ArrowDown", "ArrowDown"):  # layer 3 → 5
+        page.keyboard.press(key)
+    page.locator(".av-stepper.av-layer button").first.click()  # ‹ 4
+    page.locator(".av-stepper.av-layer select").select_option("1")
+    page.keyboard.press("ArrowUp")  # 0
+    assert page.locator(".av-stepper.av-head").count() == 0  # one map per layer: no head to step
+    page.wait_for_function(
+        "s => { const m = document.querySelector(s); return m.dataset.ready === '1' && m.dataset.layer === '0'; }",
+        arg=MAP_ELEMENT,
+        timeout=30_000,
+    )
+    page.wait_for_timeout(500)
+    assert socket.since(mark) == (0, 0)
+    expect(page.locator(".av-title")).to_have_text("Rollout & norms: layer 0")
+    expect(page.locator(".av-stepper.av-layer select")).to_have_value("0")
+    page.wait_for_function("s => document.querySelector(s).dataset.plotly !== undefined", arg=MAP_ELEMENT)
+    page.wait_for_timeout(300)  # plotly redraws once the keys stop
+    z = page.eval_on_selector(f"{MAP_ELEMENT} .js-plotly-plot", "e => e.data[0].z")
+    weights = extract(bundled, state.EXAMPLE_TEXT).weights
+    np.testing.assert_allclose(z, weights[0].mean(0), atol=1e-5)  # the raw head average of layer 0
+    address = _address(page)
+    assert address["layer"] == "0" and address.get("head", str(state.EXAMPLE_HEAD)) == str(state.EXAMPLE_HEAD)
+    page.screenshot(path=ARTIFACTS / "explore_rollout_after_steps.png")
+    other = chromium.new_page(viewport={"width": 1280, "height": 720})  # the link after the steps: another person
+    other.goto(page.evaluate("location.href"))
+    other.wait_for_selector(MAP_DRAWN, timeout=120_000)
+    expect(other.locator(".av-title")).to_have_text("Rollout & norms: layer 0", timeout=60_000)
+    other.close()
+    _switch_page(page, "Compare")  # the layer the steps reached, the head as it was
+    wait_for_map_view(page, 0, state.EXAMPLE_HEAD)
+    page.close()

@@ -311,7 +311,7 @@ FAULTS = """() => {
             .concat(around).filter(visible).map(e => box(e.getBoundingClientRect()));
         if (parts.length) spans.push([Math.min(...parts.map(p => p[1])), Math.max(...parts.map(p => p[3]))]);
     }
-    for (const e of main.querySelectorAll('.av-controls, .av-numbers')) {  // Compare's map: its controls, numbers
+    for (const e of main.querySelectorAll('.av-controls, .av-numbers, .av-notes')) {  // a map's controls and details
         if (visible(e)) { const r = e.getBoundingClientRect(); spans.push([r.top, r.bottom]); }
     }
     for (const e of main.querySelectorAll('[data-testid="stElementContainer"], [data-testid="stPopover"]')) {

@@ -285,10 +285,10 @@ class LectureWalk(RuleBasedStateMachine):
         titles = [h.value for h in at.header]
         if self.page == "compare":
             assert title(at) == table["compare.title"].format(layer=self.layer, head=self.head), title(at)
-        elif self.page == "article" and self.text_valid:
-            assert titles[0] == table["article.title"].format(layer=self.layer, head=self.head), titles
+        elif self.page == "article" and self.text_valid:  # the first map's title, which follows its steps
+            assert title(at) == table["article.title"].format(layer=self.layer, head=self.head), title(at)
         elif self.page == "rollout" and self.text_valid:
-            assert titles[0] == table["rollout.title"].format(layer=self.layer), titles
+            assert title(at) == table["rollout.title"].format(layer=self.layer), title(at)
         elif self.page == "inside" and self.text_valid:
             assert titles[0].startswith(
                 table["inside.title"].split("{query}")[0].format(layer=self.layer, head=self.head)

@@ -41,17 +41,21 @@
 //               the bundle holds both maps (header.scratch) and the element switches between them and their
 //               difference (scratch − pretrained, in float32 as numpy subtracts) itself; view.map_view is the
 //               one shown
-//   controls    (Compare) the words of the element's own controls: the layer and head steppers, the map switch
-//               and the token in focus, drawn above the map
-//   details     (Compare) what it draws under the map for the head it shows: numbers {labels, values[layer]
-//               [head]} (strings made in Python), bars and lines {figure: plotly JSON made in Python for the
-//               server's head, whose values, labels and title the element puts in for the head shown}
-//   follow      (Compare) {example: [layer, head] or null, server_view, keys}: the page's containers it shows
-//               or hides as it steps (the example's note or its "back" button; the server's downloads or the
-//               button that brings the server to the head shown)
+//   controls    (Compare, the article's layer, Rollout & norms) the words of the element's own controls: the title
+//               ("{layer}", "{head}" in it), the layer stepper, the head stepper (when `head` is given), the map
+//               switch (`kinds`) and the token in focus (`focus_labels`), drawn in the page's slot for them
+//   details     what it draws under the map for the head it shows: numbers {labels, values[layer][head]}
+//               (strings made in Python), notes (sentences with "{layer}", "{head}"), and on Compare bars and
+//               lines {figure: plotly JSON made in Python for the server's head, whose values, labels and title
+//               the element puts in for the head shown}
+//   follow      (with controls) {server_view, keys, example: [layer, head] or null}: the page's containers it
+//               fills, shows or hides as it steps (the server's downloads or the button that brings the server
+//               to the view shown; Compare's example note or its "back" button)
+//   told        the view's names the hidden box carries (attention_viz/ui/attention_map/page_view.py), or absent
 //
-// State sent: with `controls` (Compare) nothing: a step is reported with the next run the page makes
-// (browser_view.js: the hidden box and the address). Otherwise (setStateValue, a run of the page):
+// State sent: with `told` nothing: a step is reported with the next run the page makes (browser_view.js: the
+// hidden box and the address); a map that follows the one with the keys passes its clicks and pans to it.
+// Otherwise, and for a pan of a window not in `told` (setStateValue, a run of the page):
 //   "view": {layer, head, focus, query_start, key_start, seq}, integers; seq counts this element's reports.
 import { appUrl, mapPainted, plotly } from "./plotly_loader.js";
 import { report as reportView } from "./browser_view.js";
@@ -196,8 +200,8 @@ class AttentionMap {
     this.onLead = (event) => {
       const d = this.data;
       if (!d || d.keys || !d.follow || !this.root.isConnected) return;
-      this.view.layer = event.detail.layer;
-      this.view.head = event.detail.head;
+      Object.assign(this.view, event.detail);
+      if (this.bundle) this.clampView();
       this.paint();
       this.schedulePlotly(PLOTLY_AFTER_MS);
     };
@@ -215,6 +219,7 @@ class AttentionMap {
       this.rev = data.rev;
       this.view = { ...data.view };
     }
+    this.toldWindow = { query_start: data.view.query_start, key_start: data.view.key_start };
     if (data.controls) this.buildControls();
     if (data.details) this.buildDetails();
     if (data.keys) keyTarget = this;
@@ -317,6 +322,8 @@ class AttentionMap {
 
   focusOn(query, chosen) {
     if (this.data.focus === false) return;
+    const lead = this.lead();
+    if (lead) return lead.focusOn(query, chosen);
     const v = this.view;
     v.focus = chosen ? query : v.focus === query ? -1 : query;
     if (v.focus >= 0 && this.bundle) { // the query window moves to a token outside it (as the server's set_focus)
@@ -328,25 +335,45 @@ class AttentionMap {
     this.changed(true);
   }
 
+  // the map with the keys, when this one follows it and the view is told through the browser (a click or a pan
+  // of this one is that map's: they show one view)
+  lead() {
+    const d = this.data;
+    return d.follow && !d.keys && d.told && keyTarget && keyTarget !== this && keyTarget.root.isConnected ? keyTarget : null;
+  }
+
   changed(now) {
+    const lead = this.lead();
+    if (lead) {
+      const { query_start, key_start } = this.view;
+      Object.assign(lead.view, { query_start, key_start });
+      lead.clampView();
+      return lead.changed(now);
+    }
     this.seq += 1;
     if (this.data.controls && this.data.neighbours && Object.keys(this.data.neighbours).length) this.fetchAhead();
     this.paint();
     if (this.data.keys) {
-      const { layer, head } = this.view;
-      document.dispatchEvent(new CustomEvent("av-map-view", { detail: { layer, head } }));
+      const { layer, head, focus, query_start, key_start } = this.view;
+      const detail = this.data.told ? { layer, head, focus, query_start, key_start } : { layer, head };
+      document.dispatchEvent(new CustomEvent("av-map-view", { detail }));
     }
     this.schedulePlotly(PLOTLY_AFTER_MS);
     clearTimeout(this.reportTimer);
     const report = () => {
       const v = this.view;
       const view = { layer: v.layer, head: v.head, focus: v.focus, query_start: v.query_start, key_start: v.key_start };
-      if (!this.data.controls) { this.send("view", { ...view, seq: this.seq }); return; }
-      reportView({ ...view, map_view: v.map_view }, true); // no run: the next one the page makes takes it
+      const told = this.data.told;
+      if (!told) { this.send("view", { ...view, seq: this.seq }); return; }
+      const settled = {};
+      for (const name of told) settled[name] = name === "map_view" ? v.map_view : view[name];
+      reportView(settled, true); // no run: the next one the page makes takes it
       // a head the browser cannot fetch itself (a long input's bundles hold one head): the page's run makes it;
-      // and while the "link to this view" box is open, the run writes the link the box shows (the server's)
+      // while the "link to this view" box is open, the run writes the link the box shows (the server's); and a
+      // pan of a window the page keeps under its own names (not the box's) is the page's to store
       const unheld = !this.held(v.layer, v.head) && !(this.data.neighbours || {})[v.layer];
-      if (unheld || document.querySelector(LINK_BOX)) this.send("view", { ...view, seq: this.seq });
+      const untold = ["query_start", "key_start"].some((name) => !told.includes(name) && view[name] !== this.toldWindow[name]);
+      if (unheld || untold || document.querySelector(LINK_BOX)) this.send("view", { ...view, seq: this.seq });
     };
     if (now) report();
     else this.reportTimer = setTimeout(report, REPORT_AFTER_MS);
@@ -401,26 +428,33 @@ class AttentionMap {
       );
       return box;
     };
-    const kinds = document.createElement("span");
-    kinds.className = "av-kinds";
-    kinds.setAttribute("role", "group");
-    kinds.setAttribute("aria-label", c.map);
-    kinds.style.cssText = "display:inline-flex;gap:0;align-items:center";
-    for (const [kind, text] of Object.entries(c.kinds)) {
-      const b = button(text, text, () => this.setKind(kind));
-      b.dataset.kind = kind;
-      b.style.borderRadius = "0";
-      kinds.append(b);
-    }
-    kinds.firstChild.style.borderRadius = "8px 0 0 8px";
-    kinds.lastChild.style.borderRadius = "0 8px 8px 0";
-    const focus = select((value) => this.focusOn(value, true));
-    focus.className = "av-focus";
-    focus.setAttribute("aria-label", c.focus);
     const title = document.createElement("h2");
     title.className = "av-title";
     title.style.cssText = "flex-basis:100%;margin:0;padding:0;font-size:1.75rem;font-weight:600;line-height:1.2";
-    row.append(title, stepper("layer"), stepper("head"), kinds, labelled(c.focus, focus));
+    row.append(title, stepper("layer"));
+    if (c.head) row.append(stepper("head")); // one map per layer: no head to step
+    if (c.kinds) { // the map switch (Compare)
+      const kinds = document.createElement("span");
+      kinds.className = "av-kinds";
+      kinds.setAttribute("role", "group");
+      kinds.setAttribute("aria-label", c.map);
+      kinds.style.cssText = "display:inline-flex;gap:0;align-items:center";
+      for (const [kind, text] of Object.entries(c.kinds)) {
+        const b = button(text, text, () => this.setKind(kind));
+        b.dataset.kind = kind;
+        b.style.borderRadius = "0";
+        kinds.append(b);
+      }
+      kinds.firstChild.style.borderRadius = "8px 0 0 8px";
+      kinds.lastChild.style.borderRadius = "0 8px 8px 0";
+      row.append(kinds);
+    }
+    if (c.focus_labels) { // the token in focus
+      const focus = select((value) => this.focusOn(value, true));
+      focus.className = "av-focus";
+      focus.setAttribute("aria-label", c.focus);
+      row.append(labelled(c.focus, focus));
+    }
     this.root.prepend(row);
     this.controls = row;
     this.place();
@@ -448,8 +482,8 @@ class AttentionMap {
       sel.value = String(value);
     };
     fill(row.querySelector("select[data-unit=layer]"), layers, "layer", this.view.layer);
-    fill(row.querySelector("select[data-unit=head]"), heads, "head", this.view.head);
-    fill(row.querySelector("select.av-focus"), d.controls.focus_labels.length + 1, "focus", this.view.focus);
+    if (d.controls.head) fill(row.querySelector("select[data-unit=head]"), heads, "head", this.view.head);
+    if (d.controls.focus_labels) fill(row.querySelector("select.av-focus"), d.controls.focus_labels.length + 1, "focus", this.view.focus);
     for (const b of row.querySelectorAll(".av-kinds button")) {
       const on = b.dataset.kind === this.kind;
       b.setAttribute("aria-pressed", on ? "true" : "false");
@@ -474,7 +508,7 @@ class AttentionMap {
     const box = document.createElement("div");
     box.className = "av-details";
     box.innerHTML = '<div class="av-numbers" style="display:flex;flex-wrap:wrap;gap:8px 32px;margin:4px 0 8px 0"></div>' +
-      '<div class="av-bars"></div><div class="av-lines"></div>';
+      '<div class="av-notes"></div><div class="av-bars"></div><div class="av-lines"></div>';
     this.root.append(box);
     this.details = box;
     this.place();
@@ -498,13 +532,35 @@ class AttentionMap {
     if (!d.controls) return;
     this.place();
     this.syncControls();
+    this.root.dataset.mapView = this.kind;
+    this.follow();
+    if (!d.details) return;
+    // notes: the page's sentences that name the layer or head shown (plain text)
+    const notes = this.details.querySelector(".av-notes");
+    const texts = (d.details.notes || []).map((text) => text.replace(/\{layer\}/g, v.layer).replace(/\{head\}/g, v.head));
+    if (notes.childElementCount !== texts.length) {
+      notes.replaceChildren(...texts.map(() => {
+        const note = document.createElement("p"); // as Streamlit's captions: small, grey
+        note.style.cssText = "font-size:14px;line-height:1.5;margin:0 0 8px 0;color:rgba(49,51,63,0.6)";
+        return note;
+      }));
+    }
+    texts.forEach((text, i) => { notes.children[i].textContent = text; });
+    if (d.details.numbers) this.paintNumbers(d.details.numbers);
+    cancelAnimationFrame(this.detailsFrame);
+    this.detailsFrame = requestAnimationFrame(() => this.drawDetails());
+  }
+
+  // numbers {labels, values[layer][head]}: strings made in Python, one per label (one map per layer: head 0)
+  paintNumbers(given) {
+    const v = this.view;
     const numbers = this.details.querySelector(".av-numbers");
-    const values = d.details.numbers.values[v.layer][v.head];
-    const labels = d.details.numbers.labels.join("\n"); // a new language: new labels
+    const values = given.values[v.layer][this.data.head_axis === false ? 0 : v.head];
+    const labels = given.labels.join("\n"); // a new language: new labels
     if (numbers.dataset.labels !== labels) {
       numbers.dataset.labels = labels;
       numbers.replaceChildren();
-      for (const label of d.details.numbers.labels) {
+      for (const label of given.labels) {
         const cell = document.createElement("div");
         cell.innerHTML = '<div style="font-size:14px;color:#555"></div><div class="av-number" style="font-size:28px;line-height:1.3"></div>';
         cell.firstChild.textContent = label;
@@ -512,10 +568,7 @@ class AttentionMap {
       }
     }
     values.forEach((text, i) => { numbers.children[i].querySelector(".av-number").textContent = text; });
-    this.root.dataset.mapView = this.kind;
-    this.follow();
-    cancelAnimationFrame(this.detailsFrame);
-    this.detailsFrame = requestAnimationFrame(() => this.drawDetails());
+    this.root.dataset.numbers = values.join("\n");
   }
 
   follow() {
@@ -539,6 +592,7 @@ class AttentionMap {
   drawDetails() {
     const Plotly = this.Plotly, b = this.bundle, d = this.data, v = this.view;
     if (!Plotly || !b || !d.details || !this.held(v.layer, v.head)) return;
+    if (!d.details.lines) { this.root.dataset.details = String(this.seq); return; } // numbers only: drawn
     const { q0, k0, nq, nk } = this.windowOf();
     const base = this.headOffset(v.layer, v.head, b.maps);
     const pretrained = (i) => b.mapValues[i];

@@ -24,10 +24,13 @@ it (on the other pages, the page's run follows the step and registers it).
 
 What the element sends to the server on a step depends on the page.
 
-Compare (its data has ``controls``) sends nothing: the element draws its own controls (title, Layer and Head
-boxes with ‹ ›, the map switch, the token in focus) and what follows the view (numbers, bars, lines, the
-example's note, the address), and leaves the view in the hidden box of :mod:`attention_viz.ui.browser_view`,
-which the next run takes, whatever causes it. It asks for a run only for a head it cannot fetch itself (a long
+Compare, the article's layer and Rollout & norms (:attr:`MapSpec.told`; data ``told``: the view's names the box
+carries) send nothing: the element draws its own controls (:mod:`.page_view`: title, Layer and Head boxes with
+‹ ›; on Compare the map switch and the token in focus) and what follows the view (numbers, notes; on Compare
+bars, lines, the example's note; the address), and leaves the view in the hidden box of
+:mod:`attention_viz.ui.browser_view`, which the next run takes, whatever causes it; the maps beside the one with
+the keys (the article's) follow it and pass their clicks and pans to it. A pan of a window the page keeps under
+its own names (Rollout's) still asks for a run. It asks for a run only for a head it cannot fetch itself (a long
 input's bundles that hold one head) and while the "link to this view" box is open (its link is the server's);
 every other layer's bundle is named in the data (``neighbours``) and fetched by the browser when it needs it.
 
@@ -207,6 +210,8 @@ class MapSpec:
         presentation: a projector's map: as tall as the window (the page's header made transparent), the
             title in the colour bar's margin, axis titles smaller than its ticks (scaled as the page's text),
             and at under 1000 px the sidebar collapsed once (it opens again with its button).
+        told: the element steps without a run of the page and the next run learns the view from the hidden
+            box (:mod:`attention_viz.ui.browser_view`); always so for an element with ``controls`` (Compare's).
     """
 
     layers: int
@@ -225,6 +230,7 @@ class MapSpec:
     focus: bool = True
     window_keys: tuple[str, str] = ("query_start", "key_start")
     presentation: bool = False
+    told: bool = False
 
 
 def scale(difference: bool = False) -> dict:
@@ -402,6 +408,10 @@ def draw(
         **_drawing(spec, row_labels, key_labels),
         **(extra or {}),
     }
+    if spec.told or "controls" in data:  # the view's names the hidden box carries (the page's own, not a window's)
+        data["told"] = [name for name, stored in _stored(spec).items() if stored == name] + (
+            ["map_view"] if "map_view" in view else []
+        )
     with place:
         _element(COMPONENT, "attention_map.js")(
             key=key,

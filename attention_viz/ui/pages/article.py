@@ -1,4 +1,10 @@
-"""The article's layer: the seed article's SelfAttention next to a correct layer, differences one at a time."""
+"""The article's layer: the seed article's SelfAttention next to a correct layer, differences one at a time.
+
+A head or layer step (the keys, the ‹ › buttons, the Layer and Head boxes of the first map) and a click on a cell
+run nothing on the server: the first map's element draws the title, the boxes, the numbers and the note that
+names the layer for the head it shows, the two maps beside it follow it, and the next run learns the view
+(:mod:`attention_viz.ui.attention_map.page_view`).
+"""
 
 import math
 
@@ -11,6 +17,7 @@ from attention_viz.analysis import article_compare
 from attention_viz.extraction import export
 from attention_viz.ui import cache, controls, downloads, feedback, screen, state
 from attention_viz.ui.attention_map import element as attention_map
+from attention_viz.ui.attention_map import page_view
 from attention_viz.ui.i18n import plain, t
 from attention_viz.ui.safe_text import Markdown
 
@@ -21,9 +28,10 @@ def _show() -> None:
     selection = state.selection()
     loaded = cache.model(selection.model)
     layer, head = selection.layer, selection.head
-    st.header(t("article.title", layer=layer, head=head))
-    # The first map answers the arrow keys itself (in the browser): the step buttons take no shortcuts here.
-    controls.head_picker(explanation=(t("article.intro"),), shortcuts=False)
+    # The first map's element draws the title and the Layer and Head boxes here, and answers the arrow keys.
+    top = st.container(horizontal=True, vertical_alignment="center", gap="small")
+    page_view.slot(top.container(key=page_view.CONTROLS_SLOT, width="content"))
+    controls.explain(top, t("article.intro"))
     switched_on, seed = _switches(loaded.info)
     encoding, correct, changed = feedback.or_stop(
         cache.article_maps, loaded, selection.text, selection.pair, layer, seed, tuple(switched_on)
@@ -34,20 +42,14 @@ def _show() -> None:
     style = figures.map_style(selection.presentation, len(labels))
     panels = _panels(correct_map, changed_map, labels, switched_on, selection.fit_range, style)
     _maps(loaded, selection, labels, style, seed, switched_on)
-    _numbers(correct_map, changed_map, labels)
-    st.caption(
-        t(
-            "article.same_input",
-            layer=layer,
-            seed=seed,
-            gain=f"{article_compare.WEIGHT_GAIN:g}",
-            heads=loaded.info.num_heads,
-            hidden=loaded.info.hidden_size,
-        )
-    )
+    page_view.slot(st.container(key=page_view.DETAILS_SLOT))  # the first map draws the head's numbers here
+    st.caption(t("article.reading", uniform=f"{math.log2(len(labels)):.3f}"))
     _table()
     pretrained = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
-    downloads.buttons(pretrained, changed_map, panels[1], layer, head, "article", labels)
+    page_view.server_files(
+        lambda: downloads.buttons(pretrained, changed_map, panels[1], layer, head, "article", labels),
+        t("compare.downloads_follow"),
+    )
 
 
 def _switches(info) -> tuple[list[str], int]:
@@ -127,6 +129,23 @@ def _maps(loaded, selection, labels, style, seed: int, switched_on) -> None:
     )
     titles = (plain("article.fig_correct"), _changed_title(switched_on, plain), plain("article.fig_difference"))
     content = (info.name, selection.text, selection.pair, seed, differences, selection.fit_range)
+    lead = {
+        "controls": page_view.controls(plain("article.title", layer="{layer}", head="{head}")),
+        "details": {
+            "numbers": _numbers(loaded, selection, seed, differences),
+            "notes": [
+                plain(
+                    "article.same_input",
+                    layer="{layer}",
+                    seed=seed,
+                    gain=f"{article_compare.WEIGHT_GAIN:g}",
+                    heads=info.num_heads,
+                    hidden=info.hidden_size,
+                )
+            ],
+        },
+        "follow": page_view.follow(("layer", "head")),
+    }
     places = screen.map_row(st, "article_maps", 3, min_width)
     for index, (place, key, maps_of) in enumerate(
         zip(places, attention_map.ARTICLE_KEYS, (correct, changed, difference), strict=True)
@@ -141,19 +160,42 @@ def _maps(loaded, selection, labels, style, seed: int, switched_on) -> None:
             png_what=key,
             keys=index == 0,  # one map answers the arrow keys; the two beside it follow it in the browser
             follow=index > 0,
+            told=True,
         )
-        attention_map.draw(place.container(), key, spec, content, maps_of, tuple(labels), tuple(labels))
+        extra = lead if index == 0 else None
+        attention_map.draw(place.container(), key, spec, content, maps_of, tuple(labels), tuple(labels), extra)
 
 
-def _numbers(correct_map, changed_map, labels) -> None:
-    """The head's mean attention entropy in both layers, their largest difference, and how to read them."""
-    numbers = st.container(horizontal=True, gap="large")  # wraps on a narrow screen: no number is cut
-    numbers.metric(t("article.entropy_correct"), f"{analysis.row_entropy(correct_map).mean():.3f}", width="content")
-    numbers.metric(t("article.entropy_changed"), f"{analysis.row_entropy(changed_map).mean():.3f}", width="content")
-    numbers.metric(
-        t("article.max_difference"), f"{analysis.max_abs_difference(changed_map, correct_map):.3f}", width="content"
-    )
-    st.caption(t("article.reading", uniform=f"{math.log2(len(labels)):.3f}"))
+NUMBER_KEYS = ("entropy_correct", "entropy_changed", "max_difference")
+
+
+def _numbers(loaded, selection, seed: int, differences: tuple) -> dict:
+    """Every head's mean row entropy (bits) in both layers and their largest absolute difference, as shown
+    (``values[layer][head]``: the three of :data:`NUMBER_KEYS`, three decimals), with their labels: the first map
+    shows a head's as it steps. Made once per text, seed and differences (a session memo)."""
+    content = (loaded.info.name, loaded.info.revision, selection.text, selection.pair, seed, differences)
+    memo = st.session_state.get("_article_numbers")
+    if memo is None or memo[0] != content:
+        values = []
+        for layer in range(loaded.info.num_layers):
+            _, correct, changed = cache.article_maps(loaded, selection.text, selection.pair, layer, seed, differences)
+            correct_entropy, changed_entropy = (
+                analysis.row_entropy(correct).mean(-1),
+                analysis.row_entropy(changed).mean(-1),
+            )
+            values.append(
+                [
+                    [
+                        f"{correct_entropy[head]:.3f}",
+                        f"{changed_entropy[head]:.3f}",
+                        f"{analysis.max_abs_difference(changed[head], correct[head]):.3f}",
+                    ]
+                    for head in range(loaded.info.num_heads)
+                ]
+            )
+        memo = (content, values)
+        st.session_state["_article_numbers"] = memo
+    return {"labels": [plain(f"article.{name}") for name in NUMBER_KEYS], "values": memo[1]}
 
 
 def _table() -> None:

@@ -13,6 +13,7 @@ from attention_viz.figures.layout import plotly_text
 from attention_viz.models.encoder import Variant
 from attention_viz.ui import cache, controls, downloads, feedback, fragment, model_notes, presets_ui, state
 from attention_viz.ui.attention_map import element as attention_map
+from attention_viz.ui.attention_map import page_view
 from attention_viz.ui.i18n import plain, t
 from attention_viz.ui.view_options import view_caption, view_options
 
@@ -21,12 +22,10 @@ VARIANTS = tuple(v.value for v in Variant)
 # A pair's A→B and B→A blocks: their rows are parts of distributions (small weights), so their colour range
 # is fitted to the head's values by default (the colour bar says so).
 CROSS_BLOCKS = ("AB", "BA")
-# Containers of what the server made for the head it knows (the downloads), and of the button that brings the
-# server to the head the map shows: the map shows one or the other as it steps (data "follow").
-SERVER_VIEW, OTHER_VIEW = "at_server_view", "off_server_view"
-# Containers the map element puts its own controls and its details (numbers, bars, lines) in: beside the map and
-# under it, as the page's layout places them (the element's DOM, moved there; its keys answer wherever it is).
-CONTROLS_SLOT, DETAILS_SLOT = "map_controls", "map_details"
+# The containers of the map's controls (beside it) and details (numbers, bars, lines: under it), of the server's
+# files and of the button that brings the server to the head shown (:mod:`attention_viz.ui.attention_map.page_view`)
+CONTROLS_SLOT, DETAILS_SLOT = page_view.CONTROLS_SLOT, page_view.DETAILS_SLOT
+SERVER_VIEW, OTHER_VIEW = page_view.SERVER_VIEW, page_view.OTHER_VIEW
 
 
 @dataclass(frozen=True)
@@ -84,12 +83,12 @@ def _show() -> None:
     with map_column:
         feedback.truncation(encoding)
     details = _details(pretrained, scratch, maps, options, (rows, columns, focus), style, config, variant, seed)
-    follow = {"example": None if example is None else list(example), "server_view": _server_view()}
+    follow = {"example": None if example is None else list(example)}
     _map(map_column, loaded, pretrained, scratch, options, variant, int(seed), style, details, follow)
     windowed = _under_the_map(map_column, loaded.info, maps, options, encoding.num_tokens, size)
 
     # Below the screen: the parity check and the downloads (the numbers, bars and lines are the map's).
-    _slot(st.container(key=DETAILS_SLOT))  # the map draws its numbers, bars and lines here
+    page_view.slot(st.container(key=DETAILS_SLOT))  # the map draws its numbers, bars and lines here
     _variant_note(loaded, selection, variant, int(seed))
     if maps.view is not None:
         st.caption(t("compare.numbers_tokens"))
@@ -99,22 +98,12 @@ def _show() -> None:
     chart = functools.partial(_download_figure, maps, view, *shown_window, map_title, fit, window)
     # The files are the server's: for the head it drew. After steps in the browser the map hides them and offers
     # a button that brings the server to the head shown (one run), the files then follow.
-    st.html(f"<style>.st-key-{OTHER_VIEW} {{ display: none; }}</style>")
-    with st.container(key=SERVER_VIEW):
-        downloads.buttons(pretrained, shown, chart, layer, head, what, tuple(maps.row_labels), tuple(maps.key_labels))
-    follow_button = st.container(key=OTHER_VIEW)
-    follow_button.button(t("compare.downloads_follow"), key="downloads_follow", icon=":material/download:")
-
-
-def _slot(container) -> None:
-    """Make ``container`` a place the map element can fill: Streamlit draws no container that holds nothing."""
-    container.html('<div class="av-slot"></div>')
-
-
-def _server_view() -> dict:
-    """The view this run draws the page's server-made parts for (the downloads)."""
-    s = st.session_state
-    return {name: s[name] for name in ("layer", "head", "focus", "query_start", "key_start", "map_view")}
+    page_view.server_files(
+        lambda: downloads.buttons(
+            pretrained, shown, chart, layer, head, what, tuple(maps.row_labels), tuple(maps.key_labels)
+        ),
+        t("compare.downloads_follow"),
+    )
 
 
 def _focus(queries: int, size: int) -> int:
@@ -141,7 +130,7 @@ def _side_controls(side, loaded) -> tuple[tuple[int, int] | None, str, int]:
     seed)``, ``example`` the current example's ``(layer, head)`` or ``None``. The layer, head, map and token
     in focus are the map element's own controls (in the browser)."""
     top = side.container(horizontal=True, vertical_alignment="center", gap="small")
-    _slot(top.container(key=CONTROLS_SLOT, width="content"))  # the map's own controls go here (attention_map.js)
+    page_view.slot(top.container(key=CONTROLS_SLOT, width="content"))  # the map's own controls (attention_map.js)
     controls.explain(top, t("compare.intro"), t("compare.reading_help"))
     with side:
         example = presets_ui.look_for(loaded, st, in_browser=True)
@@ -309,14 +298,8 @@ def _controls(row_labels) -> dict:
     """The words of the map's own controls (the layer and head steppers, the map switch, the token in focus:
     ``focus_labels``, one per query, shown literally by the browser)."""
     return {
-        "title": plain("compare.title", layer="{layer}", head="{head}"),
+        **page_view.controls(plain("compare.title", layer="{layer}", head="{head}")),
         "focus_labels": [f"{i}: {figures.isolate(_short(label))}" for i, label in enumerate(row_labels)],
-        "layer": plain("sidebar.layer"),
-        "head": plain("sidebar.head"),
-        "layer_previous": plain("controls.layer_previous"),
-        "layer_next": plain("controls.layer_next"),
-        "head_previous": plain("controls.head_previous"),
-        "head_next": plain("controls.head_next"),
         "map": plain("compare.view"),
         "kinds": {kind: plain(f"compare.view_{kind}") for kind in state.MAP_VIEWS},
         "focus": plain("compare.focus"),
@@ -380,9 +363,10 @@ def _map(place, loaded, pretrained, scratch, options, variant, seed, style, deta
         png_what=kinds["pretrained"]["what"],
         presentation=selection.presentation,
     )
-    keys = {"server": SERVER_VIEW, "other": OTHER_VIEW, "note": presets_ui.NOTE_KEY, "back": presets_ui.BACK_KEY}
-    keys.update(controls=CONTROLS_SLOT, details=DETAILS_SLOT)
-    extra = {"kinds": kinds, "controls": _controls(row_labels), "details": details, "follow": {**follow, "keys": keys}}
+    keys = {"note": presets_ui.NOTE_KEY, "back": presets_ui.BACK_KEY}
+    server = ("layer", "head", "focus", "query_start", "key_start", "map_view")
+    follow = page_view.follow(server, keys=keys, **follow)
+    extra = {"kinds": kinds, "controls": _controls(row_labels), "details": details, "follow": follow}
     content = (info.name, info.revision, encoding.labels, variant, seed, options, fit)
     attention_map.draw(
         place, attention_map.COMPARE_KEY, spec, content, maps_of, tuple(row_labels), tuple(key_labels), extra

@@ -1,4 +1,10 @@
-"""Rollout & norms: for the chosen layer, the raw head average, attention rollout up to it and norm-based attention."""
+"""Rollout & norms: for the chosen layer, the raw head average, attention rollout up to it and norm-based attention.
+
+A layer step (↑/↓, the ‹ › buttons, the Layer box) runs nothing on the server: the map's element draws the title
+and the Layer box for the layer it shows and the next run learns it
+(:mod:`attention_viz.ui.attention_map.page_view`). The map switch (Head average / Rollout / Norm-based) and a pan
+of the window run the page: the browser holds the shown kind's maps only, and the window is the page's own.
+"""
 
 import numpy as np
 import streamlit as st
@@ -7,6 +13,7 @@ from attention_viz import analysis, figures
 from attention_viz.extraction import export
 from attention_viz.ui import cache, controls, downloads, feedback, state
 from attention_viz.ui.attention_map import element as attention_map
+from attention_viz.ui.attention_map import page_view
 from attention_viz.ui.i18n import plain, t
 from attention_viz.ui.view_options import view_caption, view_options
 
@@ -18,12 +25,11 @@ def _show() -> None:
     selection = state.selection()
     loaded = cache.model(selection.model)
     map_column, side = st.columns([3, 2], gap="medium")
-    title = side.empty()
-    # The map answers ↑/↓ itself (in the browser): the layer buttons take no shortcuts here.
-    layer, _ = controls.head_picker(
-        side, head=False, explanation=(t("rollout.intro"), t("rollout.caption")), shortcuts=False
-    )
-    title.header(t("rollout.title", layer=layer))
+    layer = selection.layer
+    # The map's element draws the title and the Layer box with ‹ › here, and answers ↑/↓.
+    top = side.container(horizontal=True, vertical_alignment="center", gap="small")
+    page_view.slot(top.container(key=page_view.CONTROLS_SLOT, width="content"))
+    controls.explain(top, t("rollout.intro"), t("rollout.caption"))
     encoding = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair).encoding
     options = view_options(encoding.is_pair, side)
     maps = feedback.or_stop(cache.rollout_and_norms, loaded, selection.text, selection.pair, layer)
@@ -49,7 +55,9 @@ def _show() -> None:
     view_caption(views["raw"], options, map_column)
     map_column.caption(t(f"rollout.note_{shown}"))
     with map_column:  # the whole shown map (every token, not only the window), with the view toggles applied
-        _downloads(loaded.info.name, layer, shown, view, options)
+        page_view.server_files(
+            lambda: _downloads(loaded.info.name, layer, shown, view, options), t("rollout.downloads_follow")
+        )
 
 
 def _kind_view(options: analysis.ViewOptions, kind: str) -> tuple[analysis.ViewOptions, bool]:
@@ -102,10 +110,15 @@ def _map(place, loaded, selection, encoding, options, shown: str, style, view) -
         head_axis=False,  # one map per layer: the session's head stays as the other pages left it
         focus=False,
         window_keys=state.WINDOW_KEYS["rollout"],
+        told=True,
     )
+    extra = {
+        "controls": page_view.controls(plain("rollout.title", layer="{layer}"), head=False),
+        "follow": page_view.follow(("layer",)),
+    }
     content = (loaded.info.name, selection.text, selection.pair, shown, options)
     labels = (tuple(view.query_labels), tuple(view.key_labels))
-    attention_map.draw(place, attention_map.ROLLOUT_KEY, spec, content, maps_of, *labels)
+    attention_map.draw(place, attention_map.ROLLOUT_KEY, spec, content, maps_of, *labels, extra)
 
 
 def _downloads(model_name: str, layer: int, shown: str, view, options: analysis.ViewOptions) -> None:
