@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from attention_viz import settings
 
@@ -314,12 +313,3 @@ def _labels(
         labels.append("##" + label if w >= 0 and w == previous_word else label)
         previous_word = w
     return tuple(labels), tuple(words)
-
-
-def model_inputs(encoding: Encoding) -> dict[str, torch.Tensor]:
-    """The tensors a BERT forward takes for one input, each ``(1, t)``."""
-    return {
-        "input_ids": torch.tensor(encoding.input_ids)[None],  # (1, t)
-        "token_type_ids": torch.tensor(encoding.token_type_ids)[None],  # (1, t)
-        "attention_mask": torch.ones(1, encoding.num_tokens, dtype=torch.int64),  # (1, t)
-    }

@@ -624,24 +624,10 @@ def lm_head(loaded: LoadedModel):
 
 @st.cache_data(max_entries=64, ttl=RESULT_TTL, show_spinner=False)
 def _predictions(_loaded, model_name, text, pair, limits, position, k, off, knocked, _encoding):
-    import torch
-
     from attention_viz.analysis import knockout as knock
-    from attention_viz.models import lm_head as heads
 
-    info = _loaded.info
-    head_mask = None
-    if off is not None:
-        head_mask = torch.ones(info.num_layers, info.num_heads)
-        head_mask[off] = 0
-    key_mask = (
-        None
-        if knocked is None
-        else torch.from_numpy(knock.key_mask(info.num_layers, info.num_heads, _encoding.num_tokens, *knocked))
-    )
-    return heads.predict(
-        _loaded.encoder, lm_head(_loaded), _loaded.tokenizer, _encoding, position, k, head_mask, key_mask
-    )
+    head = lm_head(_loaded)
+    return knock.changed_predictions(_loaded.encoder, head, _loaded.tokenizer, _encoding, position, k, off, knocked)
 
 
 def predictions(loaded: LoadedModel, text: str, pair: str | None, position: int, k: int, off=None, knocked=None):
