@@ -81,8 +81,7 @@ def extract(
         source: ``"pretrained"`` (transformers' model) or ``"scratch"`` (our encoder).
         variant: for ``"scratch"``: a :class:`Variant` or its value.
         seed: for the ``random`` variant.
-        limits: characters and tokens accepted (default: from the environment, see
-            :mod:`attention_viz.settings`).
+        limits: characters and tokens accepted (default: :class:`~attention_viz.settings.Limits`' defaults).
 
     Returns:
         :class:`AttentionResult`.

@@ -174,7 +174,7 @@ def extract_seq2seq(
         source: the text the encoder reads.
         target: the text the decoder reads (teacher forcing, see :func:`encode_target`).
         computed_by: ``"scratch"`` (default) or ``"pretrained"``; the same bits either way.
-        limits: characters and tokens accepted (default: from the environment).
+        limits: characters and tokens accepted (default: :class:`~attention_viz.settings.Limits`' defaults).
 
     Returns:
         :class:`Seq2SeqResult`.

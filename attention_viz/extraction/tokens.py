@@ -126,7 +126,7 @@ def encode(
         text: sentence A.
         pair: sentence B, or ``None``/blank for a single text.
         max_length: the model's maximum positions; longer inputs are cut (``longest_first``).
-        limits: characters and tokens accepted (default: :func:`attention_viz.settings.load`); the
+        limits: characters and tokens accepted (default: :class:`~attention_viz.settings.Limits`' defaults); the
             token limit is the smaller of ``limits.max_tokens`` and ``max_length``.
         type_vocab_size: the model's token types (``config.type_vocab_size``); with one, a pair's
             sentence B gets type 0 too (:attr:`Encoding.one_segment`) instead of an index the model lacks.
@@ -139,7 +139,7 @@ def encode(
             characters than ``limits.max_chars`` (code ``too_long``), or a pair is given to a tokenizer
             without a separator token, as a decoder's (code ``pair_unsupported``).
     """
-    limits = settings.load().limits if limits is None else limits
+    limits = settings.Limits() if limits is None else limits
     check_length(text, pair, limits)
     if not (text and text.strip()):
         raise InputError("the text is empty: type a sentence", "empty")

@@ -595,7 +595,7 @@ def knockout(loaded: LoadedModel, text: str, pair: str | None, key: int, scope: 
 def _minimal_pair(_loaded: LoadedModel, model_name: str, text_a: str, text_b: str, limits):
     from attention_viz.analysis import minimal_pairs
 
-    return minimal_pairs.minimal_pair(_loaded, text_a, text_b)
+    return minimal_pairs.minimal_pair(_loaded, text_a, text_b, limits)
 
 
 def minimal_pair(loaded: LoadedModel, text_a: str, text_b: str):
