@@ -23,6 +23,7 @@ from attention_viz.analysis import measures
 from attention_viz.extraction.tokens import InputError
 
 MEASURES = ("js", "tv")  # Jensen-Shannon divergence (bits), total variation
+RANKED_HEADS = 12  # heads a ranking shows, those whose attention changed most first
 # The classic pairs: Winograd coreference (Levesque et al. 2012) and subject-verb agreement across an
 # attractor (Linzen et al. 2016).
 PRESETS = {

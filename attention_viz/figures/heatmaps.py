@@ -86,19 +86,6 @@ def _bottom(keys: Sequence[str], style: MapStyle) -> int:
     return label_room(keys, style.font_size) + 2 * style.font_size + 14
 
 
-def chart_height_over_width(
-    labels: Sequence[str], key_labels: Sequence[str] | None = None, style: MapStyle = NORMAL
-) -> int:
-    """How much taller than wide a map's chart is when its plot area is square (px).
-
-    The chart adds the top margin and the key labels (written vertically, under the plot) to the
-    plot's height, and the query labels to its width. A page that sizes the chart to its box uses
-    this to make the box no taller than the square plot needs.
-    """
-    keys = labels if key_labels is None else key_labels
-    return _top(style) + _bottom(keys, style) - _left(labels, style) - _RIGHT
-
-
 def margins(labels: Sequence[str], key_labels: Sequence[str] | None = None, style: MapStyle = NORMAL) -> dict:
     """The margins (px) around a map's square plot, as :func:`attention_heatmap` reserves them: ``{l, r, t, b}``
     for the query labels, the right edge, the title with the colour bar, and the key labels."""

@@ -182,8 +182,8 @@ def _attention(_loaded: LoadedModel, _encoding: Encoding, source: str, variant: 
 # Three caches by input length, so that a class of short sentences is never pushed out by a few long texts:
 # a result is layers x heads x tokens^2 float32 (the bundled model: 0.66 MB at 48 tokens, 7.4 MB at 160 and
 # 75 MB at 512), and the entries bound each cache's memory: at most about 130 MB, 240 MB and 600 MB for the
-# bundled model. Forty students with a sentence each hold 80 short results (pretrained and from scratch); with
-# one cache of 32 entries every head change of theirs ran the model twice again.
+# bundled model. Forty students with a sentence each hold 80 short results (pretrained and from scratch), which
+# the short cache keeps, so a head change of theirs runs no model.
 # Three functions, not one cached three ways: Streamlit keys a cache by the function's name and code.
 SHORT_TOKENS, MEDIUM_TOKENS = 48, 160
 
