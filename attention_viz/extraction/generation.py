@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from attention_viz import settings
+from attention_viz.extraction.forward import model_inputs
 from attention_viz.extraction.results import AttentionResult, extract_encoded
 from attention_viz.extraction.tokens import Encoding, InputError, encode
 from attention_viz.models.lm_head import byte_label, piece_text
@@ -172,12 +173,12 @@ def generate_decoder(
             "no_room",
             positions=loaded.info.max_positions,
         )
-    ids = torch.tensor(encoding.input_ids)[None]  # (1, t)
+    inputs = model_inputs(encoding)  # (1, t) each
     end = loaded.tokenizer.eos_token_id
     pad = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else end
     sequence = greedy_ids(
         generator,
-        {"input_ids": ids, "attention_mask": torch.ones_like(ids)},
+        {"input_ids": inputs["input_ids"], "attention_mask": inputs["attention_mask"]},  # a decoder: no token types
         min(max_new_tokens, room),
         pad_token_id=pad,
     )  # (1, t + new)

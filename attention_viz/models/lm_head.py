@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from tokenizers.models import WordPiece
 
+from attention_viz.extraction.forward import scratch_forward
 from attention_viz.extraction.tokens import visible, whitespace_label
 
 # The head's module(s) in each family's LM class, applied to the last hidden state ``(b, t, hidden)``.
@@ -273,13 +274,12 @@ def predict(
 
     Raises:
         ValueError: a position out of range.
+        AttentionError: the encoder's attention is not valid (:func:`~attention_viz.extraction.scratch_forward`).
     """
     if not 0 <= position < encoding.num_tokens:
         raise ValueError(f"position {position} is out of range 0-{encoding.num_tokens - 1}")
-    ids = torch.tensor(encoding.input_ids)[None]  # (1, t)
-    types = torch.tensor(encoding.token_type_ids)[None]
+    hidden = scratch_forward(encoder, encoding, head_mask=head_mask, key_mask=key_mask).last_hidden_state  # (1, t, h)
     with torch.inference_mode():
-        hidden = encoder(ids, types, head_mask=head_mask, key_mask=key_mask).last_hidden_state  # (1, t, hidden)
         probabilities = torch.softmax(head.logits(hidden)[0, position].double(), -1)  # (vocab,)
     top = torch.topk(probabilities, k)
     chosen = top.indices.numpy()

@@ -182,8 +182,8 @@ def _attention(_loaded: LoadedModel, _encoding: Encoding, source: str, variant: 
 # Three caches by input length, so that a class of short sentences is never pushed out by a few long texts:
 # a result is layers x heads x tokens^2 float32 (the bundled model: 0.66 MB at 48 tokens, 7.4 MB at 160 and
 # 75 MB at 512), and the entries bound each cache's memory: at most about 130 MB, 240 MB and 600 MB for the
-# bundled model. Forty students with a sentence each hold 80 short results (pretrained and from scratch); with
-# one cache of 32 entries every head change of theirs ran the model twice again.
+# bundled model. Forty students with a sentence each hold 80 short results (pretrained and from scratch), which
+# the short cache keeps, so a head change of theirs runs no model.
 # Three functions, not one cached three ways: Streamlit keys a cache by the function's name and code.
 SHORT_TOKENS, MEDIUM_TOKENS = 48, 160
 
@@ -595,7 +595,7 @@ def knockout(loaded: LoadedModel, text: str, pair: str | None, key: int, scope: 
 def _minimal_pair(_loaded: LoadedModel, model_name: str, text_a: str, text_b: str, limits):
     from attention_viz.analysis import minimal_pairs
 
-    return minimal_pairs.minimal_pair(_loaded, text_a, text_b)
+    return minimal_pairs.minimal_pair(_loaded, text_a, text_b, limits)
 
 
 def minimal_pair(loaded: LoadedModel, text_a: str, text_b: str):
@@ -624,24 +624,10 @@ def lm_head(loaded: LoadedModel):
 
 @st.cache_data(max_entries=64, ttl=RESULT_TTL, show_spinner=False)
 def _predictions(_loaded, model_name, text, pair, limits, position, k, off, knocked, _encoding):
-    import torch
-
     from attention_viz.analysis import knockout as knock
-    from attention_viz.models import lm_head as heads
 
-    info = _loaded.info
-    head_mask = None
-    if off is not None:
-        head_mask = torch.ones(info.num_layers, info.num_heads)
-        head_mask[off] = 0
-    key_mask = (
-        None
-        if knocked is None
-        else torch.from_numpy(knock.key_mask(info.num_layers, info.num_heads, _encoding.num_tokens, *knocked))
-    )
-    return heads.predict(
-        _loaded.encoder, lm_head(_loaded), _loaded.tokenizer, _encoding, position, k, head_mask, key_mask
-    )
+    head = lm_head(_loaded)
+    return knock.changed_predictions(_loaded.encoder, head, _loaded.tokenizer, _encoding, position, k, off, knocked)
 
 
 def predictions(loaded: LoadedModel, text: str, pair: str | None, position: int, k: int, off=None, knocked=None):
