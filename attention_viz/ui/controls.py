@@ -9,7 +9,7 @@ import streamlit as st
 
 from attention_viz.models import sizes
 from attention_viz.models.loading import BUNDLED_MODEL, LoadedModel, ModelLoadError
-from attention_viz.ui import cache, feedback, presets_ui, state
+from attention_viz.ui import cache, feedback, generation_ui, presets_ui, state
 from attention_viz.ui.i18n import LANGUAGE_KEY, LANGUAGES, plain, t
 from attention_viz.ui.safe_text import Markdown
 
@@ -129,6 +129,7 @@ def sidebar(places: dict | None = None) -> LoadedModel | None:
             places["share"] = top.container(width="content")
         st.text_area(t("sidebar.text"), key="text", height=120 if st.session_state["presentation"] else 96)
         st.text_input(t("sidebar.pair"), key="pair", help=t("sidebar.pair_help"))
+        generation_ui.draw(loaded)  # a decoder's continuation of the sentence
         presets_ui.picker()
         model_box()
     with st.sidebar:
