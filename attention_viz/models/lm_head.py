@@ -96,16 +96,19 @@ def read_lm_model(info, auto) -> tuple[object, list[str]]:
 
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the warning about missing head weights is what we report instead
+    from attention_viz.models.loading import READ_LOCK  # one read at a time: it says why
+
     try:
-        model, report = auto.from_pretrained(
-            info.path,
-            output_loading_info=True,
-            attn_implementation="eager",
-            use_safetensors=True,
-            dtype=torch.float32,
-            trust_remote_code=False,
-            local_files_only=True,
-        )
+        with READ_LOCK:
+            model, report = auto.from_pretrained(
+                info.path,
+                output_loading_info=True,
+                attn_implementation="eager",
+                use_safetensors=True,
+                dtype=torch.float32,
+                trust_remote_code=False,
+                local_files_only=True,
+            )
     except (OSError, ValueError, KeyError) as exc:
         raise OSError(f"could not read the language-model head of {info.name!r}: {exc}") from exc
     finally:
