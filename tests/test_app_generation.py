@@ -18,7 +18,7 @@ from attention_viz.ui import cache, i18n
 TEXT = "The cat sat on the mat."
 NEW = 4
 LAYER, HEAD = 1, 2
-MARK = cache.GENERATED_MARK
+MARK = "✎"  # cache.GENERATED_MARK, as a person reads it
 
 
 @pytest.fixture(scope="module")

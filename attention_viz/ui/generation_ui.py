@@ -66,13 +66,6 @@ def draw(loaded: LoadedModel | None) -> None:
     row.button(t("generation.generate"), key="generation_generate", on_click=state.guarded(_generate))
     if not s["generated"]:
         return
-    row.button(
-        "",
-        icon=":material/close:",
-        key="generation_clear",
-        on_click=state.guarded(_clear),
-        help=t("generation.clear"),
-    )
     if s["pair"]:
         return  # a decoder reads one text: the page says so
     try:
@@ -80,22 +73,32 @@ def draw(loaded: LoadedModel | None) -> None:
             ids = cache.continuation(loaded, s["text"], s["generated"])
     except InputError as exc:
         st.info(feedback.input_message(exc))
+        _clear_button(st)
         return
     except GenerationError as exc:
         feedback.log.warning("no continuation of %s: %s", loaded.info.name, exc)
         st.info(t(f"generation.cannot_{exc.code}"))
+        _clear_button(st)
         return
     _stepper(len(ids))
 
 
+def _clear_button(place) -> None:
+    place.button(
+        "",
+        icon=":material/close:",
+        key="generation_clear",
+        on_click=state.guarded(_clear),
+        help=t("generation.clear"),
+    )
+
+
 def _stepper(total: int) -> None:
-    """‹ the step › and what the maps show now."""
-    row = st.container(horizontal=True, vertical_alignment="bottom", gap="small", key="generation_steps")
+    """The step (a slider, 0 to ``total``), ‹ › and the button back to the sentence alone, and what the maps
+    show now."""
+    step = state.control(st.slider, t("generation.step"), "generation_step", min_value=0, max_value=total, note=False)
+    row = st.container(horizontal=True, vertical_alignment="center", gap="small", key="generation_steps")
     for delta, icon, where in ((-1, "chevron_left", "previous"), (1, "chevron_right", "next")):
-        if delta == 1:
-            step = state.control(
-                row.slider, t("generation.step"), "generation_step", min_value=0, max_value=total, note=False
-            )
         row.button(
             "",
             icon=f":material/{icon}:",
@@ -105,4 +108,5 @@ def _stepper(total: int) -> None:
             shortcut=STEP_SHORTCUTS[delta],
             help=t(f"generation.step_{where}"),
         )
+    _clear_button(row)
     st.caption(t("generation.shown", step=step, total=total, mark=cache.GENERATED_MARK))
