@@ -235,3 +235,20 @@ def test_a_read_while_another_thread_reads_still_ties_the_head_to_the_embeddings
         thread.join()
     assert missing == []
     assert model.lm_head.weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()
+
+
+def test_an_id_past_the_tokenizers_vocabulary_reads_as_its_number():
+    """A model's embedding table may have more rows than its tokenizer has tokens (Qwen2: 151,936 rows for about
+    151,650 tokens), and a model can predict or generate such an id: it gets a label, not an error."""
+    from attention_viz.extraction.generation import extend_encoding, token_label
+
+    tokenizer = _tokenizer("qwen2")
+    past = len(tokenizer) + 7
+    assert tokenizer.convert_ids_to_tokens(past) is None
+    assert piece_text(tokenizer, past) == PieceText(f"id {past}", (f"id {past}",), False, True)
+    assert token_label(tokenizer, past) == f"id {past}"
+    prompt = encode(tokenizer, TEXT)
+    known = int(prompt.input_ids[1])
+    extended = extend_encoding(prompt, tokenizer, [known, past])
+    assert extended.labels[-1] == extended.tokens[-1] == f"id {past}"
+    assert extended.labels[-2] == token_label(tokenizer, known) and extended.num_tokens == prompt.num_tokens + 2

@@ -19,7 +19,7 @@ import torch
 from attention_viz import settings
 from attention_viz.extraction.results import AttentionResult, extract_encoded
 from attention_viz.extraction.tokens import Encoding, InputError, encode
-from attention_viz.models.lm_head import byte_label, piece_text
+from attention_viz.models.lm_head import byte_label, piece_text, unknown_id_label
 from attention_viz.models.loading import LoadedModel, ModelInfo
 
 DEFAULT_NEW_TOKENS = 20
@@ -57,7 +57,8 @@ def token_label(tokenizer, token_id: int) -> str:
     """A display label for a token the model wrote (no typed text to take it from), as input tokens' labels
     read: what it decodes to, without tokenizer markers (:func:`~attention_viz.models.lm_head.piece_text`),
     ``##`` before a piece that continues a word, ``␣``/``⏎`` for whitespace, ``byte 0xC4`` for a byte that is
-    no whole character, and a special token as the model names it."""
+    no whole character, a special token as the model names it, and ``id 151700`` for an id the tokenizer has
+    no piece for (the model's vocabulary is larger than its tokenizer's)."""
     piece = piece_text(tokenizer, token_id)
     if piece.special:
         return piece.piece
@@ -74,7 +75,8 @@ def extend_encoding(encoding: Encoding, tokenizer, ids: list[int]) -> Encoding:
         An :class:`Encoding` of ``encoding.num_tokens + len(ids)`` tokens; the new ones have word id -1 and
         are special only when the tokenizer says so (an end token).
     """
-    tokens = tuple(tokenizer.convert_ids_to_tokens(ids))
+    pieces = tokenizer.convert_ids_to_tokens(ids)  # None for an id past the tokenizer's vocabulary
+    tokens = tuple(unknown_id_label(i) if piece is None else piece for i, piece in zip(ids, pieces, strict=True))
     specials = set(tokenizer.all_special_ids)
     new = len(ids)
     return Encoding(

@@ -207,9 +207,13 @@ def piece_text(tokenizer, token_id: int) -> PieceText:
 
     Args:
         tokenizer: a fast (Rust-backed) transformers tokenizer.
-        token_id: 0 to the vocabulary size − 1.
+        token_id: 0 to the vocabulary size − 1. An id the tokenizer has no piece for (a model's embedding
+            table may have more rows than its tokenizer has tokens: Qwen2's 151,936 for about 151,650) reads
+            ``id 151700``, as a special token does (no text of its own).
     """
     piece = tokenizer.convert_ids_to_tokens(int(token_id))
+    if piece is None:
+        return PieceText(unknown_id_label(token_id), (unknown_id_label(token_id),), False, True)
     if int(token_id) in tokenizer.all_special_ids:
         return PieceText(piece, (piece,), False, True)
     model = getattr(getattr(tokenizer, "backend_tokenizer", None), "model", None)
@@ -226,6 +230,11 @@ def piece_text(tokenizer, token_id: int) -> PieceText:
     new_word = piece.startswith(SENTENCEPIECE_SPACE)
     text = _shown((piece[1:] if new_word else piece).replace(SENTENCEPIECE_SPACE, " "))
     return PieceText(piece, (text,) if text else (), new_word)
+
+
+def unknown_id_label(token_id: int) -> str:
+    """The label of a token id the tokenizer has no piece for: ``id 151700``."""
+    return f"id {int(token_id)}"
 
 
 @dataclass(frozen=True)
