@@ -80,6 +80,9 @@ def test_generate_shows_sentence_and_continuation_and_steps_through_the_prefixes
     assert at.query_params["generated"] == str(NEW) and at.query_params["generation_step"] == str(NEW)
     assert at.query_params["generate_tokens"] == str(NEW)
 
+    # keys P and N step too (Streamlit's button shortcuts; the arrows are the map's)
+    shortcuts = {key: at.button(key=f"generation_{key}").proto.shortcut for key in ("previous", "next")}
+    assert {key: value.lower() for key, value in shortcuts.items()} == {"previous": "p", "next": "n"}
     # step back two tokens, one at a time: the map of the sentence and the first 2 generated tokens
     at.button(key="generation_previous").click().run()
     at.button(key="generation_previous").click().run()
@@ -111,6 +114,9 @@ def test_generate_shows_sentence_and_continuation_and_steps_through_the_prefixes
     assert len(heatmaps) == loaded.info.num_layers * loaded.info.num_heads
     thumbnail = z({"data": heatmaps}, LAYER * loaded.info.num_heads + HEAD)
     assert thumbnail.shape == (prompt + 1, prompt + 1) and np.array_equal(thumbnail, step_map)
+    at.switch_page("attention_viz/ui/pages/head_stats.py").run()
+    no_errors(at)
+    assert not at.error, [e.value for e in at.error]
 
 
 def test_the_link_carries_count_and_step_and_opens_the_same_map(lm_folder):
