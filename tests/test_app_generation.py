@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from apptools import ALL_HEADS, APP, chart, no_errors, run_app, z
+from replay import browser_step
 from streamlit.testing.v1 import AppTest
 from test_lm_head import _save_lm
 
@@ -151,6 +152,21 @@ def test_an_encoder_has_no_generation_control_and_a_link_asking_for_one_gets_a_n
     no_errors(at)
     assert i18n.t("generation.encoder") in [c.value for c in at.caption]
     assert not any(MARK in str(label) for label in _map(at)[1])
+    at.button(key="generation_clear").click().run()  # the note goes with the request
+    assert at.session_state["generated"] == 0 and i18n.t("generation.encoder") not in [c.value for c in at.caption]
+
+
+def test_a_text_that_fills_every_position_says_there_is_no_room_and_keeps_its_map(lm_folder):
+    folder = lm_folder("gpt2")
+    long_text = "the cat sat on the mat " * 30  # past the tiny model's 64 positions: cut to 64 tokens
+    at = run_app(model=folder, text=long_text, pair="", generated=NEW, generation_step=NEW)
+    no_errors(at)
+    assert i18n.t("messages.input_no_room", positions=64) in [i.value for i in at.info]
+    assert len(cache.model(folder).tokenizer(long_text)["input_ids"]) > 64
+    at = browser_step(at, query_start=64, key_start=64)  # the window at the end of the text: no token after it
+    assert (at.session_state["query_start"], at.session_state["key_start"]) == (64 - len(_map(at)[1]),) * 2
+    assert not any(MARK in label for label in _labels(_map(at)[1]))
+    assert at.text_area(key="text").value == long_text
 
 
 def test_a_decoder_saved_without_its_lm_head_says_it_cannot_generate(family_dir):

@@ -49,8 +49,9 @@ def draw(loaded: LoadedModel | None) -> None:
     if loaded is None:
         return
     if not loaded.info.causal:
-        if s["generated"]:
+        if s["generated"]:  # a link made on a decoder: say why nothing was generated, and let it go
             st.caption(t("generation.encoder"))
+            _clear_button(st)
         return
     row = st.container(horizontal=True, vertical_alignment="bottom", gap="small")
     state.control(
@@ -72,7 +73,8 @@ def draw(loaded: LoadedModel | None) -> None:
         with st.spinner(t("generation.running")):
             ids = cache.continuation(loaded, s["text"], s["generated"])
     except InputError as exc:
-        st.info(feedback.input_message(exc))
+        if exc.code == "no_room":  # an empty or too long text: the page says so already
+            st.info(feedback.input_message(exc))
         _clear_button(st)
         return
     except GenerationError as exc:
