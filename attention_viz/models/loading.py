@@ -13,6 +13,7 @@ import json
 import os
 import socket
 import struct
+import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +28,12 @@ from attention_viz.models.decoder import Decoder
 from attention_viz.models.encoder import BertEncoder, WeightMismatchError
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
+# Held around every ``from_pretrained`` of a model (here and in :mod:`attention_viz.models.lm_head`): while
+# transformers reads a checkpoint it swaps methods of ``PreTrainedModel`` itself, for every model of the
+# process (``no_tie_weights`` makes ``tie_weights`` do nothing until the read ends). A second read in another
+# thread meanwhile (the server's warm-up, another session) built its model untied: a GPT-2 or Qwen2 whose
+# LM head is its embedding table came back without one and could not generate. Reads are one at a time.
+READ_LOCK = threading.RLock()
 _BUNDLED_ALIASES = {BUNDLED_MODEL, f"sentence-transformers/{BUNDLED_MODEL}", "bundled"}
 
 
@@ -278,9 +285,10 @@ def _read_checkpoint(source: str, local_only: bool, auto: str = "AutoModel"):
     # trust_remote_code off and safetensors only, always: a checkpoint is data, never code (pickle runs code)
     options = {"trust_remote_code": False, "local_files_only": local_only}
     tokenizer = AutoTokenizer.from_pretrained(source, **options)
-    model = getattr(transformers, auto).from_pretrained(
-        source, attn_implementation="eager", use_safetensors=True, dtype=torch.float32, **options
-    )
+    with READ_LOCK:
+        model = getattr(transformers, auto).from_pretrained(
+            source, attn_implementation="eager", use_safetensors=True, dtype=torch.float32, **options
+        )
     return tokenizer, model
 
 
