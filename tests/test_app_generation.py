@@ -14,6 +14,7 @@ from test_lm_head import _save_lm
 
 from attention_viz.extraction import encode, extract_encoded
 from attention_viz.extraction.generation import extend_encoding, generate_decoder, load_generator
+from attention_viz.figures.grid import thumbnail
 from attention_viz.ui import cache, i18n
 
 TEXT = "The cat sat on the mat."
@@ -111,10 +112,12 @@ def test_generate_shows_sentence_and_continuation_and_steps_through_the_prefixes
     step_map = _map(at)[0]
     at.switch_page(ALL_HEADS).run()
     no_errors(at)
-    heatmaps = [trace for trace in chart(at, "head_grid")["data"] if trace["type"] == "heatmap"]
-    assert len(heatmaps) == loaded.info.num_layers * loaded.info.num_heads
-    thumbnail = z({"data": heatmaps}, LAYER * loaded.info.num_heads + HEAD)
-    assert thumbnail.shape == (prompt + 1, prompt + 1) and np.array_equal(thumbnail, step_map)
+    grid = chart(at, "head_grid")
+    meta = grid["data"][0]["meta"]
+    assert (meta["layers"], meta["heads"]) == (loaded.info.num_layers, loaded.info.num_heads)
+    grid["data"][0]["z"] = z(grid)
+    shown = thumbnail(grid, LAYER, HEAD)
+    assert shown.shape == (prompt + 1, prompt + 1) and np.array_equal(shown, step_map)
     at.switch_page("attention_viz/ui/pages/head_stats.py").run()
     no_errors(at)
     assert not at.error, [e.value for e in at.error]
