@@ -708,30 +708,32 @@ def test_a_tiny_llama_opened_as_a_folder_draws_compare_and_all_heads_with_its_gr
     idle(page)
     chart = ".js-plotly-plot"
     _away(page, chart)
-    cx, cy, _, _ = page.eval_on_selector(chart, BOX)
-    layout = page.eval_on_selector(
+    _, cy, _, _ = page.eval_on_selector(chart, BOX)
+    # the thumbnails' edges on the screen, from the one heatmap's categories (its meta gives their rows and columns)
+    spans = page.eval_on_selector(
         chart,
-        "e => ({size: e._fullLayout._size, x: [1, 2, 3, 4].map(i => e._fullLayout['xaxis' + (i > 1 ? i : '')].domain),"
-        " y: [1, 5].map(i => e._fullLayout['yaxis' + (i > 1 ? i : '')].domain)})",
+        """e => { const f = e._fullLayout, xa = f.xaxis, ya = f.yaxis, m = e.data[0].meta;
+            const r = e.getBoundingClientRect(), across = m.keys + m.gap, down = m.queries + m.gap;
+            const X = v => r.left + xa._offset + xa.l2p(v), Y = v => r.top + ya._offset + ya.l2p(v);
+            return {x: [0, 1, 2, 3].map(h => [X(h * across - 0.5), X(h * across + m.keys - 0.5)]),
+                    y: [0, 1].map(l => [Y(l * down - 0.5), Y(l * down + m.queries - 0.5)]), top: f._size.t}; }""",
     )
-    plot = layout["size"]
-    px = lambda f: cx + plot["l"] + f * plot["w"]  # noqa: E731  (paper fraction -> screen x)
-    py = lambda f: cy + plot["t"] + (1 - f) * plot["h"]  # noqa: E731
     page.screenshot(path=ARTIFACTS / "tiny_llama_all_heads.png")
-    top, bottom = py(layout["y"][0][1]), py(layout["y"][1][0])  # layer 0's top, layer 1's bottom
-    for head, (x0, x1) in enumerate(layout["x"]):  # each of layer 0's and 1's thumbnails has blue cells
-        for y0, y1 in layout["y"]:
-            inside = _pixels(page, px(x0) + 2, py(y1) + 2, px(x1) - px(x0) - 4, py(y0) - py(y1) - 4)
+    top, bottom = spans["y"][0][0], spans["y"][1][1]  # layer 0's top, layer 1's bottom
+    for head, (x0, x1) in enumerate(spans["x"]):  # each of layer 0's and 1's thumbnails has blue cells
+        for y0, y1 in spans["y"]:
+            inside = _pixels(page, x0 + 2, y0 + 2, x1 - x0 - 4, y1 - y0 - 4)
             blue = (inside[..., 2] - inside[..., 0] > 60).sum()
             assert blue > 20, f"head {head}'s thumbnail is not painted ({blue} blue pixels)"
-    gap = (layout["x"][1][1] + layout["x"][2][0]) / 2  # between head 1 and head 2: the groups' border
-    line = _pixels(page, px(gap) - 2, top, 5, bottom - top)
+    gap = (spans["x"][1][1] + spans["x"][2][0]) / 2  # between head 1 and head 2: the groups' border
+    line = _pixels(page, gap - 2, top, 5, bottom - top)
     grey = _dark(line, 140).any(axis=1)  # per row of pixels: a dark grey pixel in the 5 px around the gap
     assert grey.mean() > 0.9, f"the line between the groups is drawn on {grey.mean():.0%} of the grid's height"
     for a, b in ((0, 1), (2, 3)):  # inside a group, between its two heads: no line
-        inner = (layout["x"][a][1] + layout["x"][b][0]) / 2
-        assert _dark(_pixels(page, px(inner) - 2, top, 5, bottom - top), 140).any(axis=1).mean() < 0.1
-    above = _pixels(page, px(layout["x"][0][0]), cy + 2, px(layout["x"][3][1]) - px(layout["x"][0][0]), plot["t"] - 18)
+        inner = (spans["x"][a][1] + spans["x"][b][0]) / 2
+        assert _dark(_pixels(page, inner - 2, top, 5, bottom - top), 140).any(axis=1).mean() < 0.1
+    left, right = spans["x"][0][0], spans["x"][3][1]
+    above = _pixels(page, left, cy + 2, right - left, spans["top"] - 18)
     labels = above.max(axis=-1) < 200  # ink of plotly's slate-blue text on white, above the head titles
     halves = np.array_split(labels.any(axis=0), 2)  # "kv 0" over heads 0-1, "kv 1" over heads 2-3
     assert all(half.sum() >= 8 for half in halves), [half.sum() for half in halves]
