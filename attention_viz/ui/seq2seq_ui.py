@@ -392,7 +392,7 @@ def _inside(loaded: LoadedSeq2Seq) -> None:
     )
     n = len(rows)
     query = state.control(
-        st.selectbox,
+        st.columns(2)[0].selectbox,
         t("inside.query"),
         "inside_query",
         range(n),
@@ -426,8 +426,9 @@ def _inside_steps(loaded: LoadedSeq2Seq, result, rows, columns) -> list[tuple]:
     outlined = None if chosen == "cross" else query  # the query token is among the keys in a self-attention
 
     def bars(values, title, value_format: str, masked=()):
-        """One number per key (a source or target token), the query token outlined where it is a key."""
-        return figures.key_bars(values, columns, title, masked, value_format, outlined, t("inside.masked"))
+        """One number per key (a source or target token), the query token outlined where it is a key, the keys the
+        causal mask hides greyed and marked as later tokens."""
+        return figures.key_bars(values, columns, title, masked, value_format, outlined, t("seq2seq.inside_later"))
 
     family = "t5" if loaded.info.family == "t5" else "bart"
     scores = [t(f"seq2seq.inside_scores_{family}", scaling=f"{result.scaling:.4g}", d=d)]
