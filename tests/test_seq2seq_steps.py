@@ -12,7 +12,7 @@ from tiny_seq2seq import SEQ2SEQ, T5_BUCKETS, T5_MAX_DISTANCE, make_tiny_seq2seq
 
 from attention_viz.analysis.seq2seq_steps import seq2seq_steps, sublayer_inputs
 from attention_viz.extraction import InputError
-from attention_viz.extraction.seq2seq import KINDS, extract_seq2seq
+from attention_viz.extraction.seq2seq import KINDS, extract_seq2seq, generate_seq2seq
 from attention_viz.models.loading import load_seq2seq
 from attention_viz.models.seq2seq import relative_position_bucket
 
@@ -130,3 +130,14 @@ def test_bad_kind_layer_head_or_query_raise_clear_errors(seq2seq):
     t = result.target.num_tokens
     with pytest.raises(InputError, match=f"query token {t} out of range"):
         seq2seq_steps(loaded.twin, inputs, "cross", 0, 0, t)  # the cross-attention's queries are target tokens
+
+
+def test_the_steps_follow_a_target_the_model_wrote(seq2seq):
+    loaded, _, _ = seq2seq("bart")
+    written = generate_seq2seq(loaded, SOURCE, 4, "pretrained")
+    inputs = sublayer_inputs(loaded.twin, written.source, written.target)
+    t = written.target.num_tokens
+    assert inputs.cross.shape[1] == t and written.generated.sum() >= 1
+    for kind in ("decoder", "cross"):
+        found = seq2seq_steps(loaded.twin, inputs, kind, 2, 1, t - 1)  # the step after the last written token
+        np.testing.assert_allclose(found.all_weights, written.maps(kind)[2, 1], rtol=0, atol=1e-6)
