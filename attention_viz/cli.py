@@ -104,20 +104,20 @@ def _run(args: argparse.Namespace) -> str:
     from attention_viz.models.encoder import Variant
     from attention_viz.models.loading import load_model
 
-    limits = settings.load().limits  # an invalid ATTENTION_VIZ_* setting stops here, before any model loads
+    config = settings.load()  # an invalid ATTENTION_VIZ_* setting stops here, before any model loads
     if args.command == "stats":
-        return _run_stats(args, limits)
+        return _run_stats(args, config)
     if args.command == "atlas":
-        return _run_atlas(args, limits)
+        return _run_atlas(args, config)
     if args.command == "model":
-        return _run_model(args, limits)
+        return _run_model(args, config)
 
     _check_options(args)
-    loaded = load_model(args.model)
+    loaded = load_model(args.model, config.models)
     _check_range("layer", args.layer, loaded.info.num_layers)
     _check_range("head", args.head, loaded.info.num_heads)
     variant = args.variant or Variant.EXACT.value
-    result = extract(loaded, args.text, args.pair, args.source, variant, args.seed or 0, limits)
+    result = extract(loaded, args.text, args.pair, args.source, variant, args.seed or 0, config.limits)
     if result.encoding.one_segment:
         print(ONE_SEGMENT, file=sys.stderr)
     if args.format == "csv":
@@ -189,15 +189,15 @@ MODEL_HELP = (
 )
 
 
-def _run_model(args: argparse.Namespace, limits: settings.Limits) -> str:
+def _run_model(args: argparse.Namespace, config: settings.Settings) -> str:
     from attention_viz.models import sizes
     from attention_viz.models.loading import load_model
 
     if args.tokens < 1:
         raise _UsageError("--tokens takes a number from 1")
-    loaded = load_model(args.model)
+    loaded = load_model(args.model, config.models)
     info = loaded.info
-    tokens = min(args.tokens, limits.tokens_for(info.max_positions))
+    tokens = min(args.tokens, config.limits.tokens_for(info.max_positions))
     estimate = sizes.estimate_forward(loaded.encoder, tokens)
     available = sizes.available_memory()
     payload = {
@@ -347,7 +347,7 @@ def _read_corpus_file(path: str) -> tuple[list[tuple[str, str | None]], int]:
         raise _UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def _run_stats(args: argparse.Namespace, limits: settings.Limits) -> str:
+def _run_stats(args: argparse.Namespace, config: settings.Settings) -> str:
     from tqdm import tqdm
 
     from attention_viz.analysis import corpus_statistics
@@ -360,7 +360,7 @@ def _run_stats(args: argparse.Namespace, limits: settings.Limits) -> str:
     if args.file is None and not chosen:
         raise _UsageError("give a text file, or --scores for named head scores on random tokens")
     texts, blank = _read_corpus_file(args.file) if args.file is not None else ([], 0)
-    loaded = load_model(args.model)
+    loaded = load_model(args.model, config.models)
     if loaded.encoder.config.type_vocab_size < 2 and any(pair for _, pair in texts):
         print(ONE_SEGMENT, file=sys.stderr)
     bars = []  # the bar starts with the run, after the corpus was checked: a refusal is one line
@@ -374,11 +374,11 @@ def _run_stats(args: argparse.Namespace, limits: settings.Limits) -> str:
     try:
         if texts and args.ray is None:
             result = corpus_statistics(
-                loaded, texts, args.batch_size, progress=advance, importance=args.importance, limits=limits
+                loaded, texts, args.batch_size, progress=advance, importance=args.importance, limits=config.limits
             )
         elif texts:
             with contextlib.redirect_stdout(sys.stderr):  # Ray prints the cluster's notices on stdout: not the table's
-                result = _run_on_ray(args, texts, limits, advance)
+                result = _run_on_ray(args, texts, config, advance)
         if chosen:
             columns, scores = _score_columns(loaded, args, chosen, score_bars)
     finally:
@@ -449,42 +449,52 @@ def _check_ray_options(args: argparse.Namespace) -> None:
         raise _UsageError(f"--ray-timeout takes seconds above 0, got {args.ray_timeout:g}")
 
 
-def _atlas_on_ray(args: argparse.Namespace, texts, limits: settings.Limits, chosen: dict):
+def _atlas_on_ray(args: argparse.Namespace, texts, config: settings.Settings, chosen: dict):
     from attention_viz.analysis.distributed import atlas_on_ray
 
     return _on_ray(
         args,
-        limits,
+        config.limits,
         lambda ray_limits, timeout_s: atlas_on_ray(
             texts,
             args.model,
-            args.ray or None,
+            _ray_address(args),
             workers=args.ray_workers,
             limits=ray_limits,
+            policy=config.models,
             connect_timeout_s=timeout_s,
             **chosen,
         ),
     )
 
 
-def _run_on_ray(args: argparse.Namespace, texts, limits: settings.Limits, advance):
+def _run_on_ray(args: argparse.Namespace, texts, config: settings.Settings, advance):
     from attention_viz.analysis.distributed import corpus_statistics_on_ray
 
     return _on_ray(
         args,
-        limits,
+        config.limits,
         lambda ray_limits, timeout_s: corpus_statistics_on_ray(
             texts,
             args.model,
-            args.ray or None,
+            _ray_address(args),
             args.batch_size,
             workers=args.ray_workers,
             progress=advance,
             importance=args.importance,
             limits=ray_limits,
+            policy=config.models,
             connect_timeout_s=timeout_s,
         ),
     )
+
+
+def _ray_address(args: argparse.Namespace) -> str | None:
+    """Where ``--ray`` goes: its address; without one (or with ``auto``) ``RAY_ADDRESS`` when it is set, as Ray
+    itself would read it; else None (a cluster started on this machine, or a new local one)."""
+    if args.ray in (None, "", "auto") and os.environ.get("RAY_ADDRESS"):
+        return os.environ["RAY_ADDRESS"]
+    return args.ray or None
 
 
 def _on_ray(args: argparse.Namespace, limits: settings.Limits, run):
@@ -550,7 +560,7 @@ def _add_atlas_parser(commands) -> None:
     _add_ray_options(atlas)
 
 
-def _run_atlas(args: argparse.Namespace, limits: settings.Limits) -> str:
+def _run_atlas(args: argparse.Namespace, config: settings.Settings) -> str:
     from tqdm import tqdm
 
     from attention_viz.analysis import atlas
@@ -566,7 +576,7 @@ def _run_atlas(args: argparse.Namespace, limits: settings.Limits) -> str:
     if out is not None and not out.parent.is_dir():
         raise _UsageError(f"cannot write {out}: there is no folder {out.parent}")
     texts, _ = _read_corpus_file(args.file)
-    loaded = load_model(args.model)
+    loaded = load_model(args.model, config.models)
     bars = []
 
     def advance(done: float, total: int) -> None:
@@ -586,9 +596,9 @@ def _run_atlas(args: argparse.Namespace, limits: settings.Limits) -> str:
     )
     try:
         if args.ray is None:
-            built = atlas.build_atlas(loaded, texts, limits=limits, **chosen)
+            built = atlas.build_atlas(loaded, texts, limits=config.limits, **chosen)
         else:
-            built = _atlas_on_ray(args, texts, limits, chosen)
+            built = _atlas_on_ray(args, texts, config, chosen)
     finally:
         for bar in bars:
             bar.close()

@@ -3,7 +3,8 @@
 Defaults suit a laptop: any BERT name or folder loads, texts up to 5,000 characters, inputs up to the
 model's maximum positions, corpora up to 1,000 texts and 50,000 tokens. Whoever runs a shared server
 narrows them with environment variables (or, in the app, ``.streamlit/secrets.toml``, read by the UI
-layer and passed in as ``overrides``):
+layer and passed in as ``overrides``). Only the app and the command line read them (:func:`load`); the library's
+functions take a :class:`Limits` or a :class:`ModelPolicy` as an argument, these defaults when given none:
 
 ====================================  ==========================================================
 ``ATTENTION_VIZ_MAX_CHARS``           characters one sentence may have (default 5000)

@@ -8,7 +8,6 @@ temporary folder and loaded through ``load_model``, as a downloaded checkpoint w
 
 from __future__ import annotations
 
-import json
 import tempfile
 from functools import cache
 
@@ -18,25 +17,14 @@ from attention_viz import extraction
 from attention_viz.models import families
 from attention_viz.models.loading import LoadedModel, load_model
 from benchmarks.harness import PARAGRAPH, Row, Settings, corpus, interleaved, seconds_row, text_of_tokens
+from benchmarks.tiny import byte_level_bpe
 
 FAMILIES = ("roberta", "gpt2")
 
 
 @cache
 def _bpe() -> tuple[dict, list]:
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    trainer = trainers.BpeTrainer(
-        vocab_size=1000,
-        special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>", "<|endoftext|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tokenizer.train_from_iterator([PARAGRAPH, *corpus(64)], trainer)
-    model = json.loads(tokenizer.to_str())["model"]
-    return model["vocab"], [tuple(merge) for merge in model["merges"]]
+    return byte_level_bpe([PARAGRAPH, *corpus(64)], 1000)
 
 
 def base_model(family: str) -> LoadedModel:

@@ -18,25 +18,11 @@ from attention_viz.analysis import corpus, importance
 from attention_viz.analysis.importance import cosine_distance, mean_pool
 from attention_viz.models.loading import LoadedModel
 from benchmarks.harness import Row, Settings, median
+from benchmarks.tiny import one_forward_per_head
 
 BATCH_SIZE = 16
 TARGET_S = 20.0
 TOLERANCE = 1e-6
-
-
-def one_forward_per_head(encoder, input_ids, token_type_ids, attention_mask) -> np.ndarray:
-    """``(layers, heads)`` sums over the batch: a full forward with each head's output zeroed in turn."""
-    layers, heads = encoder.config.num_hidden_layers, encoder.config.num_attention_heads
-    sums = np.zeros((layers, heads))
-    with torch.inference_mode():
-        reference = mean_pool(encoder(input_ids, token_type_ids, attention_mask).last_hidden_state, attention_mask)
-        for layer in range(layers):
-            for head in range(heads):
-                head_mask = torch.ones(layers, heads)
-                head_mask[layer, head] = 0
-                hidden = encoder(input_ids, token_type_ids, attention_mask, head_mask=head_mask).last_hidden_state
-                sums[layer, head] = cosine_distance(mean_pool(hidden, attention_mask), reference).double().sum()
-    return sums
 
 
 def layered_padded(encoder, input_ids, token_type_ids, attention_mask) -> np.ndarray:

@@ -25,14 +25,18 @@ IMAGES = Path(__file__).resolve().parent / "img"
 
 @dataclass(frozen=True)
 class Shot:
-    """One screenshot: ``file`` in docs/img/, the view's link ``query`` and the window in CSS pixels."""
+    """One screenshot: ``file`` in docs/img/, the view's link ``query``, the window in CSS pixels and, if
+    given, an element scrolled into view first (a CSS selector: the sidebar's generation step)."""
 
     file: str
     query: str
     width: int = 1280
     height: int = 720
+    scroll: str | None = None
 
 
+GENERATION = "&generate_tokens=6&generated=6&generation_step=4"
+STEPS = ".st-key-generation_steps"  # the sidebar's generation step, scrolled into view
 SHOTS = (
     Shot("compare.png", "?page=compare"),
     Shot("compare-800x600.png", "?page=compare", 800, 600),
@@ -46,6 +50,19 @@ SHOTS = (
     Shot("inside.png", "?page=inside"),
     Shot("experiments.png", "?page=experiments"),
     Shot("article.png", "?page=article"),
+    # A decoder's continuation: {decoder} is a tiny random GPT-2 saved with its LM head, built here offline.
+    Shot(
+        "compare-generation.png",
+        "?page=compare&model={decoder}&text=The cat sat on the mat.&layer=1&head=0" + GENERATION,
+        scroll=STEPS,
+    ),
+    Shot(
+        "compare-generation-800x600.png",
+        "?page=compare&model={decoder}&text=The cat sat on the mat." + GENERATION,
+        800,
+        600,
+        STEPS,
+    ),
     # An encoder–decoder: a tiny random T5 built offline (tests/tiny_seq2seq.py) into a temporary folder, {t5}.
     Shot(
         "compare-t5-cross.png",
@@ -60,16 +77,30 @@ SHOTS = (
 )
 
 
-def take(page_factory, url: str, shot: Shot) -> Path:
+def decoder_folder() -> str:
+    """A tiny random GPT-2 saved with its LM head (``tests/test_lm_head.py``), in a temporary folder."""
+    import tempfile
+
+    from test_lm_head import _save_lm
+
+    return _save_lm("gpt2", tempfile.mkdtemp(prefix="screenshot-gpt2-"))
+
+
+def take(page_factory, url: str, shot: Shot, decoder: str | None = None) -> Path:
     """Open ``shot``'s view in a new page and save what the window shows; return the file."""
+    from urllib.parse import quote
+
     from browser import idle, settled
 
     page = page_factory(viewport={"width": shot.width, "height": shot.height})
     try:
-        page.goto(f"{url}/{shot.query}")
+        query = shot.query.replace("{decoder}", quote(decoder or "", safe="")).replace(" ", "%20")
+        page.goto(f"{url}/{query}")
         page.wait_for_selector(".js-plotly-plot .main-svg", timeout=180_000)
         idle(page, timeout_ms=180_000)
         settled(page, ".js-plotly-plot", timeout_ms=120_000)
+        if shot.scroll:
+            page.locator(shot.scroll).scroll_into_view_if_needed()
         page.mouse.move(shot.width - 5, shot.height - 5)  # no hover label over a chart
         time.sleep(0.5)  # a hover label fading out
         path = IMAGES / shot.file
@@ -91,6 +122,7 @@ def main(argv: list[str]) -> int:
         streamlit_server(timeout_s=240) as running,
         sync_playwright() as playwright,
     ):
+        decoder = decoder_folder() if any("{decoder}" in shot.query for shot in chosen) else None
         url = running[0]
         models = {}
         if any("{t5}" in shot.query for shot in chosen):
@@ -100,7 +132,9 @@ def main(argv: list[str]) -> int:
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         try:
             for shot in chosen:
-                path = take(browser.new_page, url, replace(shot, query=shot.query.format(**models)) if models else shot)
+                if models:
+                    shot = replace(shot, query=shot.query.replace("{t5}", models["t5"]))
+                path = take(browser.new_page, url, shot, decoder)
                 print(f"{path.relative_to(ROOT)}: {shot.width}×{shot.height}, {path.stat().st_size // 1024} KB")
         finally:
             browser.close()

@@ -45,7 +45,7 @@ def test_minimal_pair_presets_rank_heads_and_draw_the_difference(bundled):
     query = list(pair.a.encoding.tokens).index("it")  # the preset's token is the default query
     ranking = minimal_pairs.head_ranking(pair.a.weights, pair.b.weights, pair.pairs, query, "js")
     shown = at.dataframe[0].value
-    assert_allclose(shown["js"], ranking["js"].head(12), atol=1e-9)
+    assert_allclose(shown["js"], ranking["js"].head(minimal_pairs.RANKED_HEADS), atol=1e-9)
     layer, head = int(ranking["layer"][0]), int(ranking["head"][0])
     expected = minimal_pairs.difference_map(pair.a.weights, pair.b.weights, pair.pairs, layer, head)
     assert_allclose(z(chart(at, "pairs_difference")), expected, atol=1e-6)

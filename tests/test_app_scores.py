@@ -107,3 +107,20 @@ def test_all_heads_colour_by_duplicate_without_a_repeated_token_is_grey_and_says
     assert "duplicate-token: %{customdata[3]}" in trace["hovertemplate"]
     assert not any("0.0000" in str(row) for row in trace["customdata"])
     assert any(c.value == f"A grey mark has no duplicate-token: {reason}." for c in at.caption)
+
+
+def test_invalid_attention_in_the_scores_is_a_message_not_a_traceback(monkeypatch):
+    """A model whose attention fails the checks while the scores are timed: the page says so in a sentence
+    (the details go to the log) and shows no exception."""
+    from attention_viz.extraction import AttentionError
+
+    def invalid(loaded, ids):
+        raise AttentionError("attention weights contain NaN or infinity")
+
+    monkeypatch.setattr(head_scores, "_forward_attention", invalid)
+    at = run_app(**(SMALL | {"scores_length": 9, "scores_seed": 17}))  # a length no other test timed
+    at.switch_page(STATS).run()
+    assert not at.exception
+    shown = "The model returned attention that cannot be shown. Details are in the server log."
+    assert shown in [e.value for e in at.error]
+    assert "_scores_run" not in [b.key for b in at.button]  # nothing to run

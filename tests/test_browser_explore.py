@@ -73,6 +73,17 @@ def _address_shows(page, head: int) -> None:
     page.wait_for_function(f"() => new URLSearchParams(location.search).get('head') === '{head}'", timeout=30_000)
 
 
+def _reported(page) -> None:
+    """Until the address names the whole view the map shows: the map's report of the last move has left, and with
+    it anything the move asks of the server (a report sends it at once); then until the page is idle, so that a
+    run it asked for would have started."""
+    reported = """s => { const d = document.querySelector(s).dataset, a = new URLSearchParams(location.search);
+        return a.get('layer') === d.layer && a.get('head') === d.head && (a.get('focus') || '-1') === d.focus
+            && (a.get('query_start') || '0') === d.queryStart && (a.get('map_view') || 'pretrained') === d.mapView; }"""
+    page.wait_for_function(reported, arg=MAP_ELEMENT, timeout=30_000)
+    idle(page)
+
+
 def _settle(page) -> None:
     """Until the map's plotly and details caught up with the last move (their redraw waits for the keys to stop)."""
     caught_up = "s => { const m = document.querySelector(s); return m.dataset.ready === '1' && m.dataset.plotly === m.dataset.details; }"  # noqa: E501
@@ -96,7 +107,7 @@ def test_every_move_within_the_held_maps_runs_nothing_on_the_server(server, chro
     page.mouse.click(cells["x"] + cells["width"] / 2, cells["y"] + cells["height"] * 2.5 / 16)
     _settle(page)
     assert _view(page) == {"layer": 3, "head": 7, "focus": 2, "query_start": 0, "map_view": "scratch"}
-    page.wait_for_timeout(500)  # anything the moves asked of the server would have gone out by now
+    _reported(page)
     messages, moved = socket.since(mark)
     assert messages == 0 and moved == 0, (messages, moved)
     # what follows the view in the browser: the title, the boxes, the numbers, the bars, the lines, the address
@@ -129,7 +140,7 @@ def test_a_pan_runs_nothing_and_the_difference_is_scratch_minus_pretrained(serve
     page.locator(".av-kinds button[data-kind=difference]").click()
     _settle(page)
     assert _view(page)["query_start"] > 0
-    page.wait_for_timeout(500)  # as above: no condition marks a message that never comes
+    _reported(page)
     assert socket.since(mark) == (0, 0)
     z = page.eval_on_selector(f"{MAP_ELEMENT} .js-plotly-plot", "e => e.data[0].z.flat()")
     assert max(abs(v) for v in z) <= 1e-5  # exact variant: the difference is rounding only

@@ -49,11 +49,46 @@ def _view(page) -> dict:
     return {name: int(data[name]) for name in ("layer", "head", "focus", "queryStart", "keyStart")}
 
 
+# The address names the view the map shows: the map has reported its last step (a report leaves at most 60 ms
+# after a key), or adopted the view the address names (Back). A focus of -1 may be left out of the address.
+REPORTED = """s => { const d = document.querySelector(s).dataset, a = new URLSearchParams(location.search);
+    return a.get('layer') === d.layer && a.get('head') === d.head && (a.get('focus') || '-1') === d.focus; }"""
+
+
 def _settle(page) -> None:
-    """Until the page's reruns for the map's reports are over and the page agrees with the map."""
-    page.wait_for_timeout(300)  # a report leaves at most 60 ms after a key
+    """Until the map and the address agree, the page's reruns for the map's reports are over and the page
+    agrees with the map."""
+    page.wait_for_function(REPORTED, arg=ELEMENT, timeout=60_000)
     page.wait_for_selector(IDLE, timeout=90_000)
     idle(page)
+
+
+def _address_names(page, layer: int, head: int) -> None:
+    """Until the address names ``layer`` and ``head`` (the map's report of a step has left)."""
+    named = "([l, h]) => { const a = new URLSearchParams(location.search); return a.get('layer') === l && a.get('head') === h; }"  # noqa: E501
+    page.wait_for_function(named, arg=[str(layer), str(head)], timeout=30_000)
+
+
+# plotly's toolbar (modebar) fades its groups in while the pointer is over a chart and out after it left (0.3 s of
+# opacity, plotly's CSS on ".modebar--hover > :not(.watermark)")
+TOOLBAR_OPACITY = """([s, opacity]) => [...document.querySelectorAll(s + ' .modebar--hover > :not(.watermark)')]
+    .every(g => getComputedStyle(g).opacity === opacity)"""
+
+
+def _toolbar_shown(page, chart: str = MAP) -> None:
+    """Until ``chart``'s toolbar has faded in whole."""
+    page.wait_for_function(TOOLBAR_OPACITY, arg=[chart, "1"], timeout=30_000)
+
+
+def _steady(page, selector: str, frames: int = 10) -> None:
+    """Until ``selector``'s box has kept its place and size for ``frames`` animation frames in a row."""
+    steady = """([s, frames]) => { const e = document.querySelector(s); if (!e) return false;
+        const r = e.getBoundingClientRect(), box = [r.x, r.y, r.width, r.height].join();
+        const seen = window.__avSteady;
+        if (seen.box === box) seen.count += 1; else { seen.box = box; seen.count = 0; }
+        return seen.count >= frames; }"""
+    page.evaluate("() => { window.__avSteady = {box: null, count: 0}; }")
+    page.wait_for_function(steady, arg=[selector, frames], polling="raf", timeout=60_000)
 
 
 def _address(page) -> dict:
@@ -125,9 +160,10 @@ def test_ten_fast_presses_are_ten_steps_and_the_page_agrees(server, chromium):
     url, _, _ = server
     page = _open(chromium, url)
     layer, head = state.EXAMPLE_LAYER, state.EXAMPLE_HEAD
-    for _ in range(10):
+    for press in range(10):
+        if press:
+            page.wait_for_timeout(30)  # a person's fast presses, 30 ms apart: inside the map's 60 ms report window
         page.keyboard.press("ArrowRight")
-        page.wait_for_timeout(30)
     expected = state.stepped(layer, head, "head", 10, state.BUNDLED_SHAPE)  # wraps into the next layer
     assert (_view(page)["layer"], _view(page)["head"]) == expected  # the map has them all before the server
     _settle(page)
@@ -244,9 +280,9 @@ def test_a_new_sentence_while_a_step_is_in_flight(server, chromium, bundled):
     fetched = []
     page.on("request", lambda request: fetched.append(request.url) if "/maps/" in request.url else None)
     page.keyboard.press("ArrowRight")
-    # The step's report leaves within 60 ms, and its run is then under way: no one types a sentence sooner.
-    # (Two runs asked for within a few milliseconds, a page's and the app's, are Streamlit's to order.)
-    page.wait_for_timeout(80)
+    # The step's report leaves within 60 ms (the address names the step), and its run is then under way: no one
+    # types a sentence sooner. (Two runs asked for within a few milliseconds are Streamlit's to order.)
+    _address_names(page, state.EXAMPLE_LAYER, state.EXAMPLE_HEAD + 1)
     text = page.locator("[data-testid='stSidebar'] textarea").first
     text.fill("The cat sat on the mat.")
     text.press("Control+Enter")
@@ -294,8 +330,7 @@ def test_back_restores_the_view_the_address_names(server, chromium):
     _settle(page)
     _agrees(page, state.EXAMPLE_LAYER, state.EXAMPLE_HEAD + 2)
     page.go_back()
-    page.wait_for_timeout(300)
-    _settle(page)
+    _settle(page)  # the map adopts the view the address names
     address = _address(page)
     view = _view(page)
     assert (str(view["layer"]), str(view["head"])) == (address["layer"], address["head"])
@@ -319,7 +354,9 @@ def test_no_focus_frame_around_the_main_area_after_a_click(server, chromium):
 
 def _cell(chromium, url: str, width: int, height: int, presentation: bool, tokens: int) -> float:
     page = _open(chromium, url, f"?presentation={int(presentation)}", width, height)
-    page.wait_for_timeout(300)  # the element sizes itself to the window (a sidebar collapsing moves it)
+    if presentation and width < 1000:  # Presentation collapses the sidebar once, which moves the map
+        expect(page.locator("[data-testid='stSidebar']")).to_have_attribute("data-collapsed", "true", timeout=30_000)
+    _steady(page, ".av-cells")  # the element sizes itself to the window
     idle(page)
     cell = page.eval_on_selector(".av-cells", "c => c.getBoundingClientRect().width") / tokens
     bottom = page.eval_on_selector(f"{MAP}", "e => e.getBoundingClientRect().bottom")
@@ -377,10 +414,11 @@ def _dark(pixels: np.ndarray, below: int = 110) -> np.ndarray:
     return (pixels.max(axis=-1) < below) & (pixels.max(axis=-1) - pixels.min(axis=-1) < 25)
 
 
-def _away(page) -> None:
-    """The pointer off the map (plotly hides its toolbar and hover label), and the page still."""
+def _away(page, chart: str = MAP) -> None:
+    """The pointer off ``chart`` (plotly hides its hover label and fades its toolbar out), and the page still."""
     page.mouse.move(5, page.viewport_size["height"] - 5)
-    page.wait_for_timeout(300)  # plotly's hover and toolbar fade out on mouse-out
+    page.wait_for_function("s => !document.querySelector(s + ' .hoverlayer .hovertext')", arg=chart, timeout=30_000)
+    page.wait_for_function(TOOLBAR_OPACITY, arg=[chart, "0"], timeout=30_000)
     idle(page)
 
 
@@ -431,7 +469,7 @@ def test_the_hover_labels_colour_bar_and_focus_outline_are_drawn_on_screen(serve
     before = _pixels(page, *region)
     page.mouse.move(px, py)
     page.wait_for_selector(f"{MAP} .hoverlayer .hovertext", timeout=30_000)
-    page.wait_for_timeout(200)
+    _toolbar_shown(page)
     after = _pixels(page, *region)
     page.screenshot(path=ARTIFACTS / f"map_hover_{viewport[0]}x{viewport[1]}.png")
     changed = np.abs(after - before).sum(axis=-1) > 60
@@ -605,7 +643,7 @@ def _saves_an_svg_as_its_png(page, chart: str, screenshot: str) -> ElementTree.E
     page.locator(chart).scroll_into_view_if_needed()
     page.locator(chart).hover()  # the toolbar shows
     button.hover()  # its tooltip
-    page.wait_for_timeout(400)  # plotly's toolbar fades in
+    _toolbar_shown(page, chart)
     page.screenshot(path=ARTIFACTS / screenshot)
     saved_png = _toolbar_download(page, chart, png)
     saved_svg = _toolbar_download(page, chart, svg)
@@ -668,9 +706,8 @@ def test_a_tiny_llama_opened_as_a_folder_draws_compare_and_all_heads_with_its_gr
     page.goto(f"{url}/?" + urllib.parse.urlencode({"page": "all_heads", "model": folder, "text": "The cat sat."}))
     page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=120_000)
     idle(page)
-    page.mouse.move(5, page.viewport_size["height"] - 5)
-    page.wait_for_timeout(300)
     chart = ".js-plotly-plot"
+    _away(page, chart)
     cx, cy, _, _ = page.eval_on_selector(chart, BOX)
     layout = page.eval_on_selector(
         chart,

@@ -1,7 +1,6 @@
 """Caches that know when a model changed on disk, and corpus runs computed once for many sessions."""
 
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -87,7 +86,7 @@ def forwards(family_model, monkeypatch):
 
 @pytest.mark.parametrize("importance", [False, True])
 def test_two_sessions_starting_the_same_corpus_run_compute_it_once(forwards, importance):
-    """The second waits for the first's result and reports its progress meanwhile; it used to compute the
+    """The second waits for the first's result and reports its progress meanwhile, instead of computing the
     whole corpus again (twice the model forwards)."""
     loaded, count = forwards
     corpus = "\n".join(f"Sentence number {i} is about a cat on a mat." for i in range(24))
@@ -97,22 +96,26 @@ def test_two_sessions_starting_the_same_corpus_run_compute_it_once(forwards, imp
     cache._corpus_store()[0].clear()
     count["forwards"] = 0
 
-    started = threading.Event()
+    started, waiting = threading.Event(), threading.Event()
     seen = {"first": [], "second": []}
     results = {}
 
-    def slow_progress(done, total):  # the first run: slow enough that the second arrives while it runs
+    def held_progress(done, total):  # the first run goes on once the second waits for it and shows its progress
         seen["first"].append(done)
         started.set()
-        time.sleep(0.05)
+        assert waiting.wait(30), "the second session never showed the running one's progress"
+
+    def second_progress(done, total):
+        seen["second"].append((done, total))
+        waiting.set()
 
     def run(name, progress):
         results[name] = cache.corpus_statistics(loaded, corpus, 4, importance, progress)
 
-    first = threading.Thread(target=run, args=("first", slow_progress))
+    first = threading.Thread(target=run, args=("first", held_progress))
     first.start()
     assert started.wait(30)
-    second = threading.Thread(target=run, args=("second", lambda done, total: seen["second"].append((done, total))))
+    second = threading.Thread(target=run, args=("second", second_progress))
     second.start()
     first.join(120)
     second.join(120)

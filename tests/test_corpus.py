@@ -24,6 +24,7 @@ from attention_viz.analysis import (
 from attention_viz.analysis.importance import cosine_distance, mean_pool
 from attention_viz.analysis.stats import STATISTICS
 from attention_viz.extraction import InputError, encode, extract
+from benchmarks.tiny import one_forward_per_head
 
 SHORT = "The cat sat."
 LONG = "A much longer sentence, with many more words in it, pads the short one when they share a batch."
@@ -141,21 +142,6 @@ def test_corpus_importance_and_divergence(bundled):
     assert (result.divergence >= 0).all() and (result.divergence <= 1).all()
 
 
-def _one_forward_per_head(encoder, input_ids, token_type_ids, attention_mask):
-    """Head importance by its definition: a full forward with each head's output zeroed in turn."""
-    layers, heads = encoder.config.num_hidden_layers, encoder.config.num_attention_heads
-    sums = np.zeros((layers, heads))
-    with torch.inference_mode():
-        reference = mean_pool(encoder(input_ids, token_type_ids, attention_mask).last_hidden_state, attention_mask)
-        for layer in range(layers):
-            for head in range(heads):
-                head_mask = torch.ones(layers, heads)
-                head_mask[layer, head] = 0
-                hidden = encoder(input_ids, token_type_ids, attention_mask, head_mask=head_mask).last_hidden_state
-                sums[layer, head] = cosine_distance(mean_pool(hidden, attention_mask), reference).double().sum()
-    return sums
-
-
 def _padded(loaded, texts, side="right"):
     """``(input_ids, token_type_ids, attention_mask)`` of ``texts`` padded on ``side``."""
     tokenizer = copy.deepcopy(loaded.tokenizer)  # the shared tokenizer is left as it is
@@ -170,7 +156,7 @@ TEXTS = [(LONG, None), (SHORT, None), ("Another short one.", None), ("The cat sa
 def _check_against_the_definition(loaded, side):
     batch = _padded(loaded, TEXTS, side)
     assert (batch[2][:, 0] == 0).any() if side == "left" else (batch[2][:, -1] == 0).any()  # padded
-    expected = _one_forward_per_head(loaded.encoder, *batch)
+    expected = one_forward_per_head(loaded.encoder, *batch)
     found = importance_sums(loaded.encoder, *batch)
     assert found.shape == (loaded.info.num_layers, loaded.info.num_heads) and found.dtype == np.float64
     assert_allclose(found / len(TEXTS), expected / len(TEXTS), atol=1e-6, rtol=0)

@@ -366,3 +366,102 @@ def test_check_length_refuses_either_sentence_over_the_limit():
     with pytest.raises(extraction.InputError) as refused:
         extraction.check_length("x" * 10, "y" * 11, Limits(max_chars=10))
     assert refused.value.code == "too_long" and refused.value.fields == {"which": "pair", "chars": 11, "limit": 10}
+
+
+def _corrupt(how: str):
+    """A forward hook that spoils the second layer's weights: a NaN, or every row summing to 1.1."""
+
+    def hook(module, inputs, output):
+        weights = output[1].clone()  # (b, h, t, t)
+        if how == "nan":
+            weights[..., 0, 0] = float("nan")
+        else:
+            weights = weights * 1.1
+        return (output[0], weights, *output[2:])
+
+    return hook
+
+
+class _UnusedHead:
+    """A language-model head the check must stop before: reaching it fails the test."""
+
+    def logits(self, hidden):
+        raise AssertionError("the head was reached with invalid attention")
+
+
+def _scratch_paths(loaded, encoding) -> dict:
+    from attention_viz.analysis import knockout, rollout, steps
+    from attention_viz.models import lm_head
+
+    encoder = loaded.encoder
+    head = _UnusedHead()
+    return {
+        "scratch_attention": lambda: extraction.scratch_attention(encoder, encoding),
+        "rollout_and_norms": lambda: rollout.rollout_and_norms(encoder, encoding, 1),
+        "layer_maps": lambda: rollout.layer_maps(encoder, encoding, [0, 1], "norm"),
+        "layer_inputs": lambda: steps.layer_inputs(encoder, encoding),
+        "knock_out_key": lambda: knockout.knock_out_key(encoder, encoding, 2, "head", 1, 0),
+        "predict": lambda: lm_head.predict(encoder, head, loaded.tokenizer, encoding, 1),
+        "changed_predictions": lambda: knockout.changed_predictions(
+            encoder, head, loaded.tokenizer, encoding, 1, 5, off=(0, 1)
+        ),
+    }
+
+
+def _pretrained_paths(loaded, encoding) -> dict:
+    from attention_viz.analysis import head_scores
+
+    ids = np.stack([encoding.input_ids, encoding.input_ids[::-1]])  # (2, t)
+    return {
+        "reference_attention": lambda: reference_attention(loaded.model, encoding),
+        "pretrained_attention": lambda: pretrained_attention(loaded.model, encoding),
+        "head_scores": lambda: head_scores._forward_attention(loaded, ids),
+    }
+
+
+SCRATCH_PATHS = (
+    "scratch_attention",
+    "rollout_and_norms",
+    "layer_maps",
+    "layer_inputs",
+    "knock_out_key",
+    "predict",
+    "changed_predictions",
+)
+PRETRAINED_PATHS = ("reference_attention", "pretrained_attention", "head_scores")
+REFUSALS = {
+    "nan": "attention weights contain NaN or infinity",
+    "rows": r"attention rows do not sum to 1 \(off by 0.1\)",
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_loaded(tiny_model_dir):
+    from attention_viz.models.loading import load_model
+
+    loaded = load_model(tiny_model_dir)
+    return loaded, encode(loaded.tokenizer, "The cat sat on the mat.", None, loaded.info.max_positions)
+
+
+@pytest.mark.parametrize("how", sorted(REFUSALS))
+@pytest.mark.parametrize("path", [*SCRATCH_PATHS, *PRETRAINED_PATHS])
+def test_every_forward_refuses_invalid_weights_with_one_message(tiny_loaded, path, how):
+    """Every way the package runs a model (the from-scratch encoder's analyses, the pretrained model's one
+    input and batch) passes the weights through the one check: a NaN in layer 1, or rows that sum to 1.1, is an
+    AttentionError that says which, before any result is made from them; unspoilt, each path runs."""
+    loaded, encoding = tiny_loaded
+    paths = _scratch_paths(loaded, encoding) | _pretrained_paths(loaded, encoding)
+    scratch = path not in PRETRAINED_PATHS
+    module = (
+        loaded.encoder.layers[1].attention
+        if scratch
+        else capture.family_of(loaded.model).attention_modules(loaded.model)[1]
+    )
+    handle = module.register_forward_hook(_corrupt(how), prepend=True)  # before transformers' own recording hook
+    try:
+        with pytest.raises(AttentionError, match=REFUSALS[how]):
+            paths[path]()
+    finally:
+        handle.remove()
+    if path not in ("predict", "changed_predictions"):  # these need a real language-model head
+        paths[path]()

@@ -204,3 +204,51 @@ def test_a_decoder_s_logits_equal_its_causal_lm_s_own(family, lm_model):
 def test_a_bare_decoder_checkpoint_has_a_head_only_where_it_ties_it(family_model):
     assert load_lm_head(family_model("llama").info) is None  # LlamaModel saved, lm_head untied: nothing to read
     assert load_lm_head(family_model("gemma2").info).kind == "causal"  # Gemma 2's head is its embeddings
+
+
+def test_a_read_while_another_thread_reads_still_ties_the_head_to_the_embeddings(tmp_path):
+    """transformers swaps ``PreTrainedModel.tie_weights`` for a no-op while it reads a checkpoint; a GPT-2 read
+    in another thread meanwhile came back untied, its LM head missing. Reads wait for each other."""
+    import contextlib
+    import threading
+
+    from transformers.initialization import no_tie_weights
+
+    from attention_viz.models import loading
+    from attention_viz.models.lm_head import read_lm_model
+
+    info = load_model(_save_lm("gpt2", tmp_path)).info
+    reading, done = threading.Event(), threading.Event()
+
+    def other_read() -> None:  # a read in progress elsewhere: inside the lock, tie_weights switched off
+        with getattr(loading, "READ_LOCK", contextlib.nullcontext()), no_tie_weights():
+            reading.set()
+            done.wait(timeout=2)
+
+    thread = threading.Thread(target=other_read)
+    thread.start()
+    reading.wait()
+    try:
+        model, missing = read_lm_model(info, AutoModelForCausalLM)
+    finally:
+        done.set()
+        thread.join()
+    assert missing == []
+    assert model.lm_head.weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()
+
+
+def test_an_id_past_the_tokenizers_vocabulary_reads_as_its_number():
+    """A model's embedding table may have more rows than its tokenizer has tokens (Qwen2: 151,936 rows for about
+    151,650 tokens), and a model can predict or generate such an id: it gets a label, not an error."""
+    from attention_viz.extraction.generation import extend_encoding, token_label
+
+    tokenizer = _tokenizer("qwen2")
+    past = len(tokenizer) + 7
+    assert tokenizer.convert_ids_to_tokens(past) is None
+    assert piece_text(tokenizer, past) == PieceText(f"id {past}", (f"id {past}",), False, True)
+    assert token_label(tokenizer, past) == f"id {past}"
+    prompt = encode(tokenizer, TEXT)
+    known = int(prompt.input_ids[1])
+    extended = extend_encoding(prompt, tokenizer, [known, past])
+    assert extended.labels[-1] == extended.tokens[-1] == f"id {past}"
+    assert extended.labels[-2] == token_label(tokenizer, known) and extended.num_tokens == prompt.num_tokens + 2

@@ -207,7 +207,7 @@ def test_policy_from_the_environment(tmp_path, monkeypatch, no_transformers):
     loaded = settings.load()
     assert loaded.models.allowed == ("a/b", "c") and loaded.models.root == str(tmp_path)
     with pytest.raises(ModelLoadError, match="not on this server's list"):
-        load_model("bert-base-uncased")
+        load_model("bert-base-uncased", loaded.models)
 
 
 def test_unrestricted_by_default():

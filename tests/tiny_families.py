@@ -51,6 +51,7 @@ from transformers import (
 )
 
 from attention_viz.models.loading import bundled_model_path
+from benchmarks.tiny import byte_level_bpe
 
 FAMILIES = ("albert", "bert", "distilbert", "electra", "gpt2", "roberta", "xlm-roberta")
 DECODERS = ("gemma2", "llama", "mistral", "qwen2", "qwen3")
@@ -71,17 +72,7 @@ GEMMA_WINDOW = 4  # the window of Gemma 2's local layer 0 (layer 1 is global)
 
 @cache
 def _bpe() -> tuple[dict, list]:
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    trainer = trainers.BpeTrainer(
-        vocab_size=400,
-        special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>", "<|endoftext|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tokenizer.train_from_iterator(LINES * 4, trainer)
-    model = json.loads(tokenizer.to_str())["model"]
-    return model["vocab"], [tuple(merge) for merge in model["merges"]]
+    return byte_level_bpe(LINES * 4, 400)
 
 
 @cache

@@ -563,7 +563,7 @@ def build_atlas(
             tokens: on the bundled corpus about as long as the corpus's own forwards).
         progress: called with ``(0, texts in all)``, then ``(texts done, texts in all)`` after each batch.
         cancel: asked before each batch; True stops the run with :class:`CancelledError`.
-        limits: the operator's limits (default :func:`attention_viz.settings.load`).
+        limits: the operator's limits (default: :class:`~attention_viz.settings.Limits`' defaults).
 
     Returns:
         :class:`Atlas`.
@@ -608,7 +608,7 @@ def check_atlas_input(loaded, texts: Texts, top: int, sample: int, batch_size: i
         raise InputError(EMPTY, "corpus_empty")
     if top < 1 or sample < 0 or batch_size < 1:
         raise InputError(f"top must be at least 1, sample at least 0 and the batch size at least 1: {top}, {sample}")
-    limits = settings.load().limits if limits is None else limits
+    limits = settings.Limits() if limits is None else limits
     check_corpus(loaded.tokenizer, texts, limits, limits.tokens_for(loaded.info.max_positions))
     return limits
 

@@ -319,7 +319,7 @@ def corpus_statistics(
         importance: also compute head importance (Michel et al. 2019): per layer one extra pass of
             the layers from it upward for every head, so several times slower.
         divergence: also compute the JS divergence between every pair of heads.
-        limits: the operator's limits (default: :func:`attention_viz.settings.load`): texts and tokens
+        limits: the operator's limits (default: :class:`~attention_viz.settings.Limits`' defaults): texts and tokens
             of the corpus, tokens per text.
 
     Returns:
@@ -333,7 +333,7 @@ def corpus_statistics(
     """
     if not texts:
         raise InputError(EMPTY, "corpus_empty")
-    limits = settings.load().limits if limits is None else limits
+    limits = settings.Limits() if limits is None else limits
     max_length = limits.tokens_for(loaded.info.max_positions)
     check_corpus(loaded.tokenizer, texts, limits, max_length)
     if progress is not None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-import os
 import socket
 import threading
 import time
@@ -81,13 +80,6 @@ def _ray():
     return ray
 
 
-def _target(address: str | None) -> str | None:
-    """The address ``ray.init(address)`` goes to: ``RAY_ADDRESS`` when ``address`` is None or ``auto``."""
-    if address in (None, "auto") and os.environ.get("RAY_ADDRESS"):
-        return os.environ["RAY_ADDRESS"]
-    return address
-
-
 def _probe(target: str, timeout_s: float) -> None:
     """One TCP connection to the host and port of ``target`` (``host:port`` or ``ray://host:port``), so that a
     refused port, an unknown host or a silent one fails now and not after Ray's own retries (minutes).
@@ -125,17 +117,18 @@ def connect(ray, address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> N
 
     Args:
         ray: the ``ray`` module.
-        address: as ``ray.init`` takes it (``ray://host:10001``, ``host:6379``, ``auto`` or None).
+        address: as ``ray.init`` takes it (``ray://host:10001``, ``host:6379``, ``auto`` or None); the port
+            of a ``host:port`` address is probed. ``RAY_ADDRESS`` is the caller's to read (the command line
+            passes it as ``address``); Ray reads it itself for ``None`` or ``auto``, unprobed.
         timeout_s: seconds for the port, the connection and, with no address, the start of a local cluster.
 
     Raises:
         DistributedError: nothing answered, the answer was not a Ray cluster in time, or Ray refused.
     """
     deadline = time.monotonic() + timeout_s
-    target = _target(address)
-    if target and target not in ("auto", "local"):
-        _probe(target, timeout_s)
-    where = f"the Ray cluster at {target}" if target else "a local Ray cluster"
+    if address and address not in ("auto", "local"):
+        _probe(address, timeout_s)
+    where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
     outcome: dict[str, BaseException] = {}
     done = threading.Event()
     lock = threading.Lock()
@@ -203,13 +196,13 @@ def default_texts_per_part(num_texts: int, batch_size: int, workers: int) -> int
 class _Worker:
     """A Ray actor: the model loaded once, then the sums of each part it is given."""
 
-    def __init__(self, model: str | None, threads: int):
+    def __init__(self, model: str | None, threads: int, policy: settings.ModelPolicy | None = None):
         import torch
 
         from attention_viz.models.loading import load_model
 
         torch.set_num_threads(threads)  # float32 sums add in an order that depends on the thread count
-        self.loaded = load_model(model)
+        self.loaded = load_model(model, policy)
 
     def sums(self, texts: Texts, batch_size: int, max_length: int, importance: bool, divergence: bool) -> CorpusSums:
         return corpus.corpus_sums(
@@ -239,6 +232,7 @@ def corpus_statistics_on_ray(
     importance: bool = False,
     divergence: bool = False,
     limits: settings.Limits | None = None,
+    policy: settings.ModelPolicy | None = None,
     retries: int = 3,
     threads: int | None = None,
     cpus_per_worker: float = 1,
@@ -261,7 +255,9 @@ def corpus_statistics_on_ray(
         progress: called with ``(0, texts in all)``, then ``(texts done, texts in all)`` as parts finish.
         cancel: asked every :data:`WAIT_S` seconds while parts run; True stops the run.
         importance, divergence: as in ``corpus_statistics``.
-        limits: texts and tokens of the corpus and tokens per text (default :func:`attention_viz.settings.load`).
+        limits: texts and tokens of the corpus and tokens per text (default:
+            :class:`~attention_viz.settings.Limits`' defaults).
+        policy: which models the driver and the workers may load (default: any).
         retries: restarts of a dead worker and reruns of its part before the run stops.
         threads: torch threads in each worker; default this process's (``torch.get_num_threads()``). The
             single-process run's float32 matrix products add in an order that depends on the thread count,
@@ -285,11 +281,12 @@ def corpus_statistics_on_ray(
 
     if not texts:
         raise InputError(corpus.EMPTY, "corpus_empty")
-    limits = settings.load().limits if limits is None else limits
-    local = load_model(model)  # the tokenizer checks the corpus here, before any worker starts
+    limits = settings.Limits() if limits is None else limits
+    local = load_model(model, policy)  # the tokenizer checks the corpus here, before any worker starts
     max_length = limits.tokens_for(local.info.max_positions)
     corpus.check_corpus(local.tokenizer, texts, limits, max_length)
-    with _actors(model, address, workers, retries, threads, cpus_per_worker, connect_timeout_s) as (ray, start):
+    with _actors(model, address, workers, retries, threads, cpus_per_worker, connect_timeout_s, policy) as actors:
+        ray, start = actors
         size = texts_per_part or default_texts_per_part(len(texts), batch_size, start.workers)
         spans = parts(len(texts), batch_size, size)
         actors = start(len(spans))
@@ -306,16 +303,17 @@ class _Start:
     model: str | None
     threads: int
     workers: int
+    policy: settings.ModelPolicy | None = None
     started: list = dataclasses.field(default_factory=list)
 
     def __call__(self, parts: int) -> list:
         for _ in range(min(self.workers, parts)):
-            self.started.append(self.actor.remote(self.model, self.threads))
+            self.started.append(self.actor.remote(self.model, self.threads, self.policy))
         return self.started
 
 
 @contextlib.contextmanager
-def _actors(model, address, workers, retries: int, threads, cpus_per_worker: float, connect_timeout_s: float):
+def _actors(model, address, workers, retries: int, threads, cpus_per_worker: float, connect_timeout_s: float, policy):
     """Ray connected (:func:`connect`, unless this process already is) and ``workers`` checked against the
     cluster's CPUs (:class:`NotEnoughCPUsError`); yields ``(ray, start)``. On the way out, also after an
     interrupt, the cluster's CPUs are free again: a connection opened here is closed (the cluster ends the
@@ -334,7 +332,7 @@ def _actors(model, address, workers, retries: int, threads, cpus_per_worker: flo
         if capacity < 1 or workers > capacity:  # the extra actors would never start
             raise NotEnoughCPUsError(max(workers, 1), cpus, cpus_per_worker)
         actor = ray.remote(num_cpus=cpus_per_worker, max_restarts=retries, max_task_retries=retries)(_Worker)
-        start = _Start(ray, actor, model, threads or torch.get_num_threads(), workers)
+        start = _Start(ray, actor, model, threads or torch.get_num_threads(), workers, policy)
         yield ray, start
     finally:
         if opened:
@@ -409,6 +407,7 @@ def atlas_on_ray(
     progress: Progress | None = None,
     cancel: Callable[[], bool] | None = None,
     limits: settings.Limits | None = None,
+    policy: settings.ModelPolicy | None = None,
     retries: int = 3,
     threads: int | None = None,
     cpus_per_worker: float = 1,
@@ -435,12 +434,13 @@ def atlas_on_ray(
     from attention_viz.models.loading import load_model
 
     began = time.perf_counter()
-    local = load_model(model)  # the tokenizer checks the corpus here, before any worker starts
+    local = load_model(model, policy)  # the tokenizer checks the corpus here, before any worker starts
     limits = atlas.check_atlas_input(local, texts, top, sample, batch_size, limits)
     max_length = limits.tokens_for(local.info.max_positions)
     options = atlas.AtlasOptions(top, sample, seed, fold, exclude, batch_size, max_length)
     spans = atlas.part_spans(len(texts), batch_size)
-    with _actors(model, address, workers, retries, threads, cpus_per_worker, connect_timeout_s) as (ray, start):
+    with _actors(model, address, workers, retries, threads, cpus_per_worker, connect_timeout_s, policy) as actors:
+        ray, start = actors
 
         def call(worker, first: int, end: int):
             return worker.atlas_sums.remote(list(texts[first:end]), first, options)

@@ -312,20 +312,17 @@ def score_maps(weights: np.ndarray, ids: np.ndarray, sequences: RandomSequences,
 
 
 def _forward_attention(loaded, ids: np.ndarray) -> np.ndarray:
-    """The transformers model's attention for a batch of unpadded ids ``(b, t)``: ``(b, L, h, t, t)`` float32."""
-    import torch
+    """The transformers model's attention for a batch of unpadded ids ``(b, t)``: ``(b, L, h, t, t)`` float32,
+    every sequence's rows checked (:func:`~attention_viz.extraction.batch.batch_attention`).
 
-    from attention_viz.models import families
+    Raises:
+        AttentionError: no weights, or a sequence whose rows are not finite or do not sum to 1.
+    """
+    from attention_viz.extraction.batch import batch_attention
+    from attention_viz.extraction.forward import token_inputs
 
-    family = families.family_for(loaded.info.family)
-    batch = torch.from_numpy(ids)  # (b, t)
-    inputs = {"input_ids": batch, "token_type_ids": torch.zeros_like(batch), "attention_mask": torch.ones_like(batch)}
-    with torch.inference_mode():
-        outputs = loaded.model(**family.model_kwargs(inputs), output_attentions=True)
-    weights = torch.stack(outputs.attentions, dim=1).float().numpy()  # (b, L, h, t, t)
-    if not np.allclose(weights.sum(-1), 1.0, atol=1e-4):
-        raise ValueError("attention rows do not sum to 1: is the model in eval mode, in float32?")
-    return weights
+    b, t = ids.shape
+    return np.stack(batch_attention(loaded.model, token_inputs(ids), [t] * b))
 
 
 def longest_length(loaded) -> int:

@@ -30,6 +30,7 @@ import torch
 from torch.nn import functional as F
 
 from attention_viz.analysis import stats
+from attention_viz.extraction.forward import model_inputs
 from attention_viz.models.encoder import BertEncoder
 
 # Attention weights (heads × query × key) computed by one layer call at most: 64 MB of float32.
@@ -144,9 +145,8 @@ def importance_sums(
 
 def head_importance(encoder: BertEncoder, encoding) -> np.ndarray:
     """Importance of every head for one encoded input: ``(layers, heads)`` cosine distances (0 to 2)."""
-    ids = torch.tensor(encoding.input_ids)[None]  # (1, t); a copy: cached encodings are read-only
-    types = torch.tensor(encoding.token_type_ids)[None]  # (1, t)
-    return importance_sums(encoder, ids, types, torch.ones_like(ids))
+    inputs = model_inputs(encoding)
+    return importance_sums(encoder, inputs["input_ids"], inputs["token_type_ids"], inputs["attention_mask"])
 
 
 def text_statistics(

@@ -18,6 +18,8 @@ import numpy as np
 import torch
 
 from attention_viz.analysis.importance import cosine_distance, mean_pool
+from attention_viz.extraction.forward import scratch_forward
+from attention_viz.models import lm_head
 
 SCOPES = ("head", "layer", "all")  # one head, every head of one layer, every head of every layer
 
@@ -78,11 +80,6 @@ class KnockoutResult:
         return int(np.flatnonzero(self.mask.any((1, 2)))[0])
 
 
-def _inputs(encoding) -> tuple[torch.Tensor, torch.Tensor]:
-    ids = torch.tensor(encoding.input_ids)[None]  # (1, t); a copy: cached encodings are read-only
-    return ids, torch.tensor(encoding.token_type_ids)[None]  # (1, t)
-
-
 def knock_out_key(encoder, encoding, key: int, scope: str = "all", layer: int = 0, head: int = 0) -> KnockoutResult:
     """Remove token ``key`` as a key for ``scope`` and run the encoder with and without it.
 
@@ -102,13 +99,34 @@ def knock_out_key(encoder, encoding, key: int, scope: str = "all", layer: int = 
     mask = key_mask(config.num_hidden_layers, config.num_attention_heads, encoding.num_tokens, key, scope, layer, head)
     if config.causal and key == 0:
         raise ValueError("in a decoder the first token is the only key of the first query: remove another token")
-    ids, types = _inputs(encoding)
-    with torch.inference_mode():
-        base = encoder(ids, types)
-        knocked = encoder(ids, types, key_mask=torch.from_numpy(mask))
+    base = scratch_forward(encoder, encoding)
+    knocked = scratch_forward(encoder, encoding, key_mask=torch.from_numpy(mask))
     before = torch.stack(base.attentions)[:, 0].numpy()  # (L, h, t, t)
     after = torch.stack(knocked.attentions)[:, 0].numpy()
     change = 0.5 * np.abs(after.astype(np.float64) - before).sum(-1).mean(-1)  # (L, h)
-    ones = torch.ones_like(ids)
+    ones = torch.ones(1, encoding.num_tokens)  # (1, t): no padding
     distance = cosine_distance(mean_pool(base.last_hidden_state, ones), mean_pool(knocked.last_hidden_state, ones))
     return KnockoutResult(before, after, change, float(distance[0]), key, scope, layer, head, mask)
+
+
+def changed_predictions(
+    encoder, head, tokenizer, encoding, position: int, k: int, off=None, knocked=None
+) -> lm_head.Predictions:
+    """:func:`~attention_viz.models.lm_head.predict` with one head switched off and/or one key removed.
+
+    Args:
+        encoder, head, tokenizer, encoding, position, k: as :func:`~attention_viz.models.lm_head.predict`.
+        off: ``(layer, head)`` whose output is zeroed (a ``(L, h)`` head mask), or ``None``.
+        knocked: ``(key, scope, layer, head)`` removed as :func:`key_mask` says, or ``None``.
+
+    Raises:
+        ValueError: a position, key, layer or head out of range, or an unknown scope.
+    """
+    config = encoder.config
+    layers, heads = config.num_hidden_layers, config.num_attention_heads
+    head_mask = None
+    if off is not None:
+        head_mask = torch.ones(layers, heads)  # (L, h)
+        head_mask[off] = 0
+    key_masks = None if knocked is None else torch.from_numpy(key_mask(layers, heads, encoding.num_tokens, *knocked))
+    return lm_head.predict(encoder, head, tokenizer, encoding, position, k, head_mask, key_masks)

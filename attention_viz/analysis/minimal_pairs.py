@@ -23,6 +23,7 @@ from attention_viz.analysis import measures
 from attention_viz.extraction.tokens import InputError
 
 MEASURES = ("js", "tv")  # Jensen-Shannon divergence (bits), total variation
+RANKED_HEADS = 12  # heads a ranking shows, those whose attention changed most first
 # The classic pairs: Winograd coreference (Levesque et al. 2012) and subject-verb agreement across an
 # attractor (Linzen et al. 2016).
 PRESETS = {
@@ -158,8 +159,13 @@ class MinimalPair:
     one_to_one: bool
 
 
-def minimal_pair(loaded, text_a: str, text_b: str) -> MinimalPair:
+def minimal_pair(loaded, text_a: str, text_b: str, limits=None) -> MinimalPair:
     """Extract both sentences with the pretrained model and align their tokens.
+
+    Args:
+        loaded: the model (:func:`~attention_viz.models.loading.load_model`).
+        text_a, text_b: the two sentences.
+        limits: characters and tokens accepted (:class:`~attention_viz.settings.Limits`; default its defaults).
 
     Raises:
         InputError: an empty or too long sentence.
@@ -167,7 +173,7 @@ def minimal_pair(loaded, text_a: str, text_b: str) -> MinimalPair:
     """
     from attention_viz.extraction import extract
 
-    a, b = extract(loaded, text_a), extract(loaded, text_b)
+    a, b = extract(loaded, text_a, limits=limits), extract(loaded, text_b, limits=limits)
     pairs = align(a.encoding.tokens, b.encoding.tokens)
     if not any(i is not None and j is not None for i, j in pairs):
         raise NothingAlignedError()

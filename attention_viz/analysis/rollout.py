@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from attention_viz.extraction.forward import scratch_forward
 from attention_viz.models.encoder import BertEncoder
 
 
@@ -100,10 +101,8 @@ def rollout_and_norms(encoder: BertEncoder, encoding, layer: int) -> RolloutAndN
     layers = encoder.config.num_hidden_layers
     if not 0 <= layer < layers:
         raise ValueError(f"layer {layer} is out of range: layers 0-{layers - 1}")
-    input_ids = torch.tensor(encoding.input_ids)[None]  # (1, t); a copy: cached encodings are read-only
-    token_type_ids = torch.tensor(encoding.token_type_ids)[None]  # (1, t)
+    output = scratch_forward(encoder, encoding)
     with torch.inference_mode():
-        output = encoder(input_ids, token_type_ids)
         seen = encoder.attention_input(output.hidden_states, layer)[0]  # (t, hidden)
     weights = torch.cat(output.attentions).double().numpy()  # (L, h, t, t)
     transformed = transformed_values(encoder, layer, seen)
@@ -163,10 +162,8 @@ def layer_maps(encoder: BertEncoder, encoding, layers, kind: str) -> np.ndarray:
     count = encoder.config.num_hidden_layers
     if kind not in ("raw", "rollout", "norm") or any(not 0 <= layer < count for layer in layers):
         raise ValueError(f"no {kind!r} map for layers {list(layers)}: layers 0-{count - 1}")
-    input_ids = torch.tensor(encoding.input_ids)[None]  # (1, t)
-    token_type_ids = torch.tensor(encoding.token_type_ids)[None]  # (1, t)
+    output = scratch_forward(encoder, encoding)
     with torch.inference_mode():
-        output = encoder(input_ids, token_type_ids)
         seen = [encoder.attention_input(output.hidden_states, layer)[0] for layer in layers] if kind == "norm" else []
     weights = torch.cat(output.attentions).double().numpy()  # (L, h, t, t)
     if kind == "raw":

@@ -115,6 +115,10 @@ class StatisticSums:
         }
 
 
+# Statistics that need attention to later tokens: not applicable to a causal model (statistic_sums counts none).
+CAUSAL_NOT_APPLICABLE = ("next", "a_to_b")
+
+
 def statistic_sums(weights: np.ndarray, kinds: TokenKinds, causal: bool = False) -> StatisticSums:
     """Per-head sums over query tokens of every statistic in :data:`STATISTICS` for one text.
 
@@ -159,7 +163,7 @@ def statistic_sums(weights: np.ndarray, kinds: TokenKinds, causal: bool = False)
     counts.update(previous=t - 1, next=t - 1, a_to_b=int(in_a.sum()) if pair else 0, b_to_a=int(in_b.sum()))
     counts.update(cls=t if kinds.cls.any() else 0, sep=t if kinds.sep.any() else 0)
     if causal:
-        counts.update(next=0, a_to_b=0)
+        counts.update(dict.fromkeys(CAUSAL_NOT_APPLICABLE, 0))
     return StatisticSums(sums, counts)
 
 
@@ -185,10 +189,6 @@ def statistics_frame(sums: StatisticSums) -> pd.DataFrame:
 def head_statistics(weights: np.ndarray, kinds: TokenKinds, causal: bool = False) -> pd.DataFrame:
     """Per-head statistics of one text: :func:`statistic_sums` then :func:`statistics_frame`."""
     return statistics_frame(statistic_sums(weights, kinds, causal))
-
-
-# Statistics that need attention to later tokens: not applicable to a causal model (see statistic_sums).
-CAUSAL_NOT_APPLICABLE = ("next", "a_to_b")
 
 
 def tag_heads(frame: pd.DataFrame) -> pd.Series:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attention_viz.extraction import Encoding, InputError
+from attention_viz.extraction import Encoding, InputError, scratch_forward
 from attention_viz.models.decoder import Decoder, apply_rotary, rope_frequencies, rotary_angles
 from attention_viz.models.encoder import BertEncoder, Variant
 
@@ -123,10 +123,8 @@ def layer_inputs(encoder: BertEncoder, encoding: Encoding) -> np.ndarray:
         float32 ``(L, t, hidden)``: ``[l]`` is what layer ``l``'s query, key and value projections see in the
         from-scratch encoder, which reproduces transformers' to about 1e-6.
     """
-    ids = torch.tensor(encoding.input_ids)[None]  # (1, t); a copy: cached encodings are read-only
-    types = torch.tensor(encoding.token_type_ids)[None]  # (1, t)
+    output = scratch_forward(encoder, encoding)
     with torch.inference_mode():
-        output = encoder(ids, types)
         seen = [encoder.attention_input(output.hidden_states, layer) for layer in range(len(encoder.layers))]
     return torch.cat(seen).float().numpy()  # (L, t, hidden)
 

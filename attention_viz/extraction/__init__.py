@@ -2,6 +2,8 @@
 
 - :mod:`~attention_viz.extraction.tokens`: tokenisation with display labels (:class:`Encoding`).
 - :mod:`~attention_viz.extraction.checks`: the checks every layer's weights pass (:class:`AttentionError`).
+- :mod:`~attention_viz.extraction.forward`: the one way an input reaches a model (:func:`model_inputs`,
+  :func:`token_inputs`) and the from-scratch encoder's checked forward (:func:`scratch_forward`).
 - :mod:`~attention_viz.extraction.capture`: the pretrained model's weights for one input, by transformers'
   ``output_attentions=True`` (:func:`reference_attention`) or by forward hooks as each layer computes them
   (:func:`pretrained_attention`), the same bits.
@@ -20,8 +22,9 @@ Data preparation only; drawing lives in :mod:`attention_viz.figures`.
 
 from attention_viz.extraction.capture import pretrained_attention, reference_attention
 from attention_viz.extraction.checks import ROW_SUM_TOLERANCE, AttentionError, validate_attentions
+from attention_viz.extraction.forward import model_inputs, scratch_forward, token_inputs
 from attention_viz.extraction.results import SOURCES, AttentionResult, extract, extract_encoded, scratch_attention
-from attention_viz.extraction.tokens import Encoding, InputError, check_length, encode, model_inputs
+from attention_viz.extraction.tokens import Encoding, InputError, check_length, encode
 
 __all__ = [
     "ROW_SUM_TOLERANCE",
@@ -38,5 +41,7 @@ __all__ = [
     "pretrained_attention",
     "reference_attention",
     "scratch_attention",
+    "scratch_forward",
+    "token_inputs",
     "validate_attentions",
 ]

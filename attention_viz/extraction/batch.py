@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from attention_viz.extraction.capture import model_attentions
-from attention_viz.extraction.checks import AttentionError, check_rows
+from attention_viz.extraction.checks import check_count, check_rows
 from attention_viz.extraction.tokens import model_token_types, segments_of
 
 
@@ -87,9 +87,7 @@ def batch_attention(model, inputs: dict[str, torch.Tensor], lengths: Sequence[in
             :func:`~attention_viz.extraction.checks.check_rows` (the message names the text).
     """
     attentions = model_attentions(model, inputs)
-    layers = model.config.num_hidden_layers
-    if len(attentions) != layers:
-        raise AttentionError(f"expected attention from {layers} layers, got {len(attentions)}")
+    check_count(attentions, model.config.num_hidden_layers)
     stacked = torch.stack(attentions, 1).float().numpy()  # (b, L, h, t, t)
     cut = []
     for row, n in enumerate(lengths):

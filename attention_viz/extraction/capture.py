@@ -17,7 +17,8 @@ import numpy as np
 import torch
 
 from attention_viz.extraction.checks import NO_WEIGHTS, AttentionError, empty_weights, validate_attentions, write_layer
-from attention_viz.extraction.tokens import Encoding, model_inputs
+from attention_viz.extraction.forward import model_inputs
+from attention_viz.extraction.tokens import Encoding
 from attention_viz.models import families
 
 

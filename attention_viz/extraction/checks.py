@@ -49,22 +49,57 @@ def check_rows(weights: torch.Tensor, where: str = "") -> None:
     )
 
 
+def check_layer(tensor: torch.Tensor | None, layer: int, expected: tuple[int, ...]) -> None:
+    """Refuse one layer's weights unless they exist, have the ``expected`` shape and pass :func:`check_rows`.
+
+    Raises:
+        AttentionError: no weights (SDPA or flash attention), another shape, or rows that fail :func:`check_rows`.
+    """
+    if tensor is None:
+        raise AttentionError(NO_WEIGHTS)
+    if tuple(tensor.shape) != expected:
+        raise AttentionError(f"layer {layer} attention has shape {tuple(tensor.shape)}, expected {expected}")
+    check_rows(tensor)
+
+
+def check_attentions(attentions, num_layers: int, num_heads: int, num_tokens: int, batch: int = 1) -> None:
+    """Refuse a forward's attention unless every layer's weights pass :func:`check_layer`; nothing is copied.
+
+    Args:
+        attentions: one ``(batch, heads, t, t)`` tensor per layer, as a forward returns them.
+        num_layers, num_heads, num_tokens, batch: what the model and input should give.
+
+    Raises:
+        AttentionError: none at all, another number of layers, or a layer that fails :func:`check_layer`.
+    """
+    check_count(attentions, num_layers)
+    for layer, tensor in enumerate(attentions):
+        check_layer(tensor, layer, (batch, num_heads, num_tokens, num_tokens))
+
+
+def check_count(attentions, num_layers: int) -> None:
+    """Refuse a forward's attention unless there is one tensor per layer.
+
+    Raises:
+        AttentionError: none at all (SDPA or flash attention), or another number of layers.
+    """
+    if not attentions:
+        raise AttentionError(NO_WEIGHTS)
+    if len(attentions) != num_layers:
+        raise AttentionError(f"expected attention from {num_layers} layers, got {len(attentions)}")
+
+
 def write_layer(into: np.ndarray, layer: int, tensor: torch.Tensor | None) -> None:
     """Check one layer's ``(1, h, t, t)`` weights and copy them into ``into[layer]``, float32
     ``(layers, h, t, t)``; weights that already lie there (an encoder that wrote into it) are not copied.
 
     Raises:
-        AttentionError: no weights, one layer too many, another shape, or rows that fail :func:`check_rows`.
+        AttentionError: one layer too many, or weights that fail :func:`check_layer`.
     """
-    if tensor is None:
-        raise AttentionError(NO_WEIGHTS)
     if layer >= len(into):
         raise AttentionError(f"expected attention from {len(into)} layers, got more")
-    expected = (1, *into.shape[1:])
-    if tuple(tensor.shape) != expected:
-        raise AttentionError(f"layer {layer} attention has shape {tuple(tensor.shape)}, expected {expected}")
+    check_layer(tensor, layer, (1, *into.shape[1:]))
     rows = tensor[0]  # (h, t, t)
-    check_rows(rows)
     place = torch.from_numpy(into[layer])
     if (rows.data_ptr(), rows.stride(), rows.dtype) != (place.data_ptr(), place.stride(), place.dtype):
         place.copy_(rows)
@@ -86,10 +121,7 @@ def validate_attentions(
             a value is not finite, or a row does not sum to 1 within ``ROW_SUM_TOLERANCE``.
         ValueError: ``into`` is not a float32 array of that shape.
     """
-    if not attentions:
-        raise AttentionError(NO_WEIGHTS)
-    if len(attentions) != num_layers:
-        raise AttentionError(f"expected attention from {num_layers} layers, got {len(attentions)}")
+    check_count(attentions, num_layers)
     weights = empty_weights(num_layers, num_heads, num_tokens, into)
     for layer, tensor in enumerate(attentions):
         write_layer(weights, layer, tensor)

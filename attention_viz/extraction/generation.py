@@ -17,16 +17,22 @@ import numpy as np
 import torch
 
 from attention_viz import settings
+from attention_viz.extraction.forward import model_inputs
 from attention_viz.extraction.results import AttentionResult, extract_encoded
 from attention_viz.extraction.tokens import Encoding, InputError, encode
-from attention_viz.models.lm_head import byte_label, piece_text
+from attention_viz.models.lm_head import byte_label, piece_text, unknown_id_label
 from attention_viz.models.loading import LoadedModel, ModelInfo
 
 DEFAULT_NEW_TOKENS = 20
 
 
 class GenerationError(RuntimeError):
-    """A model cannot generate here (no LM head saved, not a decoder); the message says why."""
+    """A model cannot generate here; the message says why and :attr:`code` names the case: ``not_decoder``,
+    ``no_lm_head`` (saved without its language-model head) or ``unreadable`` (its files cannot be read)."""
+
+    def __init__(self, message: str, code: str = "unreadable") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -52,7 +58,8 @@ def token_label(tokenizer, token_id: int) -> str:
     """A display label for a token the model wrote (no typed text to take it from), as input tokens' labels
     read: what it decodes to, without tokenizer markers (:func:`~attention_viz.models.lm_head.piece_text`),
     ``##`` before a piece that continues a word, ``␣``/``⏎`` for whitespace, ``byte 0xC4`` for a byte that is
-    no whole character, and a special token as the model names it."""
+    no whole character, a special token as the model names it, and ``id 151700`` for an id the tokenizer has
+    no piece for (the model's vocabulary is larger than its tokenizer's)."""
     piece = piece_text(tokenizer, token_id)
     if piece.special:
         return piece.piece
@@ -69,7 +76,8 @@ def extend_encoding(encoding: Encoding, tokenizer, ids: list[int]) -> Encoding:
         An :class:`Encoding` of ``encoding.num_tokens + len(ids)`` tokens; the new ones have word id -1 and
         are special only when the tokenizer says so (an end token).
     """
-    tokens = tuple(tokenizer.convert_ids_to_tokens(ids))
+    pieces = tokenizer.convert_ids_to_tokens(ids)  # None for an id past the tokenizer's vocabulary
+    tokens = tuple(unknown_id_label(i) if piece is None else piece for i, piece in zip(ids, pieces, strict=True))
     specials = set(tokenizer.all_special_ids)
     new = len(ids)
     return Encoding(
@@ -115,7 +123,9 @@ def load_generator(info: ModelInfo):
             head at random); the message says which.
     """
     if not info.causal:
-        raise GenerationError(f"{info.name!r} is not a decoder ({info.family_name}): it does not generate text")
+        raise GenerationError(
+            f"{info.name!r} is not a decoder ({info.family_name}): it does not generate text", "not_decoder"
+        )
     from transformers import AutoModelForCausalLM
 
     from attention_viz.models.lm_head import read_lm_model
@@ -127,7 +137,8 @@ def load_generator(info: ModelInfo):
     if missing:
         raise GenerationError(
             f"{info.name!r} was saved without its language-model head "
-            f"({sorted(missing)[0]} is missing): it cannot generate"
+            f"({sorted(missing)[0]} is missing): it cannot generate",
+            "no_lm_head",
         )
     return model.eval()
 
@@ -165,6 +176,30 @@ def generate_decoder(
         raise InputError(f"max_new_tokens must be at least 1, not {max_new_tokens}", "invalid")
     generator = load_generator(loaded.info) if generator is None else generator
     encoding = encode(loaded.tokenizer, prompt, None, loaded.info.max_positions, limits, 0)
+    new_ids = continuation(loaded, encoding, max_new_tokens, generator)
+    full = extend_encoding(encoding, loaded.tokenizer, new_ids)
+    generated = np.arange(full.num_tokens) >= encoding.num_tokens
+    return GeneratedAttention(extract_encoded(loaded, full, source), generated)
+
+
+def continuation(loaded: LoadedModel, encoding: Encoding, max_new_tokens: int, generator) -> list[int]:
+    """The token ids a decoder writes greedily after ``encoding`` (:func:`greedy_ids`), at most
+    ``max_new_tokens`` of them and no more than the positions left; fewer when it writes its end token.
+
+    Args:
+        loaded: the decoder ``encoding`` was made for.
+        encoding: the prompt, ``t`` tokens (one text, no pair).
+        max_new_tokens: at least 1.
+        generator: the checkpoint's causal-LM model (:func:`load_generator`).
+
+    Returns:
+        The new ids, in order (the prompt's are not repeated).
+
+    Raises:
+        InputError: ``max_new_tokens`` below 1, or the prompt fills every position (code ``no_room``).
+    """
+    if max_new_tokens < 1:
+        raise InputError(f"max_new_tokens must be at least 1, not {max_new_tokens}", "invalid")
     room = loaded.info.max_positions - encoding.num_tokens
     if room < 1:
         raise InputError(
@@ -172,16 +207,13 @@ def generate_decoder(
             "no_room",
             positions=loaded.info.max_positions,
         )
-    ids = torch.tensor(encoding.input_ids)[None]  # (1, t)
+    inputs = model_inputs(encoding)  # (1, t) each
     end = loaded.tokenizer.eos_token_id
     pad = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else end
     sequence = greedy_ids(
         generator,
-        {"input_ids": ids, "attention_mask": torch.ones_like(ids)},
+        {"input_ids": inputs["input_ids"], "attention_mask": inputs["attention_mask"]},  # a decoder: no token types
         min(max_new_tokens, room),
         pad_token_id=pad,
     )  # (1, t + new)
-    new_ids = sequence[0, encoding.num_tokens :].tolist()
-    full = extend_encoding(encoding, loaded.tokenizer, new_ids)
-    generated = np.arange(full.num_tokens) >= encoding.num_tokens
-    return GeneratedAttention(extract_encoded(loaded, full, source), generated)
+    return sequence[0, encoding.num_tokens :].tolist()

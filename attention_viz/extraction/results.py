@@ -9,8 +9,9 @@ import torch
 
 from attention_viz import settings
 from attention_viz.extraction.capture import pretrained_attention
-from attention_viz.extraction.checks import validate_attentions
-from attention_viz.extraction.tokens import Encoding, InputError, encode, model_inputs
+from attention_viz.extraction.checks import empty_weights
+from attention_viz.extraction.forward import scratch_forward
+from attention_viz.extraction.tokens import Encoding, InputError, encode
 from attention_viz.models.encoder import BertEncoder, Variant
 from attention_viz.models.loading import LoadedModel
 
@@ -47,24 +48,19 @@ class AttentionResult:
 
 
 def scratch_attention(encoder: BertEncoder, encoding: Encoding, scaling: float | None = None) -> np.ndarray:
-    """Attention of our from-scratch encoder for one encoded input.
+    """Attention of our from-scratch encoder for one encoded input (:func:`scratch_forward`).
 
     Returns:
         float32 ``(layers, heads, query, key)``.
+
+    Raises:
+        AttentionError: see :func:`~attention_viz.extraction.checks.check_attentions`.
     """
-    inputs = model_inputs(encoding)
     config = encoder.config
-    shape = (config.num_hidden_layers, config.num_attention_heads, encoding.num_tokens, encoding.num_tokens)
-    weights = np.empty(shape, dtype=np.float32)  # each layer goes here as it finishes: no second copy
-    with torch.inference_mode():
-        output = encoder(
-            inputs["input_ids"],
-            inputs["token_type_ids"],
-            inputs["attention_mask"],
-            scaling,
-            attentions_out=torch.from_numpy(weights)[:, None],
-        )
-    return validate_attentions(output.attentions, *shape[:3], into=weights)
+    weights = empty_weights(config.num_hidden_layers, config.num_attention_heads, encoding.num_tokens)
+    # each layer goes here as it finishes: no second copy
+    scratch_forward(encoder, encoding, scaling, attentions_out=torch.from_numpy(weights)[:, None])
+    return weights
 
 
 def extract(
@@ -85,8 +81,7 @@ def extract(
         source: ``"pretrained"`` (transformers' model) or ``"scratch"`` (our encoder).
         variant: for ``"scratch"``: a :class:`Variant` or its value.
         seed: for the ``random`` variant.
-        limits: characters and tokens accepted (default: from the environment, see
-            :mod:`attention_viz.settings`).
+        limits: characters and tokens accepted (default: :class:`~attention_viz.settings.Limits`' defaults).
 
     Returns:
         :class:`AttentionResult`.

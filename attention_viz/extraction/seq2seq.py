@@ -15,6 +15,7 @@ import torch
 
 from attention_viz import settings
 from attention_viz.extraction.checks import AttentionError, check_rows
+from attention_viz.extraction.forward import token_inputs
 from attention_viz.extraction.generation import DEFAULT_NEW_TOKENS, extend_encoding, greedy_ids
 from attention_viz.extraction.results import SOURCES
 from attention_viz.extraction.tokens import Encoding, InputError, encode
@@ -142,8 +143,8 @@ def seq2seq_maps(
     """
     if computed_by not in SOURCES:
         raise InputError(f"unknown source {computed_by!r}: choose one of {', '.join(SOURCES)}", "unknown_source")
-    source_ids = torch.tensor(source.input_ids)[None]  # (1, s)
-    target_ids = torch.tensor(target.input_ids)[None]  # (1, t)
+    source_ids = token_inputs(source.input_ids)["input_ids"]  # (1, s)
+    target_ids = token_inputs(target.input_ids)["input_ids"]  # (1, t)
     with torch.inference_mode():
         if computed_by == "scratch":
             out = loaded.twin(source_ids, target_ids)
@@ -173,7 +174,7 @@ def extract_seq2seq(
         source: the text the encoder reads.
         target: the text the decoder reads (teacher forcing, see :func:`encode_target`).
         computed_by: ``"scratch"`` (default) or ``"pretrained"``; the same bits either way.
-        limits: characters and tokens accepted (default: from the environment).
+        limits: characters and tokens accepted (default: :class:`~attention_viz.settings.Limits`' defaults).
 
     Returns:
         :class:`Seq2SeqResult`.
@@ -228,13 +229,13 @@ def generate_seq2seq(
     if not loaded.info.can_generate:
         raise GenerationError(f"{loaded.info.name!r} was saved without its language-model head: it cannot generate")
     source_encoding = encode_source(loaded, source, limits)
-    source_ids = torch.tensor(source_encoding.input_ids)[None]  # (1, s)
+    source_inputs = token_inputs(source_encoding.input_ids)  # (1, s) each
     room = _max_tokens(loaded) - 1  # the start token takes the first position
     config = loaded.model.config
     # transformers' cache is built for as many decoder layers as encoder layers: a T5 with more or fewer
     # decoder layers generates without it (each step a forward of the whole target; the same tokens)
     same_depth = getattr(config, "num_decoder_layers", config.num_hidden_layers) == config.num_hidden_layers
-    inputs = {"input_ids": source_ids, "attention_mask": torch.ones_like(source_ids)}
+    inputs = {name: source_inputs[name] for name in ("input_ids", "attention_mask")}
     sequence = greedy_ids(loaded.model, inputs, min(max_new_tokens, room), use_cache=same_depth)  # (1, 1 + new)
     start = np.asarray(sequence[0, :1].tolist(), dtype=np.int64)
     start_token = loaded.tokenizer.convert_ids_to_tokens(int(start[0]))

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from attention_viz import settings
 
@@ -127,7 +126,7 @@ def encode(
         text: sentence A.
         pair: sentence B, or ``None``/blank for a single text.
         max_length: the model's maximum positions; longer inputs are cut (``longest_first``).
-        limits: characters and tokens accepted (default: :func:`attention_viz.settings.load`); the
+        limits: characters and tokens accepted (default: :class:`~attention_viz.settings.Limits`' defaults); the
             token limit is the smaller of ``limits.max_tokens`` and ``max_length``.
         type_vocab_size: the model's token types (``config.type_vocab_size``); with one, a pair's
             sentence B gets type 0 too (:attr:`Encoding.one_segment`) instead of an index the model lacks.
@@ -140,7 +139,7 @@ def encode(
             characters than ``limits.max_chars`` (code ``too_long``), or a pair is given to a tokenizer
             without a separator token, as a decoder's (code ``pair_unsupported``).
     """
-    limits = settings.load().limits if limits is None else limits
+    limits = settings.Limits() if limits is None else limits
     check_length(text, pair, limits)
     if not (text and text.strip()):
         raise InputError("the text is empty: type a sentence", "empty")
@@ -314,12 +313,3 @@ def _labels(
         labels.append("##" + label if w >= 0 and w == previous_word else label)
         previous_word = w
     return tuple(labels), tuple(words)
-
-
-def model_inputs(encoding: Encoding) -> dict[str, torch.Tensor]:
-    """The tensors a BERT forward takes for one input, each ``(1, t)``."""
-    return {
-        "input_ids": torch.tensor(encoding.input_ids)[None],  # (1, t)
-        "token_type_ids": torch.tensor(encoding.token_type_ids)[None],  # (1, t)
-        "attention_mask": torch.ones(1, encoding.num_tokens, dtype=torch.int64),  # (1, t)
-    }

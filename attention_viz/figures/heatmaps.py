@@ -9,6 +9,7 @@ float32 arrays, which plotly encodes as base64 (4 bytes a cell, a third more as 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypedDict, Unpack
 
 import numpy as np
 import plotly.graph_objects as go
@@ -86,19 +87,6 @@ def _bottom(keys: Sequence[str], style: MapStyle) -> int:
     return label_room(keys, style.font_size) + 2 * style.font_size + 14
 
 
-def chart_height_over_width(
-    labels: Sequence[str], key_labels: Sequence[str] | None = None, style: MapStyle = NORMAL
-) -> int:
-    """How much taller than wide a map's chart is when its plot area is square (px).
-
-    The chart adds the top margin and the key labels (written vertically, under the plot) to the
-    plot's height, and the query labels to its width. A page that sizes the chart to its box uses
-    this to make the box no taller than the square plot needs.
-    """
-    keys = labels if key_labels is None else key_labels
-    return _top(style) + _bottom(keys, style) - _left(labels, style) - _RIGHT
-
-
 def margins(labels: Sequence[str], key_labels: Sequence[str] | None = None, style: MapStyle = NORMAL) -> dict:
     """The margins (px) around a map's square plot, as :func:`attention_heatmap` reserves them: ``{l, r, t, b}``
     for the query labels, the right edge, the title with the colour bar, and the key labels."""
@@ -129,16 +117,40 @@ def _axis(labels: Sequence[str], title: str, style: MapStyle) -> dict:
     }
 
 
+class MapOptions(TypedDict, total=False):
+    """What a map shows besides its values, the keyword arguments :func:`attention_heatmap` and
+    :func:`difference_heatmap` share (each optional; the defaults are :func:`_heatmap`'s).
+
+    Attributes:
+        key_labels: one label per key column, when the keys are not the queries (default: the query labels).
+        style: font and plot size (:func:`attention_viz.figures.map_style`; default ``NORMAL``).
+        query_start, key_start: the token index of the first row and column, for the hover (default 0).
+        focus: a row (in this matrix) to outline, or ``None`` (default).
+        selectable: add invisible markers so a click on a cell is reported as a selection (Streamlit).
+        query_title, key_title: the y (query) and x (key) axis titles, e.g. in the user's language.
+    """
+
+    key_labels: Sequence[str] | None
+    style: MapStyle
+    query_start: int
+    key_start: int
+    focus: int | None
+    selectable: bool
+    query_title: str
+    key_title: str
+
+
 def _heatmap(
     matrix: np.ndarray,
     labels: Sequence[str],
-    key_labels: Sequence[str] | None,
     title: str,
     colorscale: str,
     value_format: str,
     zrange: tuple[float, float],
     *,
     zmid: float | None = None,
+    value_title: str = "",
+    key_labels: Sequence[str] | None = None,
     style: MapStyle = NORMAL,
     query_start: int = 0,
     key_start: int = 0,
@@ -146,7 +158,6 @@ def _heatmap(
     selectable: bool = False,
     query_title: str = QUERY_TITLE,
     key_title: str = KEY_TITLE,
-    value_title: str = "",
 ) -> go.Figure:
     keys = labels if key_labels is None else key_labels
     x, y = unique_labels(keys), unique_labels(labels)
@@ -266,15 +277,8 @@ def attention_heatmap(
     zrange: tuple[float, float] | None = (0.0, 1.0),
     colorscale: str = ATTENTION_COLORSCALE,
     *,
-    key_labels: Sequence[str] | None = None,
-    style: MapStyle = NORMAL,
-    query_start: int = 0,
-    key_start: int = 0,
-    focus: int | None = None,
-    selectable: bool = False,
-    query_title: str = QUERY_TITLE,
-    key_title: str = KEY_TITLE,
     value_title: str = "",
+    **options: Unpack[MapOptions],
 ) -> go.Figure:
     """One head's attention (or a window of it) as a heatmap with one readable label per row and column.
 
@@ -286,13 +290,9 @@ def attention_heatmap(
         zrange: the colour range; ``None`` fits it to these values. Give maps that are compared the
             same range (see :func:`shared_range`).
         colorscale: a plotly colour scale name.
-        key_labels: one label per key column, when the keys are not the queries.
-        style: font and plot size (:func:`attention_viz.figures.map_style`).
-        query_start, key_start: the token index of the first row and column, for the hover.
-        focus: a row (in this matrix) to outline, or ``None``.
-        selectable: add invisible markers so a click on a cell is reported as a selection (Streamlit).
-        query_title, key_title: the y (query) and x (key) axis titles, e.g. in the user's language.
         value_title: the colour bar's title (what the values are, with their unit), if any.
+        options: ``key_labels``, ``style``, ``query_start``, ``key_start``, ``focus``, ``selectable``,
+            ``query_title``, ``key_title`` (:class:`MapOptions`).
 
     Returns:
         A ``plotly.graph_objects.Figure``: the heatmap trace first (then the markers if ``selectable``).
@@ -301,25 +301,9 @@ def attention_heatmap(
     Raises:
         ValueError: if ``weights`` is not ``(len(labels), len(key_labels))``.
     """
-    matrix = _check(weights, labels, key_labels)
+    matrix = _check(weights, labels, options.get("key_labels"))
     zrange = shared_range(matrix) if zrange is None else zrange
-    return _heatmap(
-        matrix,
-        labels,
-        key_labels,
-        title,
-        colorscale,
-        ".4f",
-        zrange,
-        style=style,
-        query_start=query_start,
-        key_start=key_start,
-        focus=focus,
-        selectable=selectable,
-        query_title=query_title,
-        key_title=key_title,
-        value_title=value_title,
-    )
+    return _heatmap(matrix, labels, title, colorscale, ".4f", zrange, value_title=value_title, **options)
 
 
 def difference_heatmap(
@@ -327,15 +311,7 @@ def difference_heatmap(
     labels: Sequence[str],
     title: str = "",
     fit_range: bool = False,
-    *,
-    key_labels: Sequence[str] | None = None,
-    style: MapStyle = NORMAL,
-    query_start: int = 0,
-    key_start: int = 0,
-    focus: int | None = None,
-    selectable: bool = False,
-    query_title: str = QUERY_TITLE,
-    key_title: str = KEY_TITLE,
+    **options: Unpack[MapOptions],
 ) -> go.Figure:
     """A difference of two attention maps on a diverging scale centred at 0.
 
@@ -344,8 +320,7 @@ def difference_heatmap(
         labels: one label per query row; also the key labels unless ``key_labels``.
         title: figure title.
         fit_range: range ``±max|difference|`` instead of the fixed ``±1``.
-        key_labels, style, query_start, key_start, focus, selectable, query_title, key_title: as for
-            :func:`attention_heatmap`.
+        options: as for :func:`attention_heatmap` (:class:`MapOptions`).
 
     Returns:
         A ``plotly.graph_objects.Figure``; red where the difference is positive, blue where negative.
@@ -353,23 +328,7 @@ def difference_heatmap(
     Raises:
         ValueError: if ``difference`` is not ``(len(labels), len(key_labels))``.
     """
-    matrix = _check(difference, labels, key_labels)
+    matrix = _check(difference, labels, options.get("key_labels"))
     bound = float(np.abs(matrix).max()) if fit_range and matrix.size else 1.0
     bound = bound or 1e-12  # an all-zero difference still needs a non-empty range
-    return _heatmap(
-        matrix,
-        labels,
-        key_labels,
-        title,
-        DIFFERENCE_COLORSCALE,
-        "+.3g",
-        (-bound, bound),
-        zmid=0.0,
-        style=style,
-        query_start=query_start,
-        key_start=key_start,
-        focus=focus,
-        selectable=selectable,
-        query_title=query_title,
-        key_title=key_title,
-    )
+    return _heatmap(matrix, labels, title, DIFFERENCE_COLORSCALE, "+.3g", (-bound, bound), zmid=0.0, **options)

@@ -91,14 +91,14 @@ def find_models(policy: settings.ModelPolicy | None = None, cache_dir: str | Non
     """The models that load here without a download: those in the cache, then the root's folders.
 
     Args:
-        policy: which models may load (default: from the environment); with an allow-list, only the
+        policy: which models may load (default: any); with an allow-list, only the
             cached models on it are offered; the folders under its root always are.
         cache_dir: the hub cache (default: the usual one).
 
     Returns:
         :class:`FoundModel` entries, each name once.
     """
-    policy = settings.load().models if policy is None else policy
+    policy = settings.ModelPolicy() if policy is None else policy
     cached = cached_models(cache_dir)
     if policy.restricted:
         cached = [model for model in cached if model.name in policy.allowed]

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from tokenizers.models import WordPiece
 
+from attention_viz.extraction.forward import scratch_forward
 from attention_viz.extraction.tokens import visible, whitespace_label
 
 # The head's module(s) in each family's LM class, applied to the last hidden state ``(b, t, hidden)``.
@@ -96,16 +97,19 @@ def read_lm_model(info, auto) -> tuple[object, list[str]]:
 
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the warning about missing head weights is what we report instead
+    from attention_viz.models.loading import READ_LOCK  # one read at a time: it says why
+
     try:
-        model, report = auto.from_pretrained(
-            info.path,
-            output_loading_info=True,
-            attn_implementation="eager",
-            use_safetensors=True,
-            dtype=torch.float32,
-            trust_remote_code=False,
-            local_files_only=True,
-        )
+        with READ_LOCK:
+            model, report = auto.from_pretrained(
+                info.path,
+                output_loading_info=True,
+                attn_implementation="eager",
+                use_safetensors=True,
+                dtype=torch.float32,
+                trust_remote_code=False,
+                local_files_only=True,
+            )
     except (OSError, ValueError, KeyError) as exc:
         raise OSError(f"could not read the language-model head of {info.name!r}: {exc}") from exc
     finally:
@@ -204,9 +208,13 @@ def piece_text(tokenizer, token_id: int) -> PieceText:
 
     Args:
         tokenizer: a fast (Rust-backed) transformers tokenizer.
-        token_id: 0 to the vocabulary size − 1.
+        token_id: 0 to the vocabulary size − 1. An id the tokenizer has no piece for (a model's embedding
+            table may have more rows than its tokenizer has tokens: Qwen2's 151,936 for about 151,650) reads
+            ``id 151700``, as a special token does (no text of its own).
     """
     piece = tokenizer.convert_ids_to_tokens(int(token_id))
+    if piece is None:
+        return PieceText(unknown_id_label(token_id), (unknown_id_label(token_id),), False, True)
     if int(token_id) in tokenizer.all_special_ids:
         return PieceText(piece, (piece,), False, True)
     model = getattr(getattr(tokenizer, "backend_tokenizer", None), "model", None)
@@ -223,6 +231,11 @@ def piece_text(tokenizer, token_id: int) -> PieceText:
     new_word = piece.startswith(SENTENCEPIECE_SPACE)
     text = _shown((piece[1:] if new_word else piece).replace(SENTENCEPIECE_SPACE, " "))
     return PieceText(piece, (text,) if text else (), new_word)
+
+
+def unknown_id_label(token_id: int) -> str:
+    """The label of a token id the tokenizer has no piece for: ``id 151700``."""
+    return f"id {int(token_id)}"
 
 
 @dataclass(frozen=True)
@@ -273,13 +286,12 @@ def predict(
 
     Raises:
         ValueError: a position out of range.
+        AttentionError: the encoder's attention is not valid (:func:`~attention_viz.extraction.scratch_forward`).
     """
     if not 0 <= position < encoding.num_tokens:
         raise ValueError(f"position {position} is out of range 0-{encoding.num_tokens - 1}")
-    ids = torch.tensor(encoding.input_ids)[None]  # (1, t)
-    types = torch.tensor(encoding.token_type_ids)[None]
+    hidden = scratch_forward(encoder, encoding, head_mask=head_mask, key_mask=key_mask).last_hidden_state  # (1, t, h)
     with torch.inference_mode():
-        hidden = encoder(ids, types, head_mask=head_mask, key_mask=key_mask).last_hidden_state  # (1, t, hidden)
         probabilities = torch.softmax(head.logits(hidden)[0, position].double(), -1)  # (vocab,)
     top = torch.topk(probabilities, k)
     chosen = top.indices.numpy()

@@ -13,6 +13,7 @@ import json
 import os
 import socket
 import struct
+import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +28,12 @@ from attention_viz.models.decoder import Decoder
 from attention_viz.models.encoder import BertEncoder, WeightMismatchError
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
+# Held around every ``from_pretrained`` of a model (here and in :mod:`attention_viz.models.lm_head`): while
+# transformers reads a checkpoint it swaps methods of ``PreTrainedModel`` itself, for every model of the
+# process (``no_tie_weights`` makes ``tie_weights`` do nothing until the read ends). A second read in another
+# thread meanwhile (the server's warm-up, another session) built its model untied: a GPT-2 or Qwen2 whose
+# LM head is its embedding table came back without one and could not generate. Reads are one at a time.
+READ_LOCK = threading.RLock()
 _BUNDLED_ALIASES = {BUNDLED_MODEL, f"sentence-transformers/{BUNDLED_MODEL}", "bundled"}
 
 
@@ -167,7 +174,7 @@ def disk_revision(name: str | None, policy: settings.ModelPolicy | None = None) 
     """
     import hashlib
 
-    folder = _model_folder(name, settings.load().models if policy is None else policy)
+    folder = _model_folder(name, settings.ModelPolicy() if policy is None else policy)
     if folder is None:
         return ""
     digest = hashlib.sha256()
@@ -278,13 +285,14 @@ def _read_checkpoint(source: str, local_only: bool, auto: str = "AutoModel"):
     # trust_remote_code off and safetensors only, always: a checkpoint is data, never code (pickle runs code)
     options = {"trust_remote_code": False, "local_files_only": local_only}
     tokenizer = AutoTokenizer.from_pretrained(source, **options)
-    model = getattr(transformers, auto).from_pretrained(
-        source, attn_implementation="eager", use_safetensors=True, dtype=torch.float32, **options
-    )
+    with READ_LOCK:
+        model = getattr(transformers, auto).from_pretrained(
+            source, attn_implementation="eager", use_safetensors=True, dtype=torch.float32, **options
+        )
     return tokenizer, model
 
 
-def _source_of(name: str | None, policy: settings.ModelPolicy | None) -> tuple[str, str, bool]:
+def _source_of(name: str | None, policy: settings.ModelPolicy) -> tuple[str, str, bool]:
     """``(shown name, path or hub name, whether it is a local folder)``, after the policy and the folder's
     config.json are checked.
 
@@ -292,10 +300,7 @@ def _source_of(name: str | None, policy: settings.ModelPolicy | None) -> tuple[s
         ModelLoadError: ``not_allowed``, ``outside_root`` (see :func:`check_policy`) or ``no_config``.
     """
     shown = (name or BUNDLED_MODEL).strip() or BUNDLED_MODEL
-    if shown in _BUNDLED_ALIASES:
-        source = str(bundled_model_path())
-    else:
-        source = check_policy(shown, settings.load().models if policy is None else policy)
+    source = str(bundled_model_path()) if shown in _BUNDLED_ALIASES else check_policy(shown, policy)
     local = os.path.isdir(source)
     if local and not os.path.isfile(os.path.join(source, "config.json")):
         raise ModelLoadError(
@@ -395,8 +400,8 @@ def load_model(
     Args:
         name: ``None`` or ``"all-MiniLM-L6-v2"`` for the bundled model; otherwise a local folder or a
             hub name (``bert-base-uncased``) that is cached or can be downloaded.
-        policy: which models may load (default: from the environment, see :mod:`attention_viz.settings`);
-            checked before transformers is called. The bundled model always may.
+        policy: which models may load, checked before transformers is called (default: any; the app and the
+            command line pass the operator's, see :mod:`attention_viz.settings`). The bundled model always may.
         available_memory: returns the bytes of memory free now; asked once, before the weights are read
             (``None``: :func:`attention_viz.models.sizes.available_memory`). Returning ``None`` refuses nothing.
 
@@ -412,12 +417,13 @@ def load_model(
     """
     from transformers.utils import logging as hf_logging
 
+    policy = settings.ModelPolicy() if policy is None else policy
     shown, source, local = _source_of(name, policy)
-    folder = source if local else _model_folder(shown, settings.load().models if policy is None else policy)
+    folder = source if local else _model_folder(shown, policy)
     check_memory(shown, folder, (available_memory or sizes.available_memory)())
     hf_logging.disable_progress_bar()
     # Before reading: files rewritten during the read make the next look see another fingerprint, not this one.
-    revision = disk_revision(shown, settings.load().models if policy is None else policy)
+    revision = disk_revision(shown, policy)
     tokenizer, model = _read(shown, source, local, lambda path, local_only: _read_checkpoint(path, local_only))
     config = model.config
     if getattr(config, "is_encoder_decoder", False):
@@ -550,13 +556,14 @@ def load_seq2seq(
 
     from attention_viz.models.seq2seq_families import twin_from_pretrained
 
+    policy = settings.ModelPolicy() if policy is None else policy
     shown, source, local = _source_of(name, policy)
     if local:  # another family's folder is named before transformers is asked for a model it has no class for
         _check_seq2seq(shown, json.loads(Path(source, "config.json").read_text()).get("model_type", ""))
-    folder = source if local else _model_folder(shown, settings.load().models if policy is None else policy)
+    folder = source if local else _model_folder(shown, policy)
     check_memory(shown, folder, (available_memory or sizes.available_memory)())
     hf_logging.disable_progress_bar()
-    revision = disk_revision(shown, settings.load().models if policy is None else policy)
+    revision = disk_revision(shown, policy)
 
     def read(path: str, local_only: bool):
         verbosity = hf_logging.get_verbosity()

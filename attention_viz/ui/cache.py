@@ -24,7 +24,7 @@ import streamlit as st
 
 from attention_viz import analysis, extraction, settings
 from attention_viz.analysis import article_compare, steps
-from attention_viz.extraction import AttentionResult, Encoding
+from attention_viz.extraction import AttentionResult, Encoding, generation
 from attention_viz.models import catalog, loading, sizes
 from attention_viz.models.loading import LoadedModel, ModelLoadError
 from attention_viz.ui import internals
@@ -162,11 +162,91 @@ def encoding(loaded: LoadedModel, text: str, pair: str | None) -> Encoding:
     return _input(loaded, text, pair)[1]
 
 
-def _input(loaded: LoadedModel, text: str, pair: str | None) -> tuple[settings.Limits, Encoding]:
-    """The operator's limits (part of every key of a result computed from the encoding) and the encoding."""
+def _input(loaded: LoadedModel, text: str, pair: str | None) -> tuple[object, Encoding]:
+    """The input's key (part of every key of a result computed from the encoding) and the encoding.
+
+    The key is the operator's limits, or, when a decoder's continuation of the sentence is shown
+    (:func:`shown_continuation`), the limits and the generated ids shown: the encoding is then the sentence
+    followed by those tokens, their labels marked (:data:`GENERATED_MARK`), and every result computed from it
+    (maps, statistics, the grid) is keyed by them.
+    """
     limits = app_settings().limits
     extraction.check_length(text, pair, limits)
-    return limits, _encoding(loaded, model_key(loaded), text, pair, limits)
+    found = _encoding(loaded, model_key(loaded), text, pair, limits)
+    new = shown_continuation(loaded, text, pair)
+    if not new:
+        return limits, found
+    return (limits, new), _extended(loaded, model_key(loaded), text, limits, new, found)
+
+
+def _key(loaded: LoadedModel, text: str, pair: str | None) -> object:
+    """The input's key alone (:func:`_input`)."""
+    return _input(loaded, text, pair)[0]
+
+
+# Marks a generated token's label on every axis and in the downloads (the token's own text comes first).
+GENERATED_MARK = "✎"
+
+
+@st.cache_resource(max_entries=64, ttl=RESULT_TTL, show_spinner=False)
+def _extended(_loaded: LoadedModel, model_name: str, text: str, limits, new: tuple[int, ...], _encoding: Encoding):
+    full = generation.extend_encoding(_encoding, _loaded.tokenizer, list(new))
+    prompt = _encoding.num_tokens
+    labels = full.labels[:prompt] + tuple(label + GENERATED_MARK for label in full.labels[prompt:])
+    return _read_only(replace(full, labels=labels))
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def _generator(_loaded: LoadedModel, model_name: str):
+    try:
+        return generation.load_generator(_loaded.info)
+    except generation.GenerationError as exc:  # kept: the next run says so again without reading the files
+        return exc
+
+
+def generator(loaded: LoadedModel):
+    """The decoder's causal-LM model (:func:`attention_viz.extraction.generation.load_generator`), loaded once
+    per process and model; the :class:`GenerationError` instead (returned, not raised) when it cannot generate
+    (an encoder, a checkpoint saved without its LM head)."""
+    return _generator(loaded, model_key(loaded))
+
+
+@st.cache_resource(max_entries=64, ttl=RESULT_TTL, show_spinner=False)
+def _continuation(_loaded: LoadedModel, model_name: str, text: str, limits, count: int, _encoding, _generator):
+    return tuple(generation.continuation(_loaded, _encoding, count, _generator))
+
+
+def continuation(loaded: LoadedModel, text: str, count: int) -> tuple[int, ...]:
+    """The ids a decoder writes greedily after ``text`` (at most ``count``; fewer at its end token or the
+    positions' end), computed once per model, text, limits and count and shared by every session.
+
+    Raises:
+        InputError: the text is refused, or fills every position (code ``no_room``).
+        GenerationError: the model cannot generate (:func:`generator`).
+    """
+    limits = app_settings().limits
+    extraction.check_length(text, None, limits)
+    found = _encoding(loaded, model_key(loaded), text, None, limits)
+    model = generator(loaded)
+    if isinstance(model, generation.GenerationError):
+        raise model
+    return _continuation(loaded, model_key(loaded), text, limits, int(count), found, model)
+
+
+def shown_continuation(loaded: LoadedModel, text: str, pair: str | None) -> tuple[int, ...]:
+    """The generated ids the maps of ``text`` show now: the first ``generation_step`` of the ``generated``
+    tokens asked for (the view's settings), when ``text`` is the sentence, there is no second sentence and
+    the model is a decoder that generates; else none. A continuation that cannot be made shows none (the
+    generation controls say why)."""
+    s = st.session_state
+    count = s.get("generated", 0)
+    if not count or pair or not loaded.info.causal or text != s.get("text"):
+        return ()
+    try:
+        ids = continuation(loaded, text, count)
+    except (extraction.InputError, generation.GenerationError):
+        return ()
+    return ids[: max(0, min(int(s.get("generation_step", count)), len(ids)))]
 
 
 @st.cache_resource(max_entries=64, ttl=RESULT_TTL, show_spinner=False)
@@ -182,8 +262,8 @@ def _attention(_loaded: LoadedModel, _encoding: Encoding, source: str, variant: 
 # Three caches by input length, so that a class of short sentences is never pushed out by a few long texts:
 # a result is layers x heads x tokens^2 float32 (the bundled model: 0.66 MB at 48 tokens, 7.4 MB at 160 and
 # 75 MB at 512), and the entries bound each cache's memory: at most about 130 MB, 240 MB and 600 MB for the
-# bundled model. Forty students with a sentence each hold 80 short results (pretrained and from scratch); with
-# one cache of 32 entries every head change of theirs ran the model twice again.
+# bundled model. Forty students with a sentence each hold 80 short results (pretrained and from scratch), which
+# the short cache keeps, so a head change of theirs runs no model.
 # Three functions, not one cached three ways: Streamlit keys a cache by the function's name and code.
 SHORT_TOKENS, MEDIUM_TOKENS = 48, 160
 
@@ -254,7 +334,7 @@ def _parity(model_name: str, text: str, pair: str | None, limits, _exact: np.nda
 def parity(loaded: LoadedModel, text: str, pair: str | None) -> float:
     """Max |exact from-scratch − pretrained| over every layer and head, computed once per input."""
     exact, theirs = scratch(loaded, text, pair, "exact", 0).weights, pretrained(loaded, text, pair).weights
-    return _parity(model_key(loaded), text, pair, app_settings().limits, exact, theirs)
+    return _parity(model_key(loaded), text, pair, _key(loaded, text, pair), exact, theirs)
 
 
 @st.cache_resource(max_entries=64, ttl=RESULT_TTL, show_spinner=False)
@@ -272,7 +352,7 @@ def head_grid(loaded: LoadedModel, text: str, pair: str | None, fit_range: bool,
     side whatever the text).
     The figure is shared: pass it to ``st.plotly_chart`` as is (which reads it) and never change it."""
     weights = pretrained(loaded, text, pair).weights  # raises InputError first, as the page's own call does
-    limits, group = app_settings().limits, loaded.info.heads_per_group  # query heads per key/value head (GQA)
+    limits, group = _key(loaded, text, pair), loaded.info.heads_per_group  # query heads per key/value head (GQA)
     key = (model_key(loaded), text, pair, limits, fit_range, tuple(selected), int(title_font), group)
     return _head_grid(*key, weights)
 
@@ -356,7 +436,7 @@ def _text_statistics(_loaded: LoadedModel, model_name: str, text: str, pair: str
 def text_statistics(loaded: LoadedModel, text: str, pair: str | None) -> pd.DataFrame:
     """Per-head statistics, tags and importance of the current text (one row per layer and head); a copy."""
     result = pretrained(loaded, text, pair)
-    return _text_statistics(loaded, model_key(loaded), text, pair, app_settings().limits, result)
+    return _text_statistics(loaded, model_key(loaded), text, pair, _key(loaded, text, pair), result)
 
 
 @st.cache_resource(show_spinner=False)
@@ -492,7 +572,7 @@ def _text_divergence(model_name: str, text: str, pair: str | None, limits, _weig
 def text_divergence(loaded: LoadedModel, text: str, pair: str | None) -> np.ndarray:
     """``(n, n)`` JS divergence between every pair of heads on the current text (bits)."""
     weights = pretrained(loaded, text, pair).weights
-    return _text_divergence(model_key(loaded), text, pair, app_settings().limits, weights)
+    return _text_divergence(model_key(loaded), text, pair, _key(loaded, text, pair), weights)
 
 
 @st.cache_data(max_entries=32, ttl=RESULT_TTL, show_spinner=False)
@@ -595,7 +675,7 @@ def knockout(loaded: LoadedModel, text: str, pair: str | None, key: int, scope: 
 def _minimal_pair(_loaded: LoadedModel, model_name: str, text_a: str, text_b: str, limits):
     from attention_viz.analysis import minimal_pairs
 
-    return minimal_pairs.minimal_pair(_loaded, text_a, text_b)
+    return minimal_pairs.minimal_pair(_loaded, text_a, text_b, limits)
 
 
 def minimal_pair(loaded: LoadedModel, text_a: str, text_b: str):
@@ -624,24 +704,10 @@ def lm_head(loaded: LoadedModel):
 
 @st.cache_data(max_entries=64, ttl=RESULT_TTL, show_spinner=False)
 def _predictions(_loaded, model_name, text, pair, limits, position, k, off, knocked, _encoding):
-    import torch
-
     from attention_viz.analysis import knockout as knock
-    from attention_viz.models import lm_head as heads
 
-    info = _loaded.info
-    head_mask = None
-    if off is not None:
-        head_mask = torch.ones(info.num_layers, info.num_heads)
-        head_mask[off] = 0
-    key_mask = (
-        None
-        if knocked is None
-        else torch.from_numpy(knock.key_mask(info.num_layers, info.num_heads, _encoding.num_tokens, *knocked))
-    )
-    return heads.predict(
-        _loaded.encoder, lm_head(_loaded), _loaded.tokenizer, _encoding, position, k, head_mask, key_mask
-    )
+    head = lm_head(_loaded)
+    return knock.changed_predictions(_loaded.encoder, head, _loaded.tokenizer, _encoding, position, k, off, knocked)
 
 
 def predictions(loaded: LoadedModel, text: str, pair: str | None, position: int, k: int, off=None, knocked=None):

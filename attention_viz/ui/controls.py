@@ -9,7 +9,7 @@ import streamlit as st
 
 from attention_viz.models import sizes
 from attention_viz.models.loading import BUNDLED_MODEL, LoadedModel, ModelLoadError
-from attention_viz.ui import cache, feedback, presets_ui, seq2seq_ui, state
+from attention_viz.ui import cache, feedback, generation_ui, presets_ui, seq2seq_ui, state
 from attention_viz.ui.i18n import LANGUAGE_KEY, LANGUAGES, plain, t
 from attention_viz.ui.safe_text import Markdown
 
@@ -142,6 +142,8 @@ def sidebar(places: dict | None = None) -> LoadedModel | None:
         if places is not None:
             places["share"] = top.container(width="content")
         seq2seq_ui.input_area(loaded, st.session_state["presentation"])  # T5, BART: source, target, kind
+        if not seq2seq_ui.is_seq2seq(loaded):
+            generation_ui.draw(loaded)  # a decoder's continuation of the sentence
         presets_ui.picker()
         model_box()
     with st.sidebar:

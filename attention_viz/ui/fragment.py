@@ -6,8 +6,9 @@ replaces only the body's elements. What the full run does around a page, a fragm
 the view goes into the address, a failed callback is told, an unexpected error is one message (see
 :mod:`attention_viz.ui.recovery`). One part of the sidebar follows the view: the "link to this view"
 box, while it is open; a change then reruns the whole app instead. The Examples box follows the input
-alone, which only a whole run changes. (A whole rerun asked from the fragment's body runs with the widget
-values of the fragment's run: a sentence typed meanwhile, its own run already asked for, was lost.)
+alone, which only a whole run changes, so a head change needs no whole rerun for it: a whole rerun asked
+from the fragment's body runs with the widget values of the fragment's run, and loses a sentence typed
+meanwhile whose own run was already asked for. Only the open link box asks for one.
 
 Source: Streamlit's ``st.fragment`` (a fragment's widgets rerun only the fragment).
 """

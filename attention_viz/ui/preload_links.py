@@ -3,7 +3,7 @@
 The app's map and its charts (:mod:`attention_viz.ui.attention_map`) draw with the plotly package's own
 ``plotly.min.js``, served by the app. Loaded only when the first map arrives over the WebSocket, after
 Streamlit's scripts have loaded and the first run has started, it would come late (benchmarks/README.md,
-the first map), and the map would wait for it (as it waited for Streamlit's own plotly chunk before).
+the first map), and the map would wait for it.
 An ASGI middleware adds ``<link rel="preload" as="script">`` for it to the page's HTML, so the browser
 downloads it while it loads the rest; it runs once the map has painted its first cells from its data
 (``plotly_loader.js``), so that parsing it does not hold up the first map. Streamlit's own plotly chunk is

@@ -3,11 +3,14 @@ overview of one score (Head statistics and All heads use it)."""
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import streamlit as st
 
 from attention_viz import figures
 from attention_viz.analysis import head_scores, published
+from attention_viz.extraction import AttentionError
 from attention_viz.models.loading import LoadedModel
 from attention_viz.ui import cache, controls, head_links, state
 from attention_viz.ui.corpus_picker import duration
@@ -15,6 +18,7 @@ from attention_viz.ui.i18n import counted, plain, t
 
 SCORES = tuple(head_scores.SCORES)  # induction, previous, duplicate, sink, cls_sep
 CHART_KEY = "scores_overview"
+log = logging.getLogger("attention_viz")
 _RAN = "_scores_ran"  # the settings of the last run the user asked for: (model, count, length, seed)
 
 
@@ -35,6 +39,16 @@ def settings(loaded: LoadedModel, place=st) -> tuple[int, int, int]:
     return int(count), int(length), int(seed)
 
 
+def _refused(exc: Exception, place) -> None:
+    """Say why the scores did not run: settings the model cannot take (the message says the most that fits),
+    or attention the model returned that fails the checks (the details go to the log)."""
+    if isinstance(exc, AttentionError):
+        log.error("invalid attention in the head scores: %s", exc)
+        place.error(t("messages.attention_invalid"))
+    else:
+        place.warning(t("scores.refused", reason=str(exc)))
+
+
 def _run(loaded: LoadedModel, count: int, length: int, seed: int) -> None:
     st.session_state[_RAN] = (loaded.info.name, count, length, seed)
 
@@ -47,8 +61,8 @@ def results(loaded: LoadedModel, count: int, length: int, seed: int, place=st) -
         return found
     try:
         seconds = cache.head_score_seconds(loaded, count, length)
-    except ValueError as exc:
-        place.warning(t("scores.refused", reason=str(exc)))
+    except (ValueError, AttentionError) as exc:
+        _refused(exc, place)
         return None
     asked = st.session_state.get(_RAN) == (loaded.info.name, count, length, seed)
     if not asked:
@@ -67,9 +81,9 @@ def results(loaded: LoadedModel, count: int, length: int, seed: int, place=st) -
 
     try:
         result = cache.head_scores(loaded, count, length, seed, progress)
-    except ValueError as exc:
+    except (ValueError, AttentionError) as exc:
         bar.empty()
-        place.warning(t("scores.refused", reason=str(exc)))
+        _refused(exc, place)
         return None
     bar.empty()
     return result

@@ -92,25 +92,6 @@ def map_row(place, key: str, count: int, min_width: int) -> list:
     return place.container(key=key).columns(count, gap="medium")
 
 
-def map_box(place, key: str, height_over_width: int):
-    """A container for one map chart (drawn with ``height="stretch"``) as tall as the window allows.
-
-    Args:
-        place: the column the map goes in.
-        key: the container's key (its CSS class is ``st-key-<key>``).
-        height_over_width: how much taller than wide the chart is when its plot area is square
-            (margins, title, colour bar, axis labels; :func:`attention_viz.figures.chart_height_over_width`).
-    """
-    box = f".st-key-{key}"
-    rule = (
-        f"{COLUMN}:has({box}) {{ container-type: inline-size; }}"
-        f"{box}, div:has(> {box}) {{ flex: 0 0 auto !important; height: min(calc(100vh - 4rem), "
-        f"calc(100cqw + {int(height_over_width)}px)) !important; }}"
-    )
-    st.html(f"<style>{rule}</style>")
-    return place.container(height=NOMINAL_MAP_HEIGHT, border=False, key=key)
-
-
 def ratio_box(place, key: str, ratio: float, fixed: float):
     """A container for one chart (drawn with ``height="stretch"``) whose height follows its width:
     ``ratio`` × the main area's width + ``fixed`` px (:func:`attention_viz.figures.grid_height`), so a

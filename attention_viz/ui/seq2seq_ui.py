@@ -28,6 +28,7 @@ import streamlit as st
 from attention_viz import analysis, figures
 from attention_viz.extraction import export
 from attention_viz.extraction.seq2seq import KINDS
+from attention_viz.models.encoder import PARITY_BOUND
 from attention_viz.models.loading import LoadedSeq2Seq
 from attention_viz.ui import cache, feedback, screen, state
 from attention_viz.ui.attention_map import element as attention_map
@@ -39,7 +40,6 @@ TARGET_KEY = "target"
 GENERATE_KEY = "generate"  # target tokens the model writes itself in place of the target text (0: the text)
 WRITTEN = "▸ "  # before the label of a target token the model wrote
 MAP_KEY = "seq2seq_map"  # the map element's key on Compare for an encoder–decoder
-PARITY_BOUND = 1e-5
 PAGES = ("compare", "all_heads", "head_stats", "inside")  # the pages that show an encoder–decoder's maps
 _SHOWN = "_seq2seq_inputs"  # whether the last run drew the encoder–decoder's input area
 

@@ -41,6 +41,7 @@ from attention_viz.ui.view_schema import (  # noqa: F401
     EXPERIMENTS,
     FREE_TEXTS,
     MAP_VIEWS,
+    MAX_GENERATED,
     OPENING,
     PAGE_KEY,
     RANGES,

@@ -32,6 +32,7 @@ ROLLOUT_MAPS = ("raw", "rollout", "norm")  # the maps Rollout & norms draws
 SCOPES = ("text", "bundled", "upload")  # what Head statistics and Head similarity run over
 ATLAS_SOURCES = ("bundled", "upload")  # the Head atlas: built from the bundled corpus, or a saved file
 EXPERIMENTS = ("knockout", "pairs", "predictions")  # the Experiments page's three views
+MAX_GENERATED = 32  # the most tokens a decoder is asked to generate after the text
 BUNDLED_SHAPE = (6, 12)  # layers, heads of all-MiniLM-L6-v2: the controls' range before any model loaded
 
 DEFAULTS = {
@@ -103,6 +104,11 @@ DEFAULTS = {
     "atlas_colour": "layer",
     "atlas_kind": "top",
     "atlas_event": 0,
+    # A decoder's continuation: the tokens the number box asks for, how many were generated (0: none, the text
+    # alone), and the generation step shown (the maps over the text and that many generated tokens).
+    "generate_tokens": 8,
+    "generated": 0,
+    "generation_step": 0,
 }
 # What a link may carry beyond its default's type (see attention_viz.ui.links.Rules); add a key's
 # allowed values or range here when its type alone is not enough.
@@ -139,6 +145,9 @@ RANGES: dict[str, tuple] = {
     "pairs_head": (0, 11),
     "predict_position": (-1, 4095),
     "atlas_event": (0, 4095),
+    "generate_tokens": (1, MAX_GENERATED),
+    "generated": (0, MAX_GENERATED),
+    "generation_step": (0, MAX_GENERATED),
 }
 # Values that older links wrote under other names.
 ALIASES = {"scaling": {"bert": "exact", "article": "article-scaling", "none": "no-scaling"}}

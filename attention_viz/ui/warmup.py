@@ -3,19 +3,19 @@
 The cold-start benchmark (``benchmarks/server.py``, figures in ``benchmarks/README.md``) measures both:
 
 - The imports of torch, transformers and the app and the bundled model (most of it importing transformers'
-  modelling code) used to begin only when the first browser session ran the script. :func:`preload`,
-  started by ``app.py`` through ``st.App``'s lifespan as the server starts, does them in a background
-  thread instead; a session waits for what is not done yet. A browser opened a while after the server
-  shows its first map in less than half the time it took. One opened at once gains nothing: the server's
-  Python work (the imports, serving the page, the first run) runs one thread at a time under the GIL,
-  whichever thread starts it.
+  modelling code): :func:`preload`, started by ``app.py`` through ``st.App``'s lifespan as the server
+  starts, does them in a background thread, not in the first browser session's run; a session waits for
+  what is not done yet. A browser opened a while after the server shows its first map in less than half the
+  time it would take if the first session did them. One opened at once gains nothing: the server's Python
+  work (the imports, serving the page, the first run) runs one thread at a time under the GIL, whichever
+  thread starts it.
 - The example a new session opens on (:data:`attention_viz.ui.view_schema.OPENING`, on Compare) is
   computed once here too (:func:`opening`): its pretrained and from-scratch attention and their parity go
   into the caches every session reads, so not even the first student's first run runs the model.
-- Streamlit's front end fetches and parses its plotly.js only when the first Streamlit chart arrives. The
-  app used to send an empty chart during a cold start so that the browser did it meanwhile; Compare's map
-  and charts now use the app's own copy (preloaded by the page: ``attention_viz/ui/attention_map/``), and
-  that chart only made the first visit load a second copy.
+- Nothing warms Streamlit's own plotly.js (fetched and parsed when the first Streamlit chart arrives):
+  Compare's map and charts use the app's own copy, which the page preloads (``attention_viz/ui/attention_map/``,
+  :mod:`attention_viz.ui.preload_links`), so an empty Streamlit chart sent during a cold start would only make
+  the first visit load a second copy.
 
 No figure may be built while numpy or pandas is half-imported: plotly looks them up in ``sys.modules``
 (``AttributeError: partially initialized module 'numpy'``, found by the load test). So the preload

@@ -10,14 +10,13 @@ import streamlit as st
 from attention_viz import analysis, figures
 from attention_viz.extraction import export
 from attention_viz.figures.layout import plotly_text
-from attention_viz.models.encoder import Variant
+from attention_viz.models.encoder import PARITY_BOUND, Variant
 from attention_viz.ui import cache, controls, downloads, feedback, fragment, model_notes, presets_ui, state
 from attention_viz.ui.attention_map import element as attention_map
 from attention_viz.ui.attention_map import page_view
 from attention_viz.ui.i18n import plain, t
 from attention_viz.ui.view_options import view_caption, view_options
 
-PARITY_BOUND = 1e-5
 VARIANTS = tuple(v.value for v in Variant)
 # A pair's A→B and B→A blocks: their rows are parts of distributions (small weights), so their colour range
 # is fitted to the head's values by default (the colour bar says so).

@@ -114,7 +114,7 @@ def _pairs_view(loaded, selection) -> None:
     left, right = st.columns([2, 3])
     _pair_ranking(left, ranking, labels_a[query])
     top = (int(ranking["layer"][0]), int(ranking["head"][0]))
-    heads = [(int(r["layer"]), int(r["head"])) for _, r in ranking.head(12).iterrows()]
+    heads = [(int(r["layer"]), int(r["head"])) for _, r in ranking.head(minimal_pairs.RANKED_HEADS).iterrows()]
     chosen = state.control(
         right.selectbox,
         t("experiments.pair_head"),
@@ -162,9 +162,10 @@ def _pair_sentences(loaded):
 
 
 def _pair_ranking(place, ranking, token: str) -> None:
-    """The heads whose attention from the query token changed most, first 12."""
+    """The :data:`~attention_viz.analysis.minimal_pairs.RANKED_HEADS` heads whose attention from the query token
+    changed most."""
     place.dataframe(
-        ranking.head(12),
+        ranking.head(minimal_pairs.RANKED_HEADS),
         hide_index=True,
         key="_pairs_ranking",
         column_config={

@@ -9,12 +9,12 @@ from attention_viz import analysis, figures
 from attention_viz.analysis import presets, steps
 from attention_viz.extraction import export
 from attention_viz.models.decoder import Decoder
+from attention_viz.models.encoder import PARITY_BOUND
 from attention_viz.ui import cache, controls, downloads, feedback, fragment, presets_ui, state
 from attention_viz.ui.attention_map import element as attention_map
 from attention_viz.ui.i18n import plain, t
 from attention_viz.ui.safe_text import Markdown
 
-PARITY_BOUND = 1e-5
 DISTANCES = 128  # the score-over-distance curve of a RoPE head: distances 0 to 127 (fewer if the model has fewer)
 
 
