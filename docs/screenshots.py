@@ -69,6 +69,11 @@ SHOTS = (
         "?page=compare&model={t5}&attention_kind=cross&layer=1&head=2"
         "&text=Where+is+it%3F+It+is+in+the+box.&target=It+was+tired.",
     ),
+    Shot(
+        "inside-t5-cross.png",
+        "?page=inside&model={t5}&attention_kind=cross&layer=1&head=2&inside_query=2"
+        "&text=Where+is+it%3F+It+is+in+the+box.&target=It+was+tired.",
+    ),
 )
 
 

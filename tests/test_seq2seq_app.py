@@ -1,18 +1,19 @@
 """AppTest: an encoder–decoder (a tiny T5 and a tiny BART, built offline) in the app: the source and target boxes,
 the attention-kind switch, Compare's map for each kind against extract_seq2seq, the kind in the address, Head
-statistics of the cross-attention, and every page opening on both families."""
+statistics of the cross-attention, Inside a head's steps of each kind, and every page opening on both families."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from apptools import APP, chart, no_errors, run_app, z
+from apptools import APP, chart, decode, no_errors, run_app, z
 from replay import control
 from streamlit.testing.v1 import AppTest
 from tiny_seq2seq import SEQ2SEQ, make_tiny_seq2seq
 
 from attention_viz.analysis import stats
-from attention_viz.extraction.seq2seq import extract_seq2seq
+from attention_viz.analysis.seq2seq_steps import seq2seq_steps, sublayer_inputs
+from attention_viz.extraction.seq2seq import KINDS, extract_seq2seq
 from attention_viz.models.loading import BUNDLED_MODEL
 from attention_viz.ui import cache, i18n, seq2seq_ui
 
@@ -184,11 +185,45 @@ def test_every_page_opens_on_an_encoder_decoder(seq2seq_dir, family):
             no_errors(at)
             assert not at.error, (page, [e.value for e in at.error])
             if page not in seq2seq_ui.PAGES:
-                assert "Compare, All heads and Head statistics show" in at.info[0].value, page
+                assert "Compare, All heads, Head statistics and Inside a head show" in at.info[0].value, page
     all_heads = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-seq2seq_grid")]
     at.switch_page("attention_viz/ui/pages/all_heads.py").run()
     all_heads = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-seq2seq_grid")]
     assert len(all_heads) == 1
+
+
+def _bars(at, key: str) -> np.ndarray:
+    return decode(chart(at, key)["data"][0]["y"])
+
+
+@pytest.mark.parametrize("family", SEQ2SEQ)
+def test_inside_a_head_shows_the_steps_of_each_kind_with_the_cores_weights(seq2seq_dir, family):
+    folder = seq2seq_dir(family)
+    loaded, expected = cache.seq2seq_model(folder), _expected(folder)
+    inputs = sublayer_inputs(loaded.twin, expected.source, expected.target)
+    s, t = expected.source.num_tokens, expected.target.num_tokens
+    for chosen in KINDS:
+        at = run_app(model=folder, text=SOURCE, target=TARGET, attention_kind=chosen, layer=1, head=1, inside_query=2)
+        at.switch_page("attention_viz/ui/pages/inside.py").run()
+        no_errors(at)
+        assert not at.error and not at.info, (chosen, [e.value for e in at.error], [i.value for i in at.info])
+        steps = seq2seq_steps(loaded.twin, inputs, chosen, 1, 1, 2)
+        shown = _bars(at, "step_weights")
+        np.testing.assert_array_equal(shown, steps.weights)  # the bars hold the core's numbers
+        np.testing.assert_allclose(shown, expected.maps(chosen)[1, 1, 2], rtol=0, atol=1e-6)  # transformers' row
+        keys = s if chosen != "decoder" else t
+        assert z(chart(at, "step_keys")).shape == (keys, steps.query.shape[0])  # cross: source × head_dim
+        np.testing.assert_array_equal(_bars(at, "step_dots"), steps.dots)
+        biased = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-step_bias")]
+        assert len(biased) == (family == "t5" and chosen != "cross")  # T5's bias in its self-attention only
+        if biased:
+            np.testing.assert_array_equal(_bars(at, "step_bias"), steps.bias)
+        if chosen == "decoder":
+            assert np.all(shown[3:] == 0) and np.all(shown[:3] > 0)  # causal: nothing above the query
+        assert "give transformers' map of this head" in at.success[0].value, chosen
+        assert i18n.t("inside.title", layer=1, head=1, query=seq2seq_ui.labels(expected, chosen)[0][2]) in [
+            h.value for h in at.header
+        ]
 
 
 def test_the_model_writes_the_target_and_its_tokens_are_marked(seq2seq_dir):

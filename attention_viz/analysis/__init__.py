@@ -12,6 +12,8 @@
 - :mod:`~attention_viz.analysis.rollout`: attention rollout up to a layer (Abnar & Zuidema 2020) and
   norm-based attention (Kobayashi et al. 2020).
 - :mod:`~attention_viz.analysis.steps`: one head's computation step by step, with the model's weights.
+- :mod:`~attention_viz.analysis.seq2seq_steps`: the same for an encoder–decoder's (T5, BART) encoder, decoder and
+  cross-attention heads.
 - :mod:`~attention_viz.analysis.article_compare`: the seed article's layer beside a correct layer of BERT's design
   (both with random weights from a seed), one difference at a time.
 - :mod:`~attention_viz.analysis.presets`: the bundled examples and what each shows, read from the model.

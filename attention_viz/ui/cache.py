@@ -789,3 +789,19 @@ def seq2seq_generated(loaded, source: str, tokens: int, computed_by: str):
     extraction.check_length(source, None, limits)
     key = f"{loaded.info.name}@{loaded.info.revision}"
     return _seq2seq_generated(loaded, key, source, tokens, computed_by, limits)
+
+
+@st.cache_resource(max_entries=16, ttl=RESULT_TTL, show_spinner="Running the model…")
+def _seq2seq_inputs(_loaded, model_name: str, source_ids: tuple, target_ids: tuple, _result):
+    from attention_viz.analysis.seq2seq_steps import sublayer_inputs
+
+    return _read_only(sublayer_inputs(_loaded.twin, _result.source, _result.target))
+
+
+def seq2seq_inputs(loaded, result):
+    """:func:`~attention_viz.analysis.seq2seq_steps.sublayer_inputs`: what each attention module of the twin read
+    for ``result``'s source and target (a :func:`seq2seq_result` or :func:`seq2seq_generated`), once per model and
+    token ids, read-only: the inputs of Inside a head's steps for an encoder–decoder."""
+    key = f"{loaded.info.name}@{loaded.info.revision}"
+    ids = tuple(int(i) for i in result.source.input_ids), tuple(int(i) for i in result.target.input_ids)
+    return _seq2seq_inputs(loaded, key, *ids, result)

@@ -11,10 +11,11 @@ of attention (``attention_kind``, an id of :data:`~attention_viz.extraction.seq2
 
 The Layer and Head controls range over the chosen kind's stack. With ``generate`` above 0 the model writes the
 target itself (greedy, :func:`~attention_viz.extraction.seq2seq.generate_seq2seq`) and the written tokens' labels
-start with :data:`WRITTEN`. Compare, All heads and Head statistics show the
+start with :data:`WRITTEN`. Compare, All heads, Head statistics and Inside a head show the
 chosen kind; the other pages say what they show and for which models. Source:
 :func:`attention_viz.extraction.seq2seq.extract_seq2seq` (transformers' ``encoder_attentions``,
-``decoder_attentions``, ``cross_attentions``, and the from-scratch twin's).
+``decoder_attentions``, ``cross_attentions``, and the from-scratch twin's); Inside a head's steps:
+:func:`attention_viz.analysis.seq2seq_steps.seq2seq_steps`.
 """
 
 from __future__ import annotations
@@ -32,13 +33,14 @@ from attention_viz.models.loading import LoadedSeq2Seq
 from attention_viz.ui import cache, feedback, screen, state
 from attention_viz.ui.attention_map import element as attention_map
 from attention_viz.ui.i18n import plain, t
+from attention_viz.ui.safe_text import Markdown
 
 KIND_KEY = "attention_kind"
 TARGET_KEY = "target"
 GENERATE_KEY = "generate"  # target tokens the model writes itself in place of the target text (0: the text)
 WRITTEN = "▸ "  # before the label of a target token the model wrote
 MAP_KEY = "seq2seq_map"  # the map element's key on Compare for an encoder–decoder
-PAGES = ("compare", "all_heads", "head_stats")  # the pages that show an encoder–decoder's maps
+PAGES = ("compare", "all_heads", "head_stats", "inside")  # the pages that show an encoder–decoder's maps
 _SHOWN = "_seq2seq_inputs"  # whether the last run drew the encoder–decoder's input area
 
 
@@ -168,8 +170,8 @@ def labels(result, chosen: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 def page(name: str, loaded: LoadedSeq2Seq) -> None:
-    """Draw page ``name`` for an encoder–decoder: Compare, All heads or Head statistics of the chosen kind, or a
-    message naming what the page shows and where the encoder–decoder's maps are."""
+    """Draw page ``name`` for an encoder–decoder: Compare, All heads, Head statistics or Inside a head of the chosen
+    kind, or a message naming what the page shows and where the encoder–decoder's maps are."""
     shape(loaded)
     for chosen, count in zip(("layer", "head"), st.session_state["_shape"], strict=True):
         st.session_state[chosen] = min(max(int(st.session_state[chosen]), 0), count - 1)
@@ -179,6 +181,8 @@ def page(name: str, loaded: LoadedSeq2Seq) -> None:
         _all_heads(loaded)
     elif name == "head_stats":
         _head_stats(loaded)
+    elif name == "inside":
+        _inside(loaded)
     else:
         st.header(t(f"app.page_{name}") if name != "experiments" else t("experiments.page"))
         st.info(t("seq2seq.page_unsupported", family=loaded.info.family_name))
@@ -368,3 +372,110 @@ def _head_stats(loaded: LoadedSeq2Seq) -> None:
     st.dataframe(shown, hide_index=True)
     if empty:
         st.caption(t("seq2seq.not_applicable", columns=", ".join(empty)))
+
+
+def _inside(loaded: LoadedSeq2Seq) -> None:
+    """Inside a head for an encoder–decoder: one head of the chosen kind computed step by step for one query token
+    (:func:`~attention_viz.analysis.seq2seq_steps.seq2seq_steps`): the query, the keys (the encoder's output for
+    the cross-attention), the dot products, T5's position bias, the scores (scaled in BART, causal in the decoder),
+    the weights, the values and the head's output; then the head's map from these steps against transformers'."""
+    from attention_viz.analysis.seq2seq_steps import seq2seq_steps
+    from attention_viz.ui import controls, downloads
+
+    chosen, info = kind(), loaded.info
+    pretrained, scratch = _results(loaded)
+    rows, columns = labels(pretrained, chosen)
+    header = st.empty()
+    kind_switch(st)
+    layer, head = controls.head_picker(
+        explanation=(t(f"seq2seq.kind_intro_{chosen}"), t("seq2seq.inside_intro", family=info.family_name))
+    )
+    n = len(rows)
+    query = state.control(
+        st.columns(2)[0].selectbox,
+        t("inside.query"),
+        "inside_query",
+        range(n),
+        labels=lambda i: f"{i}: {figures.isolate(rows[i])}",
+        decode=lambda stored: stored if 0 <= stored < n else min(1, n - 1),
+        note=False,
+    )
+    header.header(t("inside.title", layer=layer, head=head, query=rows[query]))
+    inputs = cache.seq2seq_inputs(loaded, scratch)
+    result = feedback.or_stop(seq2seq_steps, loaded.twin, inputs, chosen, layer, head, query)
+    config = downloads.chart_config(info.name, layer, head, "inside")
+    for number, (text, figure, key) in enumerate(_inside_steps(loaded, result, rows, columns), start=1):
+        _inside_step(number, text, figure, key, config)
+    worst = analysis.max_abs_difference(result.all_weights, pretrained.maps(chosen)[layer, head])
+    message = "seq2seq.inside_parity_ok" if worst <= PARITY_BOUND else "seq2seq.inside_parity_bad"
+    (st.success if worst <= PARITY_BOUND else st.error)(t(message, worst=f"{worst:.1e}", bound=f"{PARITY_BOUND:g}"))
+
+
+def _inside_step(number: int, text: Markdown, figure, key: str, config: dict) -> None:
+    """One step: its number and words beside its chart (as Inside a head draws an encoder's)."""
+    words, chart = st.columns([1, 2])
+    words.markdown(f"**{number}.** {text}")
+    chart.plotly_chart(figure, key=key, theme=None, config=config)
+
+
+def _inside_steps(loaded: LoadedSeq2Seq, result, rows, columns) -> list[tuple]:
+    """``(words, figure, key)`` of each step of :func:`_inside`, in order; T5's position bias only where it adds
+    one (its encoder's and decoder's self-attention)."""
+    chosen, query, d = result.kind, result.query_index, result.query.shape[0]
+    token, n, axis = rows[query], len(columns), t("inside.axis_head_dim")
+    outlined = None if chosen == "cross" else query  # the query token is among the keys in a self-attention
+
+    def bars(values, title, value_format: str, masked=()):
+        """One number per key (a source or target token), the query token outlined where it is a key, the keys the
+        causal mask hides greyed and marked as later tokens."""
+        return figures.key_bars(values, columns, title, masked, value_format, outlined, t("seq2seq.inside_later"))
+
+    family = "t5" if loaded.info.family == "t5" else "bart"
+    scores = [t(f"seq2seq.inside_scores_{family}", scaling=f"{result.scaling:.4g}", d=d)]
+    if result.has_bias:
+        scores.append(t("seq2seq.inside_scores_bias"))
+    else:
+        scores.append(t("seq2seq.inside_scores_no_bias_t5" if family == "t5" else "seq2seq.inside_scores_no_bias_bart"))
+    if chosen == "decoder":
+        scores.append(t("seq2seq.inside_scores_causal"))
+    values = t("seq2seq.inside_values_cross") if chosen == "cross" else t("inside.step_values")
+    shown = [
+        (
+            t(f"seq2seq.inside_step_query_{chosen}", token=token, layer=result.layer, head=result.head, d=d),
+            figures.step_heatmap(result.query[None], [token], t("inside.fig_query", d=d), axis),
+            "step_query",
+        ),
+        (
+            t(f"seq2seq.inside_step_keys_{chosen}"),
+            figures.step_heatmap(result.keys, columns, t("inside.fig_keys", n=n, d=d), axis),
+            "step_keys",
+        ),
+        (t("inside.step_dots", token=token), bars(result.dots, t("inside.fig_dots", n=n), ".1f"), "step_dots"),
+    ]
+    if result.has_bias:
+        shown.append(
+            (
+                t(f"seq2seq.inside_step_bias_{chosen}", head=result.head, token=token),
+                bars(result.bias, t("seq2seq.fig_bias", n=n), ".2f"),
+                "step_bias",
+            )
+        )
+    shown += [
+        (
+            Markdown(" ").join(scores),
+            bars(result.scores, t("inside.fig_scores", n=n), ".2f", result.masked),
+            "step_scores",
+        ),
+        (
+            t("inside.step_weights", total=f"{result.weights.sum():.6f}"),
+            bars(result.weights, t("inside.fig_weights", n=n), ".3f", result.masked),
+            "step_weights",
+        ),
+        (values, figures.step_heatmap(result.values, columns, t("inside.fig_values", n=n, d=d), axis), "step_values"),
+        (
+            t("seq2seq.inside_context", token=token),
+            figures.step_heatmap(result.context[None], [token], t("inside.fig_context", d=d), axis),
+            "step_context",
+        ),
+    ]
+    return shown
