@@ -798,3 +798,33 @@ def _strongest_cells_are_dark(page, weights: np.ndarray) -> None:
         assert centre(i, j)[0] < 120 and centre(i, j)[2] > centre(i, j)[0], f"cell {i}, {j} is {centre(i, j)}"
     faint = np.argwhere(weights < 0.01)
     assert len(faint) and all(centre(i, j).min() > 220 for i, j in faint), "a cell near 0 is painted"
+
+
+EVERY_PAGE = ("compare", "all_heads", "head_stats", "head_similarity", "atlas", "rollout", "inside", "experiments")
+EVERY_PAGE += ("article",)
+
+
+@pytest.mark.parametrize("family", ["llama", "t5"])
+def test_every_page_opens_on_a_tiny_llama_and_a_tiny_t5_without_an_error(
+    server, chromium, family_dir, tmp_path, family
+):
+    """Each page opened by its link on a tiny Llama (a decoder with grouped-query attention) and a tiny T5 (an
+    encoder–decoder): the page's title drawn, no error box and no exception; on T5 the pages that do not show
+    an encoder–decoder say which pages do."""
+    from tiny_seq2seq import make_tiny_seq2seq
+
+    folder = family_dir("llama") if family == "llama" else make_tiny_seq2seq("t5", tmp_path / "t5")
+    url, _, _ = server
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    for name in EVERY_PAGE:
+        page.goto(
+            f"{url}/?" + urllib.parse.urlencode({"page": name, "model": folder, "text": "The cat sat on the mat."})
+        )
+        page.wait_for_selector("h1, h2", timeout=120_000)
+        idle(page)
+        errors = page.locator("[data-testid='stException'], [data-testid='stAlertContentError']").all_inner_texts()
+        assert not errors, (family, name, errors)
+        assert page.locator("h1, h2").first.inner_text().strip(), (family, name)
+        if family == "t5" and name not in ("compare", "all_heads", "head_stats", "inside"):
+            assert "Compare, All heads, Head statistics and Inside a head show" in page.inner_text("body"), name
+    page.close()

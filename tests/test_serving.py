@@ -82,3 +82,17 @@ def test_a_bundle_made_on_request_keeps_a_random_id_and_is_served_with_its_diges
     assert headers[b"cache-control"] == b"private, max-age=3600"
     status, _, body = _request(app, f"/{serving.ROUTE}/maps/{bundle_id}", {"If-None-Match": etag.decode()})
     assert (status, body) == (304, b"")
+
+
+def test_a_bundle_sent_inside_the_element_is_kept_as_its_recipe_and_served_by_content_when_asked():
+    """A new sentence's bundle travels in the element's data: the server keeps only how to make it (no bytes, so
+    a class's new sentences do not fill the store), under its content id, and makes it for a browser that asks."""
+    store, payload, made = serving._Store(budget=1000), b"AVM1 a bundle that went inline", []
+    recipe = lambda: made.append(1) or payload  # noqa: E731
+    bundle_id = store.put_recipe(payload, recipe)
+    assert bundle_id == serving.content_id(payload) and bundle_id in store
+    assert store._size == 0 and not made  # nothing held, nothing made yet
+    assert store.put_recipe(payload, recipe) == bundle_id  # another session, the same content: one entry
+    assert store.get(bundle_id) == payload and made == [1]  # asked for: made once, then kept
+    assert store.get(bundle_id) == payload and made == [1] and store._size == len(payload)
+    assert store.put(payload) == bundle_id and store._size == len(payload)  # the bytes are not counted twice

@@ -395,6 +395,8 @@ def draw(
 
     def register() -> str:
         made.append(make(layers))
+        if len(made[0]) <= INLINE_MAX:  # it travels in the element's data (_inline): the server keeps how to make it
+            return STORE.put_recipe(made[0], lambda: make(layers))
         return STORE.put(made[0])
 
     path = f"{ROUTE}/maps/{_bundle_id(memo, layers, register)}"

@@ -90,15 +90,31 @@ class _Store:
             self._evict()
             return bundle_id
 
+    def put_recipe(self, payload: bytes, make: Callable[[], bytes]) -> str:
+        """Name ``payload`` by its :func:`content_id` but keep only ``make``, which makes the same bytes again on
+        the first :meth:`get` (a page that sent the bytes inside its element's data: the browser has them, and
+        asks for the path only if it missed that run). Counted with :meth:`put_later`'s bundles; the id."""
+        bundle_id = content_id(payload)
+        with self._lock:
+            if bundle_id in self._items:
+                self._items.move_to_end(bundle_id)
+                return bundle_id
+            self._items[bundle_id] = make
+            self._trim_pending()
+        return bundle_id
+
+    def _trim_pending(self) -> None:
+        pending = [i for i, item in self._items.items() if callable(item)]
+        for old in pending[: max(0, len(pending) - PENDING_MAX)]:  # the oldest never asked for
+            del self._items[old]
+
     def put_later(self, make: Callable[[], bytes]) -> str:
         """Register the bundle that ``make()`` returns (called at most once, on the first :meth:`get`, from
         any thread: it must not use Streamlit); its id now (random: the content is not known yet)."""
         bundle_id = secrets.token_urlsafe(16)
         with self._lock:
             self._items[bundle_id] = make
-            pending = [i for i, item in self._items.items() if callable(item)]
-            for old in pending[: max(0, len(pending) - PENDING_MAX)]:  # the oldest never asked for
-                del self._items[old]
+            self._trim_pending()
         return bundle_id
 
     def forget(self, bundle_id: str) -> None:
