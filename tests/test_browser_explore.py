@@ -14,7 +14,7 @@ import json
 import urllib.parse
 
 import numpy as np
-from browser import ARTIFACTS, IDLE, MAP_DRAWN, idle, wait_for_header, wait_for_map_view
+from browser import ARTIFACTS, MAP_DRAWN, idle, wait_for_header, wait_for_map_view
 from playwright.sync_api import expect
 
 from attention_viz.extraction import extract
@@ -161,11 +161,15 @@ def test_twenty_steps_then_a_new_sentence_keeps_the_view_and_the_link_opens_it(s
     box = page.get_by_label("Sentence", exact=True)
     box.fill("Dogs chase cats and cats chase mice.")
     box.press("Control+Enter")
-    wait_for_header(page, f"Layer {layer}, head {head}")
-    page.wait_for_selector(IDLE)
+    # the new sentence's map (the title names the same head before and after the run, so wait for the rows)
+    page.wait_for_function(
+        "s => { const p = document.querySelector(s); return !!p?.data && p.data[0].y.join(' ').includes('chase'); }",
+        arg=f"{MAP_ELEMENT} .js-plotly-plot",
+        timeout=60_000,
+    )
+    idle(page)
+    wait_for_map_view(page, layer, head)  # at the head the steps reached
     expect(page.locator(".av-title")).to_have_text(f"Layer {layer}, head {head}")
-    labels = page.eval_on_selector(f"{MAP_ELEMENT} .js-plotly-plot", "e => e.data[0].y.join(' ')")
-    assert "chase" in labels  # the new sentence's map, at the head the steps reached
     other = chromium.new_page(viewport={"width": 1280, "height": 720})  # a new browser context: another person
     other.goto(link)
     other.wait_for_selector(MAP_DRAWN, timeout=120_000)

@@ -3,7 +3,7 @@ gives a link that does the same."""
 
 import re
 
-from browser import ARTIFACTS, wait_for_map_view
+from browser import ARTIFACTS, MAP_DRAWN, idle, wait_for_map_view
 from playwright.sync_api import expect
 
 from attention_viz.ui import links
@@ -64,14 +64,16 @@ def test_a_head_change_that_reruns_only_the_page_keeps_the_address_and_the_open_
     page = chromium.new_page(viewport={"width": 1280, "height": 720})
     page.goto(f"{url}/?layer=2&head=3")
     expect(page.get_by_role("heading", name="Layer 2, head 3")).to_be_visible(timeout=90_000)
-    page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    page.wait_for_selector(MAP_DRAWN, timeout=120_000)
+    idle(page)  # the map has its keys once it is drawn and the page's runs are over
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
-    page.keyboard.press("ArrowRight")  # the box is closed: the fragment alone reruns
+    page.keyboard.press("ArrowRight")  # the box is closed: the map steps in the browser
     expect(page.get_by_role("heading", name="Layer 2, head 4")).to_be_visible(timeout=60_000)
     expect(page).to_have_url(re.compile(r"head=4"), timeout=60_000)
     _open_link_box(page, "Link")
     box = page.locator(f"{LINK_BOX} code", has_text=url).first
     expect(box).to_contain_text("head=4", timeout=60_000)
+    idle(page)
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
     page.keyboard.press("ArrowRight")  # the box is open: the whole app reruns, the link follows
     expect(page.get_by_role("heading", name="Layer 2, head 5")).to_be_visible(timeout=60_000)
