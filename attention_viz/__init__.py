@@ -2,11 +2,15 @@
 
 Public API (no Streamlit needed)::
 
-    from attention_viz import attention_heatmap, extract, load_model
+    from attention_viz import attention_heatmap, extract, load_model, statistics_of_corpus
     loaded = load_model()                       # the bundled all-MiniLM-L6-v2
     result = extract(loaded, "The cat sat on the mat.")
     result.weights.shape                        # (layers, heads, query, key)
     attention_heatmap(result.weights[2, 5], result.encoding.labels).show()
+    statistics_of_corpus(loaded, "The cat sat.\nIt slept.").statistics  # one row per (layer, head)
+
+The runs the app and the command line make (statistics over a corpus, the head atlas, head scores, a model's
+description) are these same calls (:mod:`attention_viz.runs`).
 
 The names are imported on first use (PEP 562), so ``import attention_viz.ui.warmup`` does not pull in
 torch and transformers: the app draws its first element while they load.
@@ -53,6 +57,10 @@ _SOURCES = {
     "duplicate_token_scores": "analysis.head_scores",
     "induction_scores": "analysis.head_scores",
     "sink_scores": "analysis.head_scores",
+    "RayCluster": "runs",
+    "atlas_of_corpus": "runs",
+    "describe_model": "runs",
+    "statistics_of_corpus": "runs",
 }
 __all__ = [  # the public names; each is imported from its module on first use
     "BUNDLED_MODEL",
@@ -67,10 +75,13 @@ __all__ = [  # the public names; each is imported from its module on first use
     "ModelInfo",
     "ModelLoadError",
     "MultiHeadSelfAttention",
+    "RayCluster",
     "Variant",
     "WeightMismatchError",
+    "atlas_of_corpus",
     "attention_heatmap",
     "attention_rollout",
+    "describe_model",
     "difference_heatmap",
     "drop_tokens",
     "duplicate_token_scores",
@@ -93,6 +104,7 @@ __all__ = [  # the public names; each is imported from its module on first use
     "scaled_dot_product_attention",
     "scores_frame",
     "sink_scores",
+    "statistics_of_corpus",
 ]
 
 

@@ -190,33 +190,12 @@ MODEL_HELP = (
 
 
 def _run_model(args: argparse.Namespace, config: settings.Settings) -> str:
-    from attention_viz.models import sizes
     from attention_viz.models.loading import load_model
+    from attention_viz.runs import describe_model
 
     if args.tokens < 1:
         raise _UsageError("--tokens takes a number from 1")
-    loaded = load_model(args.model, config.models)
-    info = loaded.info
-    tokens = min(args.tokens, config.limits.tokens_for(info.max_positions))
-    estimate = sizes.estimate_forward(loaded.encoder, tokens)
-    available = sizes.available_memory()
-    payload = {
-        "model": info.name,
-        "family": info.family_name,
-        "parameters": info.parameters,
-        "float32_bytes": info.weight_bytes,
-        "float32_size": sizes.size_text(info.weight_bytes),
-        "available_bytes": available,
-        "num_layers": info.num_layers,
-        "num_heads": info.num_heads,
-        "num_key_value_heads": info.num_key_value_heads or info.num_heads,
-        "heads_per_group": info.heads_per_group,
-        "forward_tokens": estimate.tokens,
-        "forward_seconds_estimate": round(estimate.seconds, 4),
-        "measured_tokens": estimate.measured_tokens,
-        "measured_seconds": round(estimate.measured_seconds, 6),
-    }
-    return json.dumps(payload) + "\n"
+    return json.dumps(describe_model(load_model(args.model, config.models), args.tokens, config.limits)) + "\n"
 
 
 # --- app: the web app -------------------------------------------------------------------------------------
@@ -306,37 +285,43 @@ def _chosen_scores(text: str | None) -> list[str]:
     return chosen
 
 
-def _score_columns(loaded, args: argparse.Namespace, chosen: list[str], bars: list):
-    """The chosen named head scores, one row per head: ``layer``, ``head``, ``score_NAME``, ``score_NAME_control``."""
-    from tqdm import tqdm
-
+def _head_scores(loaded, args: argparse.Namespace, bars: list):
+    """The named head scores of ``--score-sequences``, ``--score-length`` and ``--score-seed``."""
     from attention_viz.analysis import head_scores
 
-    def advance(done: int, total: int) -> None:
-        if not bars:
-            bars.append(tqdm(total=total, unit="sequence", file=sys.stderr, leave=False, desc="scores"))
-        bars[-1].update(done - bars[-1].n)
-
     try:
-        scores = head_scores.model_head_scores(
-            loaded, args.score_sequences, args.score_length, args.score_seed, progress=advance
+        return head_scores.model_head_scores(
+            loaded, args.score_sequences, args.score_length, args.score_seed, progress=_bar(bars, "scores", "sequence")
         )
     except ValueError as exc:
         raise _UsageError(str(exc)) from None
-    frame = head_scores.scores_frame(scores)
-    kept = [c for name in chosen for c in (name, f"{name}_control")]
-    return frame[["layer", "head", *kept]].rename(columns={c: f"score_{c}" for c in kept}), scores
 
 
-def _read_corpus_file(path: str) -> tuple[list[tuple[str, str | None]], int]:
-    """``(texts, blank lines)`` of a UTF-8 file (a byte-order mark is dropped; lines end at LF or CRLF only)."""
+def _bar(bars: list, desc: str, unit: str):
+    """A ``progress(done, total)`` that draws a bar on stderr, started at the first call (after the input was
+    checked: a refusal is one line) and kept in ``bars`` to be closed."""
+    from tqdm import tqdm
+
+    own = []
+
+    def advance(done: float, total: int) -> None:
+        if not own:
+            own.append(tqdm(total=total, unit=unit, file=sys.stderr, leave=False, desc=desc))
+            bars.append(own[0])
+        own[0].update(int(done) - own[0].n)
+
+    return advance
+
+
+def _read_corpus_file(path: str) -> tuple[str, list[tuple[str, str | None]]]:
+    """``(text, texts)`` of a UTF-8 file (a byte-order mark is dropped; lines end at LF or CRLF only); an empty
+    corpus is refused here, before a model loads."""
     from attention_viz.analysis import parse_corpus
-    from attention_viz.analysis.corpus import blank_lines
 
     try:
         with open(path, encoding="utf-8-sig", newline="") as handle:  # newline="": a lone CR is not a line break
             text = handle.read()
-        return parse_corpus(text), blank_lines(text)
+        return text, parse_corpus(text)
     except FileNotFoundError:
         raise _UsageError(f"no such file: {path}") from None
     except IsADirectoryError:
@@ -348,10 +333,9 @@ def _read_corpus_file(path: str) -> tuple[list[tuple[str, str | None]], int]:
 
 
 def _run_stats(args: argparse.Namespace, config: settings.Settings) -> str:
-    from tqdm import tqdm
-
-    from attention_viz.analysis import corpus_statistics
+    from attention_viz.analysis.head_scores import score_columns
     from attention_viz.models.loading import load_model
+    from attention_viz.runs import statistics_of_corpus
 
     if args.batch_size < 1:
         raise _UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
@@ -359,43 +343,30 @@ def _run_stats(args: argparse.Namespace, config: settings.Settings) -> str:
     chosen = _chosen_scores(args.scores)
     if args.file is None and not chosen:
         raise _UsageError("give a text file, or --scores for named head scores on random tokens")
-    texts, blank = _read_corpus_file(args.file) if args.file is not None else ([], 0)
+    text, texts = _read_corpus_file(args.file) if args.file is not None else ("", [])
     loaded = load_model(args.model, config.models)
     if loaded.encoder.config.type_vocab_size < 2 and any(pair for _, pair in texts):
         print(ONE_SEGMENT, file=sys.stderr)
-    bars = []  # the bar starts with the run, after the corpus was checked: a refusal is one line
-
-    def advance(done: float, total: int) -> None:
-        if not bars:
-            bars.append(tqdm(total=total, unit="text", file=sys.stderr, leave=False, desc="stats"))
-        bars[0].update(int(done) - bars[0].n)
-
-    result, scores, score_bars = None, None, []
+    result, scores, bars = None, None, []
     try:
-        if texts and args.ray is None:
-            result = corpus_statistics(
-                loaded, texts, args.batch_size, progress=advance, importance=args.importance, limits=config.limits
-            )
-        elif texts:
-            with contextlib.redirect_stdout(sys.stderr):  # Ray prints the cluster's notices on stdout: not the table's
-                result = _run_on_ray(args, texts, config, advance)
+        if texts:
+            run = dict(progress=_bar(bars, "stats", "text"), importance=args.importance)
+            with _on_ray(args, config) as (limits, ray):
+                result = statistics_of_corpus(loaded, text, args.batch_size, limits=limits, ray=ray, **run)
         if chosen:
-            columns, scores = _score_columns(loaded, args, chosen, score_bars)
+            scores = _head_scores(loaded, args, bars)
     finally:
-        for bar in bars + score_bars:
+        for bar in bars:
             bar.close()
     frame = result.statistics if result is not None else None
     if chosen:
+        columns = score_columns(scores, chosen)
         frame = columns if frame is None else frame.merge(columns, on=["layer", "head"], how="left")
     if args.format == "csv":
         return frame.to_csv(index=False, float_format="%.8g")
     payload = {"model": loaded.info.name}
     if result is not None:
-        payload |= {
-            "num_texts": result.num_texts,
-            "num_skipped": result.num_skipped + blank,  # blank lines too
-            "num_tokens": result.num_tokens,
-        }
+        payload |= {"num_texts": result.num_texts, "num_skipped": result.num_skipped, "num_tokens": result.num_tokens}
     if scores is not None:
         payload["scores"] = {
             "sequences": scores.count,
@@ -449,46 +420,6 @@ def _check_ray_options(args: argparse.Namespace) -> None:
         raise _UsageError(f"--ray-timeout takes seconds above 0, got {args.ray_timeout:g}")
 
 
-def _atlas_on_ray(args: argparse.Namespace, texts, config: settings.Settings, chosen: dict):
-    from attention_viz.analysis.distributed import atlas_on_ray
-
-    return _on_ray(
-        args,
-        config.limits,
-        lambda ray_limits, timeout_s: atlas_on_ray(
-            texts,
-            args.model,
-            _ray_address(args),
-            workers=args.ray_workers,
-            limits=ray_limits,
-            policy=config.models,
-            connect_timeout_s=timeout_s,
-            **chosen,
-        ),
-    )
-
-
-def _run_on_ray(args: argparse.Namespace, texts, config: settings.Settings, advance):
-    from attention_viz.analysis.distributed import corpus_statistics_on_ray
-
-    return _on_ray(
-        args,
-        config.limits,
-        lambda ray_limits, timeout_s: corpus_statistics_on_ray(
-            texts,
-            args.model,
-            _ray_address(args),
-            args.batch_size,
-            workers=args.ray_workers,
-            progress=advance,
-            importance=args.importance,
-            limits=ray_limits,
-            policy=config.models,
-            connect_timeout_s=timeout_s,
-        ),
-    )
-
-
 def _ray_address(args: argparse.Namespace) -> str | None:
     """Where ``--ray`` goes: its address; without one (or with ``auto``) ``RAY_ADDRESS`` when it is set, as Ray
     itself would read it; else None (a cluster started on this machine, or a new local one)."""
@@ -497,21 +428,31 @@ def _ray_address(args: argparse.Namespace) -> str | None:
     return args.ray or None
 
 
-def _on_ray(args: argparse.Namespace, limits: settings.Limits, run):
-    """``run(limits, connect_timeout_s)`` on Ray with the command line's limits and ``--ray-timeout``; Ray's and
-    the limits' errors as one line."""
+@contextlib.contextmanager
+def _on_ray(args: argparse.Namespace, config: settings.Settings):
+    """``(limits, ray)`` of a run: the settings' limits and None without ``--ray``; with it the limits that
+    ``--max-texts`` and ``--max-tokens`` raise and the :class:`~attention_viz.runs.RayCluster` of ``--ray``,
+    ``--ray-workers`` and ``--ray-timeout``, Ray's notices sent to stderr (stdout is the table's) and Ray's and
+    the limits' errors turned into one line."""
+    if args.ray is None:
+        yield config.limits, None
+        return
     import dataclasses
 
     from attention_viz.analysis.distributed import CONNECT_TIMEOUT_S, DistributedError, NotEnoughCPUsError
     from attention_viz.extraction import InputError
+    from attention_viz.runs import RayCluster
 
     limits = dataclasses.replace(
-        limits,
-        max_corpus_texts=args.max_texts or limits.max_corpus_texts,
-        max_corpus_tokens=args.max_tokens or limits.max_corpus_tokens,
+        config.limits,
+        max_corpus_texts=args.max_texts or config.limits.max_corpus_texts,
+        max_corpus_tokens=args.max_tokens or config.limits.max_corpus_tokens,
     )
+    timeout = args.ray_timeout or CONNECT_TIMEOUT_S
+    ray = RayCluster(args.model, _ray_address(args), args.ray_workers, timeout, config.models)
     try:
-        return run(limits, args.ray_timeout or CONNECT_TIMEOUT_S)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield limits, ray
     except NotEnoughCPUsError as exc:
         if not exc.capacity:
             raise _UsageError(
@@ -561,10 +502,8 @@ def _add_atlas_parser(commands) -> None:
 
 
 def _run_atlas(args: argparse.Namespace, config: settings.Settings) -> str:
-    from tqdm import tqdm
-
-    from attention_viz.analysis import atlas
     from attention_viz.models.loading import load_model
+    from attention_viz.runs import atlas_of_corpus
 
     for name in ("top", "batch_size"):
         if getattr(args, name) < 1:
@@ -575,30 +514,14 @@ def _run_atlas(args: argparse.Namespace, config: settings.Settings) -> str:
     out = Path(args.out) if args.out else None
     if out is not None and not out.parent.is_dir():
         raise _UsageError(f"cannot write {out}: there is no folder {out.parent}")
-    texts, _ = _read_corpus_file(args.file)
+    text, _ = _read_corpus_file(args.file)
     loaded = load_model(args.model, config.models)
     bars = []
-
-    def advance(done: float, total: int) -> None:
-        if not bars:
-            bars.append(tqdm(total=total, unit="text", file=sys.stderr, leave=False, desc="atlas"))
-        bars[0].update(int(done) - bars[0].n)
-
-    chosen = dict(
-        top=args.top,
-        sample=args.sample,
-        seed=args.seed,
-        fold=not args.no_fold,
-        exclude=not args.keep_special,
-        batch_size=args.batch_size,
-        induction=args.induction,
-        progress=advance,
-    )
+    chosen = dict(top=args.top, sample=args.sample, seed=args.seed, fold=not args.no_fold, batch_size=args.batch_size)
+    chosen |= dict(exclude=not args.keep_special, induction=args.induction, progress=_bar(bars, "atlas", "text"))
     try:
-        if args.ray is None:
-            built = atlas.build_atlas(loaded, texts, limits=config.limits, **chosen)
-        else:
-            built = _atlas_on_ray(args, texts, config, chosen)
+        with _on_ray(args, config) as (limits, ray):
+            built = atlas_of_corpus(loaded, text, limits=limits, ray=ray, **chosen)
     finally:
         for bar in bars:
             bar.close()

@@ -18,7 +18,7 @@ from attention_viz.extraction import extract
 from attention_viz.figures import label_text
 from attention_viz.figures.grid import thumbnail
 from attention_viz.models import loading
-from attention_viz.ui import cache, presets_ui, state
+from attention_viz.ui import cache, cache_seq2seq, presets_ui, state
 
 
 def _captions(block) -> str:
@@ -182,7 +182,9 @@ def test_an_encoder_decoder_folder_opens_with_the_sentence_as_its_source(tmp_pat
     assert not at.error, [e.value for e in at.error]
     assert at.text_area(key="text").value == "Keep this sentence."  # the source now
     assert at.text_area(key="_target").value == state.DEFAULTS["target"]
-    result = extract_seq2seq(cache.seq2seq_model(folder), "Keep this sentence.", state.DEFAULTS["target"], "pretrained")
+    result = extract_seq2seq(
+        cache_seq2seq.seq2seq_model(folder), "Keep this sentence.", state.DEFAULTS["target"], "pretrained"
+    )
     layer, head = at.session_state["layer"], at.session_state["head"]
     assert (layer, head) == (2, 3)  # clamped to the decoder's 3 layers × 4 heads
     shown = _z(_figures(at)[0])  # the first window of a long target

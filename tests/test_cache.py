@@ -7,7 +7,7 @@ import torch
 from attention_viz.analysis import steps
 from attention_viz.extraction import extract
 from attention_viz.figures.grid import thumbnail
-from attention_viz.ui import cache
+from attention_viz.ui import cache, cache_heads
 
 TEXT = "The cat sat on the mat."
 
@@ -88,7 +88,7 @@ def test_a_text_is_encoded_once_for_every_result(tiny, monkeypatch):
         encoding, _ = cache.head_vectors(tiny, TEXT, "It slept.", layer, head)
         assert encoding is pretrained.encoding
     assert cache.article_maps(tiny, TEXT, "It slept.", 1, 0, ("shared",))[0] is pretrained.encoding
-    assert len(cache.text_statistics(tiny, TEXT, "It slept.")) == 8
+    assert len(cache_heads.text_statistics(tiny, TEXT, "It slept.")) == 8
     cache.rollout_and_norms(tiny, TEXT, "It slept.", 1)
     assert calls == [TEXT]
 

@@ -11,7 +11,7 @@ from attention_viz import analysis
 from attention_viz.analysis import max_abs_difference
 from attention_viz.extraction import extract
 from attention_viz.models import loading
-from attention_viz.ui import cache
+from attention_viz.ui import cache, cache_heads
 
 TEXT = "The animal did not cross the street because it was tired."
 
@@ -77,11 +77,11 @@ def forwards(family_model, monkeypatch):
             count["forwards"] += 1
 
     handles = [loaded.model.register_forward_pre_hook(counted), loaded.encoder.register_forward_pre_hook(counted)]
-    cache._corpus_store()[0].clear()
+    cache_heads._corpus_runs().clear()
     yield loaded, count
     for handle in handles:
         handle.remove()
-    cache._corpus_store()[0].clear()
+    cache_heads._corpus_runs().clear()
 
 
 @pytest.mark.parametrize("importance", [False, True])
@@ -90,10 +90,10 @@ def test_two_sessions_starting_the_same_corpus_run_compute_it_once(forwards, imp
     whole corpus again (twice the model forwards)."""
     loaded, count = forwards
     corpus = "\n".join(f"Sentence number {i} is about a cat on a mat." for i in range(24))
-    cache.corpus_statistics(loaded, corpus, 4, importance)  # one run alone: its forwards
+    cache_heads.corpus_statistics(loaded, corpus, 4, importance)  # one run alone: its forwards
     alone = count["forwards"]
     assert alone > 0
-    cache._corpus_store()[0].clear()
+    cache_heads._corpus_runs().clear()
     count["forwards"] = 0
 
     started, waiting = threading.Event(), threading.Event()
@@ -110,7 +110,7 @@ def test_two_sessions_starting_the_same_corpus_run_compute_it_once(forwards, imp
         waiting.set()
 
     def run(name, progress):
-        results[name] = cache.corpus_statistics(loaded, corpus, 4, importance, progress)
+        results[name] = cache_heads.corpus_statistics(loaded, corpus, 4, importance, progress)
 
     first = threading.Thread(target=run, args=("first", held_progress))
     first.start()
@@ -142,7 +142,7 @@ def test_a_stopped_first_run_leaves_the_waiting_session_to_compute_it(forwards):
 
     def first():
         try:
-            cache.corpus_statistics(loaded, corpus, 4, False, stopped)
+            cache_heads.corpus_statistics(loaded, corpus, 4, False, stopped)
         except StoppedError:
             errors.append("stopped")
 
@@ -152,7 +152,7 @@ def test_a_stopped_first_run_leaves_the_waiting_session_to_compute_it(forwards):
     waiting = threading.Event()  # set once the second session is waiting on the first's run
 
     def second():
-        results["r"] = cache.corpus_statistics(loaded, corpus, 4, False, lambda done, total: waiting.set())
+        results["r"] = cache_heads.corpus_statistics(loaded, corpus, 4, False, lambda done, total: waiting.set())
 
     two = threading.Thread(target=second)
     two.start()
@@ -163,3 +163,33 @@ def test_a_stopped_first_run_leaves_the_waiting_session_to_compute_it(forwards):
     assert errors == ["stopped"] and results["r"].num_texts == 12
     direct = analysis.corpus_statistics(loaded, analysis.parse_corpus(corpus), 4, divergence=True)
     np.testing.assert_allclose(results["r"].statistics["entropy"], direct.statistics["entropy"], atol=1e-6)
+
+
+def test_two_sessions_asking_for_the_same_atlas_build_it_once(forwards):
+    """The atlas had no single flight: a second session asking while it ran built the whole atlas again."""
+    loaded, count = forwards
+    corpus = "\n".join(f"Sentence number {i} is about a cat on a mat." for i in range(16))
+    cache_heads._atlas_runs().clear()
+    cache_heads.atlas(loaded, corpus, 4)  # one run alone: its forwards
+    alone = count["forwards"]
+    cache_heads._atlas_runs().clear()
+    count["forwards"] = 0
+    started, waiting, results = threading.Event(), threading.Event(), {}
+
+    def held(done, total):
+        started.set()
+        assert waiting.wait(30), "the second session never showed the running one's progress"
+
+    def run(name, progress):
+        results[name] = cache_heads.atlas(loaded, corpus, 4, progress)
+
+    first = threading.Thread(target=run, args=("first", held))
+    first.start()
+    assert started.wait(30)
+    second = threading.Thread(target=run, args=("second", lambda done, total: waiting.set()))
+    second.start()
+    first.join(120)
+    second.join(120)
+    assert alone > 0 and count["forwards"] == alone  # built once
+    assert results["first"] is results["second"] and results["first"].num_texts == 16
+    cache_heads._atlas_runs().clear()

@@ -75,3 +75,25 @@ def test_errors_exit_2_with_one_line(capsys, tmp_path, content, extra, message):
 def test_a_folder_is_an_error(capsys, tmp_path):
     status, _, err = _run(capsys, "stats", str(tmp_path))
     assert status == 2 and "is a folder" in err
+
+
+def test_the_cli_the_python_api_and_the_app_make_one_corpus_run(capsys, bundled, tmp_path):
+    """``stats FILE``, ``attention_viz.statistics_of_corpus`` and the app's Head statistics give the same numbers
+    for a file's text, its blank lines counted as skipped in each."""
+    from attention_viz import statistics_of_corpus
+    from attention_viz.ui import cache_heads
+
+    text = "The cat sat on the mat.\n\n  \nWhere is it?\tIn the box.\n"
+    path = tmp_path / "corpus.txt"
+    path.write_text(text, encoding="utf-8")
+    status, out, _ = _run(capsys, "stats", str(path), "--format", "json", "--batch-size", "2")
+    assert status == 0
+    shown = json.loads(out)
+    ours = statistics_of_corpus(bundled, text, batch_size=2)
+    cache_heads._corpus_runs().clear()
+    app = cache_heads.corpus_statistics(bundled, text, 2, False)
+    for result in (ours, app):
+        assert (result.num_texts, result.num_skipped, result.num_tokens) == (2, 2, shown["num_tokens"])
+        np.testing.assert_allclose(result.statistics["entropy"], [h["entropy"] for h in shown["heads"]], atol=1e-9)
+    assert (shown["num_texts"], shown["num_skipped"]) == (2, 2)
+    assert app.divergence is not None and ours.divergence is None  # the app's Head similarity needs it

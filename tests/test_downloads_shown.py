@@ -14,7 +14,7 @@ from streamlit.runtime.media_file_manager import MediaFileManager
 from attention_viz import analysis, figures
 from attention_viz.extraction import export, extract
 from attention_viz.figures.heads import LABEL_FONT, MARKER_PX, SIMILARITY_PLOT_PX
-from attention_viz.ui import cache, downloads, i18n, state
+from attention_viz.ui import cache, cache_heads, downloads, i18n, state
 
 SIMILARITY = "attention_viz/ui/pages/head_similarity.py"
 ROLLOUT = "attention_viz/ui/pages/rollout.py"
@@ -47,7 +47,7 @@ def test_head_similarity_downloads_each_heads_place_and_the_divergence(bundled, 
     no_errors(at)
     labels = [button.label for button in at.get("download_button")]
     assert EN["links.download_shown_csv"] in labels and EN["links.download_shown_json"] in labels
-    divergence = cache.text_divergence(bundled, state.EXAMPLE_TEXT, None)
+    divergence = cache_heads.text_divergence(bundled, state.EXAMPLE_TEXT, None)
     positions = analysis.mds_layout(divergence)
     table = pd.read_csv(io.StringIO(_named(files, "head_similarity_text.csv")))
     assert list(table.columns) == ["layer", "head", "x", "y"] and len(table) == 72

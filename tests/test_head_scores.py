@@ -220,6 +220,32 @@ def test_estimate_is_positive_and_progress_counts_every_sequence(induction_model
     assert seen[-1] == (6, 6) and [d for d, _ in seen] == sorted(d for d, _ in seen)
 
 
+def test_stop_ends_the_run_between_batches(induction_model):
+    from attention_viz.analysis import CancelledError
+
+    seen = []
+    with pytest.raises(CancelledError, match="cancelled after 4 of 10 sequences"):
+        hs.model_head_scores(
+            induction_model, 5, 10, progress=lambda done, total: seen.append(done), cancel=lambda: len(seen) == 2
+        )
+    assert seen == [2, 4]  # no batch ran after Stop was asked
+
+
+def test_score_columns_are_the_chosen_scores_and_their_controls(induction_model):
+    scores = hs.model_head_scores(induction_model, 2, 10)
+    columns = hs.score_columns(scores, ["sink", "induction"])
+    frame = hs.scores_frame(scores)
+    assert list(columns.columns) == [
+        "layer",
+        "head",
+        "score_sink",
+        "score_sink_control",
+        "score_induction",
+        "score_induction_control",
+    ]
+    np.testing.assert_array_equal(columns["score_induction_control"], frame["induction_control"])
+
+
 def test_gpt2_small_published_heads_only_for_gpt2_small():
     from attention_viz.analysis import published
 

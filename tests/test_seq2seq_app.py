@@ -15,7 +15,7 @@ from attention_viz.analysis import stats
 from attention_viz.analysis.seq2seq_steps import seq2seq_steps, sublayer_inputs
 from attention_viz.extraction.seq2seq import KINDS, extract_seq2seq
 from attention_viz.models.loading import BUNDLED_MODEL
-from attention_viz.ui import cache, i18n, seq2seq_ui
+from attention_viz.ui import cache, cache_seq2seq, i18n, seq2seq_ui
 
 SOURCE = "Where is it? It is in the box."  # 20 tokens in the tiny T5's vocabulary: the whole map fits the window
 TARGET = "It was tired."
@@ -50,7 +50,7 @@ def _map(at) -> np.ndarray:
 
 
 def _expected(folder: str, source: str = SOURCE, target: str = TARGET):
-    return extract_seq2seq(cache.seq2seq_model(folder), source, target, "pretrained")
+    return extract_seq2seq(cache_seq2seq.seq2seq_model(folder), source, target, "pretrained")
 
 
 def test_compare_draws_the_cross_attention_of_extract_seq2seq_target_rows_over_source_columns(seq2seq_dir):
@@ -130,7 +130,10 @@ def test_nothing_typed_is_lost_switching_between_a_bert_and_a_t5(seq2seq_dir, mo
     assert at.text_area(key="text").value == SOURCE  # the sentence is the source
     assert not [w for w in at.text_input if w.key == "pair"]  # no second sentence for an encoder–decoder
     at.text_area(key="_target").set_value("Typed target.").run()
-    assert _map(at).shape[0] == extract_seq2seq(cache.seq2seq_model(folder), SOURCE, "Typed target.").target.num_tokens
+    assert (
+        _map(at).shape[0]
+        == extract_seq2seq(cache_seq2seq.seq2seq_model(folder), SOURCE, "Typed target.").target.num_tokens
+    )
     at.selectbox(key="model").set_value(BUNDLED_MODEL).run()
     no_errors(at)
     assert at.text_input(key="pair").value == "A second sentence." and at.text_area(key="text").value == SOURCE
@@ -199,7 +202,7 @@ def _bars(at, key: str) -> np.ndarray:
 @pytest.mark.parametrize("family", SEQ2SEQ)
 def test_inside_a_head_shows_the_steps_of_each_kind_with_the_cores_weights(seq2seq_dir, family):
     folder = seq2seq_dir(family)
-    loaded, expected = cache.seq2seq_model(folder), _expected(folder)
+    loaded, expected = cache_seq2seq.seq2seq_model(folder), _expected(folder)
     inputs = sublayer_inputs(loaded.twin, expected.source, expected.target)
     s, t = expected.source.num_tokens, expected.target.num_tokens
     for chosen in KINDS:
@@ -234,7 +237,7 @@ def test_the_model_writes_the_target_and_its_tokens_are_marked(seq2seq_dir):
     control(at, "number_input", "generate").set_value(4).run()
     no_errors(at)
     assert not at.error, [e.value for e in at.error]
-    written = generate_seq2seq(cache.seq2seq_model(folder), SOURCE, 4, "pretrained")
+    written = generate_seq2seq(cache_seq2seq.seq2seq_model(folder), SOURCE, 4, "pretrained")
     assert written.generated.sum() >= 1 and not written.generated[0]  # the start token is not written
     shown = chart(at, seq2seq_ui.MAP_KEY)
     assert np.array_equal(z(shown), written.cross[1, 1]) and z(shown).shape[0] == written.target.num_tokens

@@ -128,6 +128,24 @@ def test_the_cli_says_what_a_model_takes_and_refuses_what_does_not_fit(family_di
     assert out == "" and err.startswith("error: ") and sizes.size_text(need.bytes) in err and "1 kB" in err
 
 
+def test_the_cli_prints_the_python_apis_description_of_a_model(family_dir, capsys):
+    """``model`` and ``attention_viz.describe_model`` are one call: the same fields, the same sizes."""
+    from attention_viz import describe_model
+
+    folder = family_dir("llama")
+    assert main(["model", "--model", folder, "--tokens", "40"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    described = describe_model(load_model(folder), 40)
+    assert list(shown) == list(described)
+    timed = {"forward_seconds_estimate", "measured_seconds", "available_bytes"}  # measured again: they differ
+    assert {k: v for k, v in shown.items() if k not in timed} == {k: v for k, v in described.items() if k not in timed}
+    assert described["forward_tokens"] == 40 and described["float32_size"] == sizes.size_text(
+        described["float32_bytes"]
+    )
+    with pytest.raises(ValueError, match="tokens must be at least 1"):
+        describe_model(load_model(folder), 0)
+
+
 def test_a_broken_weights_file_is_not_counted_and_fails_as_unreadable(tmp_path):
     folder = make_tiny("llama", tmp_path / "llama")
     (tmp_path / "llama" / "model.safetensors").write_bytes(b"abc")  # shorter than the header's length field

@@ -112,15 +112,15 @@ def test_blank_lines_are_counted():
 
 def test_an_uploaded_file_with_a_byte_order_mark_gives_the_statistics_of_the_file_without(family_model):
     """The app's upload path: decoded as ``utf-8-sig``; a RoBERTa counted the mark as tokens of the first text."""
-    from attention_viz.ui import cache
+    from attention_viz.ui import cache_heads
     from attention_viz.ui.corpus_picker import decode_upload
 
     loaded = family_model("roberta")
     plain = "The cat sat on the mat.\n\nWhere is it?\x85 In the box.\n"
     with_mark = decode_upload(b"\xef\xbb\xbf" + plain.encode("utf-8"))
     assert with_mark == plain
-    cache._corpus_store()[0].clear()
-    result = cache.corpus_statistics(loaded, with_mark, 4, False)
+    cache_heads._corpus_runs().clear()
+    result = cache_heads.corpus_statistics(loaded, with_mark, 4, False)
     assert result.num_texts == 2 and result.num_skipped == 1  # the blank line, counted in the note
     direct = parse_corpus(plain)
     assert direct[1] == ("Where is it?\x85 In the box.", None)

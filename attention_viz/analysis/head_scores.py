@@ -37,6 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from attention_viz.analysis.corpus import CancelledError
+
 # Score name -> what it is; the order of the table's columns (each beside its control, ``<name>_control``).
 SCORES = {
     "induction": "attention from a second-copy token to the token after its first copy (Olsson et al. 2022)",
@@ -351,6 +353,7 @@ def model_head_scores(
     seed: int = 0,
     progress: Callable[[int, int], None] | None = None,
     batch_size: int = 2,
+    cancel: Callable[[], bool] | None = None,
 ) -> HeadScores:
     """Score every head of a loaded model on seeded random sequences (:func:`random_sequences`).
 
@@ -362,12 +365,15 @@ def model_head_scores(
         count, length, seed: the sequences; ``2 * length`` plus the special tokens must fit the model.
         progress: called with ``(sequences done, 2 * count)`` after each batch.
         batch_size: sequences per forward.
+        cancel: asked before each batch; True stops the run with
+            :class:`~attention_viz.analysis.corpus.CancelledError`.
 
     Returns:
         :class:`HeadScores`.
 
     Raises:
         ValueError: bad ``count``/``length``, a vocabulary too small, or sequences longer than the model takes.
+        CancelledError: when ``cancel()`` returned True.
     """
     causal = loaded.info.causal
     sequences = _sequences_for(loaded, count, length, seed)
@@ -375,6 +381,8 @@ def model_head_scores(
     for kind, ids in (("repeated", sequences.repeated), ("control", sequences.control)):
         totals = {}
         for i in range(0, count, batch_size):
+            if cancel is not None and cancel():
+                raise CancelledError(f"cancelled after {done} of {2 * count} sequences")
             chunk = ids[i : i + batch_size]  # (b, t)
             maps = score_maps(_forward_attention(loaded, chunk), chunk, sequences, causal)
             for name, value in maps.items():  # each batch's mean, weighted by its sequences
@@ -415,6 +423,14 @@ def scores_frame(scores: HeadScores) -> pd.DataFrame:
         columns[name] = scores.repeated[name].reshape(-1)  # (L * h,), layer-major
         columns[f"{name}_control"] = scores.control[name].reshape(-1)
     return pd.DataFrame(columns)
+
+
+def score_columns(scores: HeadScores, names) -> pd.DataFrame:
+    """One row per head, layer-major: ``layer``, ``head``, then for each name of ``names`` (of :data:`SCORES`)
+    ``score_NAME`` and ``score_NAME_control`` (the command line's ``stats --scores`` columns)."""
+    kept = [column for name in names for column in (name, f"{name}_control")]
+    frame = scores_frame(scores)[["layer", "head", *kept]]
+    return frame.rename(columns={column: f"score_{column}" for column in kept})
 
 
 def text_scores(weights: np.ndarray, token_ids: np.ndarray) -> dict[str, np.ndarray]:

@@ -69,8 +69,9 @@ def token_label(tokenizer, token_id: int) -> str:
     return text if piece.new_word else "##" + text
 
 
-def extend_encoding(encoding: Encoding, tokenizer, ids: list[int]) -> Encoding:
-    """``encoding`` followed by the tokens ``ids`` (generated: no typed words, one segment, token type 0).
+def extend_encoding(encoding: Encoding, tokenizer, ids: list[int], mark: str = "") -> Encoding:
+    """``encoding`` followed by the tokens ``ids`` (generated: no typed words, one segment, token type 0), the
+    label of each new one followed by ``mark`` (the app's ✎).
 
     Returns:
         An :class:`Encoding` of ``encoding.num_tokens + len(ids)`` tokens; the new ones have word id -1 and
@@ -84,7 +85,7 @@ def extend_encoding(encoding: Encoding, tokenizer, ids: list[int]) -> Encoding:
         input_ids=np.concatenate([encoding.input_ids, np.asarray(ids, dtype=np.int64)]),
         token_type_ids=np.zeros(encoding.num_tokens + new, dtype=np.int64),
         tokens=encoding.tokens + tokens,
-        labels=encoding.labels + tuple(token_label(tokenizer, i) for i in ids),
+        labels=encoding.labels + tuple(token_label(tokenizer, i) + mark for i in ids),
         word_ids=np.concatenate([encoding.word_ids, np.full(new, -1, dtype=np.int64)]),
         segments=np.zeros(encoding.num_tokens + new, dtype=np.int64),
         special=np.concatenate([encoding.special, np.asarray([i in specials for i in ids], dtype=bool)]),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
@@ -139,3 +139,14 @@ def extract_encoded(
     return AttentionResult(
         weights, encoding, loaded.info.name, source, variant.value, seed if variant is Variant.RANDOM else None
     )
+
+
+def read_only(value):
+    """Make ``value`` (an array, or every array in a nested dataclass) read-only, in place, and return it: a
+    result shared by many readers (the app's caches hand one object to every session) that none can change."""
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+    elif hasattr(value, "__dataclass_fields__"):
+        for field in fields(value):
+            read_only(getattr(value, field.name))
+    return value

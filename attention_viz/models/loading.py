@@ -191,6 +191,28 @@ def disk_revision(name: str | None, policy: settings.ModelPolicy | None = None) 
     return digest.hexdigest()[:16]
 
 
+class Reloads:
+    """Which models were loaded again because their files changed on disk, by name: the app keeps one for the
+    server to say so in the sidebar. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, str] = {}  # name: the fingerprint (disk_revision) last asked for
+        self._reloaded: dict[str, str] = {}  # name: a fingerprint that replaced an earlier one
+        self._lock = threading.Lock()
+
+    def seen(self, name: str, revision: str) -> None:
+        """Note that ``name`` is asked for with the files of fingerprint ``revision`` (:func:`disk_revision`)."""
+        with self._lock:
+            if self._last.get(name, revision) not in ("", revision):
+                self._reloaded[name] = revision
+            self._last[name] = revision
+
+    def was_reloaded(self, name: str, revision: str) -> bool:
+        """Whether ``name`` at ``revision`` replaced an older copy whose files were different."""
+        with self._lock:
+            return bool(revision) and self._reloaded.get(name) == revision
+
+
 def hub_unreachable_reason() -> str | None:
     """Why the Hugging Face hub should not be asked at all: offline mode, or its host does not resolve.
 

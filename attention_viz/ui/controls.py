@@ -9,7 +9,7 @@ import streamlit as st
 
 from attention_viz.models import sizes
 from attention_viz.models.loading import BUNDLED_MODEL, LoadedModel, ModelLoadError
-from attention_viz.ui import cache, feedback, generation_ui, presets_ui, seq2seq_ui, state
+from attention_viz.ui import cache, cache_seq2seq, feedback, generation_ui, presets_ui, seq2seq_ui, state
 from attention_viz.ui.i18n import LANGUAGE_KEY, LANGUAGES, plain, t
 from attention_viz.ui.safe_text import Markdown
 
@@ -38,7 +38,7 @@ def _load(name: str):
     except ModelLoadError as exc:
         if exc.code != "encoder_decoder":
             raise
-    return cache.seq2seq_model(name)
+    return cache_seq2seq.seq2seq_model(name)
 
 
 def _model() -> LoadedModel | None:

@@ -10,7 +10,7 @@ import streamlit as st
 
 from attention_viz import analysis
 from attention_viz.models.loading import LoadedModel
-from attention_viz.ui import cache, feedback, state
+from attention_viz.ui import cache_heads, feedback, state
 from attention_viz.ui.i18n import counted, t
 from attention_viz.ui.safe_text import Markdown
 
@@ -93,7 +93,7 @@ def run_corpus(loaded: LoadedModel, corpus: str, importance: bool = False, butto
     run = f"{loaded.info.name}|{digest}|{importance}"
     return run_stoppable(
         run,
-        lambda progress: cache.corpus_statistics(loaded, corpus, CORPUS_BATCH_SIZE, importance, progress),
+        lambda progress: cache_heads.corpus_statistics(loaded, corpus, CORPUS_BATCH_SIZE, importance, progress),
         buttons=buttons,
     )
 

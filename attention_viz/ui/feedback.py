@@ -15,7 +15,7 @@ import streamlit as st
 
 from attention_viz.extraction import AttentionError, Encoding, InputError
 from attention_viz.models.loading import ModelLoadError
-from attention_viz.ui import cache
+from attention_viz.ui import app_settings
 from attention_viz.ui.i18n import DEFAULT_LANGUAGE, t, table
 from attention_viz.ui.safe_text import Markdown, literal  # noqa: F401 (feedback.literal: outside text, shown as is)
 
@@ -50,7 +50,7 @@ def model_message(exc: ModelLoadError, previous: str) -> Markdown:
 
 def settings_problem() -> None:
     """Say in the main area that a server setting is invalid and the defaults are used (the log says which)."""
-    if cache.settings_problem() is not None:
+    if app_settings.settings_problem() is not None:
         st.error(t("messages.settings_invalid"), icon=":material/settings:")
 
 

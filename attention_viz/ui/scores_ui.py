@@ -12,7 +12,7 @@ from attention_viz import figures
 from attention_viz.analysis import head_scores, published
 from attention_viz.extraction import AttentionError
 from attention_viz.models.loading import LoadedModel
-from attention_viz.ui import cache, controls, head_links, state
+from attention_viz.ui import cache_heads, controls, head_links, state
 from attention_viz.ui.corpus_picker import duration
 from attention_viz.ui.i18n import counted, plain, t
 
@@ -56,11 +56,11 @@ def _run(loaded: LoadedModel, count: int, length: int, seed: int) -> None:
 def results(loaded: LoadedModel, count: int, length: int, seed: int, place=st) -> head_scores.HeadScores | None:
     """The scores for these settings: already computed, or run now when the user asks (the button says how
     long it will take, measured on this machine); None until then."""
-    found = cache.stored_head_scores(loaded, count, length, seed)
+    found = cache_heads.stored_head_scores(loaded, count, length, seed)
     if found is not None:
         return found
     try:
-        seconds = cache.head_score_seconds(loaded, count, length)
+        seconds = cache_heads.head_score_seconds(loaded, count, length)
     except (ValueError, AttentionError) as exc:
         _refused(exc, place)
         return None
@@ -80,7 +80,7 @@ def results(loaded: LoadedModel, count: int, length: int, seed: int, place=st) -
         bar.progress(done / total, text=t("scores.progress", done=done, total=total))
 
     try:
-        result = cache.head_scores(loaded, count, length, seed, progress)
+        result = cache_heads.head_scores(loaded, count, length, seed, progress)
     except (ValueError, AttentionError) as exc:
         bar.empty()
         _refused(exc, place)

@@ -30,7 +30,7 @@ from attention_viz.extraction import export
 from attention_viz.extraction.seq2seq import KINDS
 from attention_viz.models.encoder import PARITY_BOUND
 from attention_viz.models.loading import LoadedSeq2Seq
-from attention_viz.ui import cache, feedback, screen, state
+from attention_viz.ui import cache_seq2seq, feedback, screen, state
 from attention_viz.ui.attention_map import element as attention_map
 from attention_viz.ui.i18n import plain, t
 from attention_viz.ui.safe_text import Markdown
@@ -141,13 +141,13 @@ def _results(loaded: LoadedSeq2Seq):
         st.info(t("seq2seq.cannot_generate", family=loaded.info.family_name))
         tokens = 0
     if tokens:
-        pretrained = feedback.or_stop(cache.seq2seq_generated, loaded, selection.text, tokens, "pretrained")
-        scratch = feedback.or_stop(cache.seq2seq_generated, loaded, selection.text, tokens, "scratch")
+        pretrained = feedback.or_stop(cache_seq2seq.seq2seq_generated, loaded, selection.text, tokens, "pretrained")
+        scratch = feedback.or_stop(cache_seq2seq.seq2seq_generated, loaded, selection.text, tokens, "scratch")
         st.caption(t("seq2seq.written", count=int(pretrained.generated.sum()), mark=WRITTEN.strip()))
         return pretrained, scratch
     target = st.session_state.get(TARGET_KEY, "")
-    pretrained = feedback.or_stop(cache.seq2seq_result, loaded, selection.text, target, "pretrained")
-    scratch = feedback.or_stop(cache.seq2seq_result, loaded, selection.text, target, "scratch")
+    pretrained = feedback.or_stop(cache_seq2seq.seq2seq_result, loaded, selection.text, target, "pretrained")
+    scratch = feedback.or_stop(cache_seq2seq.seq2seq_result, loaded, selection.text, target, "scratch")
     return pretrained, scratch
 
 
@@ -401,7 +401,7 @@ def _inside(loaded: LoadedSeq2Seq) -> None:
         note=False,
     )
     header.header(t("inside.title", layer=layer, head=head, query=rows[query]))
-    inputs = cache.seq2seq_inputs(loaded, scratch)
+    inputs = cache_seq2seq.seq2seq_inputs(loaded, scratch)
     result = feedback.or_stop(seq2seq_steps, loaded.twin, inputs, chosen, layer, head, query)
     config = downloads.chart_config(info.name, layer, head, "inside")
     for number, (text, figure, key) in enumerate(_inside_steps(loaded, result, rows, columns), start=1):

@@ -8,7 +8,7 @@ import streamlit as st
 from attention_viz import analysis, figures
 from attention_viz.analysis import atlas as atlas_module
 from attention_viz.figures.atlas import head_scatter
-from attention_viz.ui import cache, controls, head_links, state
+from attention_viz.ui import cache, cache_heads, controls, head_links, state
 from attention_viz.ui.corpus_picker import CORPUS_BATCH_SIZE, run_corpus, run_stoppable
 from attention_viz.ui.i18n import counted, t
 from attention_viz.ui.safe_text import literal
@@ -77,7 +77,7 @@ def _atlas(loaded) -> tuple[atlas_module.Atlas, str | None]:
         digest = hashlib.sha256(corpus.encode("utf-8")).hexdigest()
         built = run_stoppable(
             f"atlas|{loaded.info.name}|{digest}",
-            lambda progress: cache.atlas(loaded, corpus, CORPUS_BATCH_SIZE, progress),
+            lambda progress: cache_heads.atlas(loaded, corpus, CORPUS_BATCH_SIZE, progress),
             "atlas.stopped",
         )
         return built, corpus
@@ -101,7 +101,7 @@ def _with_importance(loaded, built: atlas_module.Atlas, corpus: str | None) -> a
     if asked:
         result = run_corpus(loaded, corpus, importance=True, buttons="_importance")
     else:
-        result = cache.stored_corpus_statistics(loaded, corpus, CORPUS_BATCH_SIZE, importance=True)
+        result = cache_heads.stored_corpus_statistics(loaded, corpus, CORPUS_BATCH_SIZE, importance=True)
     return built if result is None else atlas_module.with_importance(built, result.statistics)
 
 

@@ -5,7 +5,7 @@ import streamlit as st
 
 from attention_viz import figures
 from attention_viz.analysis import knockout, minimal_pairs
-from attention_viz.ui import cache, controls, feedback, state
+from attention_viz.ui import cache, cache_experiments, controls, feedback, state
 from attention_viz.ui.i18n import plain, t
 from attention_viz.ui.safe_text import Markdown
 
@@ -66,7 +66,7 @@ def _knockout_view(loaded, selection) -> None:
     encoding = feedback.or_stop(cache.encoding, loaded, selection.text, selection.pair)
     key, scope = _knockout_choice(encoding, st, layer, head)
     try:
-        result = cache.knockout(loaded, selection.text, selection.pair, key, scope, layer, head)
+        result = cache_experiments.knockout(loaded, selection.text, selection.pair, key, scope, layer, head)
     except ValueError as exc:
         st.warning(t("experiments.refused", reason=str(exc)))
         return
@@ -144,7 +144,7 @@ def _pair_sentences(loaded):
     for column, name in zip(row, ("pairs_a", "pairs_b"), strict=True):
         texts.append(state.text_box(column.text_input, t(f"experiments.sentence_{name[-1]}"), name))
     text_a, text_b = texts
-    pair = feedback.or_stop(cache.minimal_pair, loaded, text_a, text_b)
+    pair = feedback.or_stop(cache_experiments.minimal_pair, loaded, text_a, text_b)
     labels_a, labels_b = list(pair.a.encoding.labels), list(pair.b.encoding.labels)
     if pair.one_to_one:
         st.caption(
@@ -225,7 +225,7 @@ def _prediction_position(kind: str, encoding, tokenizer, text_key: tuple) -> tup
 
 def _predictions_view(loaded, selection) -> None:
     info, layer, head = loaded.info, selection.layer, selection.head
-    head_module = cache.lm_head(loaded)
+    head_module = cache_experiments.lm_head(loaded)
     if head_module is None:
         st.info(t("experiments.no_lm_head", model=info.name, family=info.family_name))
         return
@@ -244,9 +244,9 @@ def _predictions_view(loaded, selection) -> None:
         return
     k = 8
     runs = {
-        "plain": cache.predictions(loaded, selection.text, selection.pair, position, k),
-        "off": cache.predictions(loaded, selection.text, selection.pair, position, k, off=(layer, head)),
-        "knocked": cache.predictions(
+        "plain": cache_experiments.predictions(loaded, selection.text, selection.pair, position, k),
+        "off": cache_experiments.predictions(loaded, selection.text, selection.pair, position, k, off=(layer, head)),
+        "knocked": cache_experiments.predictions(
             loaded, selection.text, selection.pair, position, k, knocked=(key, scope, layer, head)
         ),
     }

@@ -5,7 +5,7 @@ import streamlit as st
 
 from attention_viz import figures
 from attention_viz.extraction import export
-from attention_viz.ui import cache, controls, downloads, feedback, head_links, state
+from attention_viz.ui import cache, cache_heads, controls, downloads, feedback, head_links, state
 from attention_viz.ui.corpus_picker import corpus_scope, run_corpus
 from attention_viz.ui.i18n import t
 
@@ -21,12 +21,12 @@ def _show() -> None:
     controls.title_row("similarity_title", t("similarity.title"), t("similarity.intro"))
     scope, corpus = corpus_scope("similarity")
     if corpus is None:
-        divergence = feedback.or_stop(cache.text_divergence, loaded, selection.text, selection.pair)
+        divergence = feedback.or_stop(cache_heads.text_divergence, loaded, selection.text, selection.pair)
     else:
         result = run_corpus(loaded, corpus)
         divergence = result.divergence
     with st.spinner(t("similarity.computing")):
-        positions = cache.mds_layout(divergence)
+        positions = cache_heads.mds_layout(divergence)
     figure = figures.similarity_map(
         positions,
         info.num_heads,

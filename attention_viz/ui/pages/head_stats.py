@@ -5,7 +5,7 @@ import streamlit as st
 
 from attention_viz import analysis, figures
 from attention_viz.analysis import published
-from attention_viz.ui import cache, controls, feedback, head_links, model_notes, scores_ui, state
+from attention_viz.ui import cache, cache_heads, controls, feedback, head_links, model_notes, scores_ui, state
 from attention_viz.ui.corpus_picker import corpus_caption, corpus_scope, run_corpus
 from attention_viz.ui.i18n import plain, t
 from attention_viz.ui.screen import header_width
@@ -70,7 +70,7 @@ def _statistics(loaded, selection):
     """The scope chosen and the per-head statistics over it (one row per head, layer-major)."""
     scope, corpus = corpus_scope("stats")
     if corpus is None:
-        frame = feedback.or_stop(cache.text_statistics, loaded, selection.text, selection.pair)
+        frame = feedback.or_stop(cache_heads.text_statistics, loaded, selection.text, selection.pair)
         st.caption(t("stats.text_caption"))
         return scope, frame
     importance = state.control(st.checkbox, t("stats.corpus_importance"), "stats_importance")
