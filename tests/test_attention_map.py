@@ -13,12 +13,12 @@ from replay import browser_report, browser_step, element_state, replay
 from attention_viz import figures
 from attention_viz.extraction import extract
 from attention_viz.ui import screen, state
-from attention_viz.ui.attention_map import element, serving
+from attention_viz.ui.attention_map import bundle, components, element, serving
 
 
 def test_a_bundle_is_its_header_and_little_endian_float32_maps():
     maps = np.arange(2 * 3 * 4 * 4, dtype=np.float32).reshape(2, 3, 4, 4) / 100
-    payload = element.bundle(maps, (1, 2), ["a", "b", "a", "<s>"], ["a", "b", "a", "<s>"], overview=False)
+    payload = bundle.bundle(maps, (1, 2), ["a", "b", "a", "<s>"], ["a", "b", "a", "<s>"], overview=False)
     assert payload[:4] == b"AVM1"
     (length,) = struct.unpack("<I", payload[4:8])
     header = json.loads(payload[8 : 8 + length])
@@ -37,17 +37,17 @@ def test_the_overview_is_pooled_rows_that_still_sum_to_one():
     weights = rng.random((1, 2, 100, 100)).astype(np.float32)
     weights /= weights.sum(-1, keepdims=True)
     labels = [f"t{i}" for i in range(100)]
-    header, values = serving.unpack(element.bundle(weights, (0,), labels, labels, overview=True))
+    header, values = serving.unpack(bundle.bundle(weights, (0,), labels, labels, overview=True))
     entry = header["overview"]
     pooled = values[entry["offset"] // 4 :].reshape(entry["shape"])
-    assert entry["shape"] == [1, 2, element.OVERVIEW_BINS, element.OVERVIEW_BINS]
+    assert entry["shape"] == [1, 2, bundle.OVERVIEW_BINS, bundle.OVERVIEW_BINS]
     np.testing.assert_allclose(pooled.sum(-1), 1, atol=1e-5)
 
 
 def test_the_budget_holds_every_layer_of_a_sentence_and_one_layer_of_512_tokens():
-    assert element.held_layers(6, 12, 16, 16, 3) == tuple(range(6))  # 74 KB
-    assert element.held_layers(6, 12, 512, 512, 3) == (3,)  # 75 MB for all: the layer's 12.6 MB
-    assert element.holds_heads(12, 512, 512) and not element.holds_heads(16, 1024, 1024)
+    assert bundle.held_layers(6, 12, 16, 16, 3) == tuple(range(6))  # 74 KB
+    assert bundle.held_layers(6, 12, 512, 512, 3) == (3,)  # 75 MB for all: the layer's 12.6 MB
+    assert bundle.holds_heads(12, 512, 512) and not bundle.holds_heads(16, 1024, 1024)
     with pytest.raises(ValueError, match="not finite"):
         serving.pack({}, [np.array([np.nan], dtype=np.float32)])
 
@@ -184,9 +184,9 @@ def test_a_new_sentences_maps_travel_once_inside_the_data_and_a_step_names_them_
 
 
 def test_a_bundle_over_the_inline_limit_is_only_fetched(monkeypatch):
-    monkeypatch.setattr(element, "INLINE_MAX", 10)
-    assert element._inline([b"x" * 11]) is None and element._inline([]) is None
-    assert element._inline([b"x" * 10]) == "eHh4eHh4eHh4eA=="
+    monkeypatch.setattr(bundle, "INLINE_MAX", 10)
+    assert bundle.inline([b"x" * 11]) is None and bundle.inline([]) is None
+    assert bundle.inline([b"x" * 10]) == "eHh4eHh4eHh4eA=="
 
 
 def test_rollouts_map_steps_layers_and_never_moves_the_shared_head(bundled):
@@ -226,11 +226,11 @@ def test_every_page_has_the_svg_buttons_of_streamlits_charts_in_the_chosen_langu
         at.switch_page(page).run()
         no_errors(at)
         found = [n for n in at.sidebar if getattr(n, "type", None) == "bidi_component"]
-        assert [n.proto.component_name for n in found] == [element.SVG_BUTTONS_COMPONENT]
-        assert found[0].proto.id.endswith(f"-{element.SVG_BUTTONS_KEY}")
+        assert [n.proto.component_name for n in found] == [components.SVG_BUTTONS_COMPONENT]
+        assert found[0].proto.id.endswith(f"-{components.SVG_BUTTONS_KEY}")
         data = {"plotly": PLOTLY_PATH, "title": i18n.table(language)["attention_map.svg_button"]}
         assert json.loads(found[0].proto.json) == {**data, "dom": internals.SVG_BUTTON_DOM}
-        hidden = f".st-key-{element.SVG_BUTTONS_KEY} {{ display: none; }}"
+        hidden = f".st-key-{components.SVG_BUTTONS_KEY} {{ display: none; }}"
         assert any(hidden in n.proto.body for n in at._tree if getattr(n, "type", None) == "html")
 
 

@@ -8,12 +8,12 @@ names the layer for the head it shows, the two maps beside it follow it, and the
 
 import math
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from attention_viz import analysis, figures
 from attention_viz.analysis import article_compare
+from attention_viz.analysis.layer_maps import ARTICLE_PANELS
 from attention_viz.extraction import export
 from attention_viz.ui import cache, controls, downloads, feedback, screen, state
 from attention_viz.ui.attention_map import element as attention_map
@@ -95,40 +95,13 @@ def _maps(loaded, selection, labels, style, seed: int, switched_on) -> None:
     """The three map elements in a row: the correct layer's head, the article's, and their difference; the
     first answers the arrow keys, the two beside it follow it in the browser."""
     info = loaded.info
-    hidden = cache.layer_inputs(loaded, selection.text, selection.pair)  # (L, t, hidden), read-only
     differences = tuple(sorted(switched_on))
-    made: dict = {}  # layer -> (correct, changed), each (heads, t, t): the three maps share one computation
-
-    def layer_maps(layers) -> tuple:
-        for held in layers:
-            if held not in made:
-                made[held] = article_compare.article_maps(hidden[held], info.num_heads, seed, differences)
-        return tuple(np.stack([made[held][i] for held in layers]) for i in (0, 1))  # 2 × (n, heads, t, t)
-
-    def fitted(low: np.ndarray, high: np.ndarray):
-        return np.stack([low, np.maximum(high, low + 1e-12)], axis=-1) if selection.fit_range else None
-
-    def correct(layers):
-        c, x = layer_maps(layers)
-        return c, fitted(
-            np.minimum(c.min(axis=(-2, -1)), x.min(axis=(-2, -1))),
-            np.maximum(c.max(axis=(-2, -1)), x.max(axis=(-2, -1))),
-        )
-
-    def changed(layers):
-        return layer_maps(layers)[1], correct(layers)[1]
-
-    def difference(layers):
-        c, x = layer_maps(layers)
-        bound = np.maximum(np.abs(x - c).max(axis=(-2, -1)), 1e-12)
-        return x - c, fitted(-bound, bound)
-
+    recipes = cache.article_recipes(loaded, selection.text, selection.pair, seed, differences, selection.fit_range)
     # side by side while each map keeps readable cells, else two or one a row
     min_width = (
         len(labels) * (style.font_size + 4) + figures.label_room(labels, style.font_size) + 3 * style.font_size + 40
     )
     titles = (plain("article.fig_correct"), _changed_title(switched_on, plain), plain("article.fig_difference"))
-    content = (info.name, selection.text, selection.pair, seed, differences, selection.fit_range)
     lead = {
         "controls": page_view.controls(plain("article.title", layer="{layer}", head="{head}")),
         "details": {
@@ -147,14 +120,12 @@ def _maps(loaded, selection, labels, style, seed: int, switched_on) -> None:
         "follow": page_view.follow(("layer", "head")),
     }
     places = screen.map_row(st, "article_maps", 3, min_width)
-    for index, (place, key, maps_of) in enumerate(
-        zip(places, attention_map.ARTICLE_KEYS, (correct, changed, difference), strict=True)
-    ):
+    for index, (place, key, panel) in enumerate(zip(places, attention_map.ARTICLE_KEYS, ARTICLE_PANELS, strict=True)):
         spec = attention_map.MapSpec(
             layers=info.num_layers,
             heads=info.num_heads,
             style=style,
-            **attention_map.scale(maps_of is difference),
+            **attention_map.scale(panel == "difference"),
             texts=attention_map.texts(titles[index]),
             png_prefix=export.file_stem(info.name),
             png_what=key,
@@ -162,8 +133,9 @@ def _maps(loaded, selection, labels, style, seed: int, switched_on) -> None:
             follow=index > 0,
             told=True,
         )
+        maps = cache.held_maps(recipes[panel], attention_map.held(spec, len(labels), len(labels)))
         extra = lead if index == 0 else None
-        attention_map.draw(place.container(), key, spec, content, maps_of, tuple(labels), tuple(labels), extra)
+        attention_map.draw(place.container(), key, spec, maps, recipes[panel], extra)
 
 
 NUMBER_KEYS = ("entropy_correct", "entropy_changed", "max_difference")

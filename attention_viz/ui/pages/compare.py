@@ -83,7 +83,7 @@ def _show() -> None:
         feedback.truncation(encoding)
     details = _details(pretrained, scratch, maps, options, (rows, columns, focus), style, config, variant, seed)
     follow = {"example": None if example is None else list(example)}
-    _map(map_column, loaded, pretrained, scratch, options, variant, int(seed), style, details, follow)
+    _map(map_column, loaded, options, variant, int(seed), style, details, follow, (queries, keys))
     windowed = _under_the_map(map_column, loaded.info, maps, options, encoding.num_tokens, size)
 
     # Below the screen: the parity check and the downloads (the numbers, bars and lines are the map's).
@@ -312,46 +312,20 @@ def _short(label: str) -> str:
     return label if len(label) <= limit else label[: limit - 1] + figures.layout.ELLIPSIS
 
 
-def _map(place, loaded, pretrained, scratch, options, variant, seed, style, details: dict, follow: dict) -> None:
-    """The map element: both maps of every head the browser holds, its controls and what it draws under itself
-    (see :mod:`attention_viz.ui.attention_map`)."""
+def _map(place, loaded, options, variant, seed, style, details: dict, follow: dict, shape: tuple[int, int]) -> None:
+    """The map element: both maps of every head the browser holds (``shape``: their queries and keys), its
+    controls and what it draws under itself (see :mod:`attention_viz.ui.attention_map`)."""
     info, selection = loaded.info, state.selection()
-    encoding = pretrained.encoding
-    plain_view = options == analysis.ViewOptions()
     fit = selection.fit_range or options.block in CROSS_BLOCKS
-
-    def maps_of(layers):
-        index = list(layers)
-        first, second = pretrained.weights[index], scratch.weights[index]  # (n, heads, query, key)
-        if not plain_view:
-            first = analysis.apply_view(first, encoding, options).matrix
-            second = analysis.apply_view(second, encoding, options).matrix
-        maps = {"pretrained": first, "scratch": second}
-        if not fit:
-            return maps, None
-        bound = np.maximum(np.abs(second - first).max(axis=(-2, -1)), 1e-12)
-        low = np.minimum(first.min(axis=(-2, -1)), second.min(axis=(-2, -1)))
-        high = np.maximum(np.maximum(first.max(axis=(-2, -1)), second.max(axis=(-2, -1))), low + 1e-12)
-        return maps, {"attention": np.stack([low, high], axis=-1), "difference": np.stack([-bound, bound], axis=-1)}
-
-    if plain_view:
-        row_labels = key_labels = encoding.labels
-    else:
-        probe = analysis.apply_view(pretrained.weights[0, 0], encoding, options)
-        row_labels, key_labels = probe.query_labels, probe.key_labels
+    recipe = cache.compare_recipe(loaded, selection.text, selection.pair, variant, seed, options, fit)
     variant_name = plain(f"compare.variant_{variant.replace('-', '_')}")
     colorbar = t("compare.fit_colorbar") if fit else ""
     kinds = {
-        kind: {
-            **attention_map.scale(kind == "difference"),
-            "title": plain(f"compare.map_title_{kind}", variant=variant_name),
-            "what": _file_part(kind, options),
-        }
+        kind: attention_map.kind_look(
+            kind == "difference", plain(f"compare.map_title_{kind}", variant=variant_name), _file_part(kind, options)
+        )
         for kind in state.MAP_VIEWS
     }
-    for entry in kinds.values():
-        entry["colorscale"] = figures.plotting.colorscale(entry["colorscale"])
-        entry["zrange"] = list(entry["zrange"])
     spec = attention_map.MapSpec(
         layers=info.num_layers,
         heads=info.num_heads,
@@ -362,14 +336,12 @@ def _map(place, loaded, pretrained, scratch, options, variant, seed, style, deta
         png_what=kinds["pretrained"]["what"],
         presentation=selection.presentation,
     )
+    maps = cache.held_maps(recipe, attention_map.held(spec, *shape))
     keys = {"note": presets_ui.NOTE_KEY, "back": presets_ui.BACK_KEY}
     server = ("layer", "head", "focus", "query_start", "key_start", "map_view")
     follow = page_view.follow(server, keys=keys, **follow)
-    extra = {"kinds": kinds, "controls": _controls(row_labels), "details": details, "follow": follow}
-    content = (info.name, info.revision, encoding.labels, variant, seed, options, fit)
-    attention_map.draw(
-        place, attention_map.COMPARE_KEY, spec, content, maps_of, tuple(row_labels), tuple(key_labels), extra
-    )
+    extra = {"controls": _controls(maps.query_labels), "details": details, "follow": follow}
+    attention_map.draw(place, attention_map.COMPARE_KEY, spec, maps, recipe, extra, kinds)
 
 
 @st.fragment

@@ -311,30 +311,16 @@ def _map(loaded, selection, settings: _Settings, style, labels) -> None:
     """The map of every query as a browser element: every head of the layers it holds computed with the
     page's settings, so that ←/→ (and ↑/↓) paint the next head at once and the steps above follow."""
     info = loaded.info
-    query_index, scaling, temperature, masked = settings.query, settings.scaling, settings.temperature, settings.masked
-    hidden = cache.layer_inputs(loaded, selection.text, selection.pair)  # (L, t, hidden), read-only
-    encoder = loaded.encoder
-
-    def maps_of(layers):
-        weights = np.stack(
-            [
-                steps.layer_weights(
-                    steps.layer_vectors(encoder, hidden[layer], layer),  # (3, h, t, d)
-                    query_index,
-                    scaling,
-                    temperature,
-                    masked,
-                    info.causal,
-                    *_window_and_cap(loaded, layer),
-                )
-                for layer in layers
-            ]
-        )  # (n, h, t, t)
-        if not selection.fit_range:
-            return weights, None
-        low = weights.min(axis=(-2, -1))
-        return weights, np.stack([low, np.maximum(weights.max(axis=(-2, -1)), low + 1e-12)], axis=-1)
-
+    recipe = cache.inside_recipe(
+        loaded,
+        selection.text,
+        selection.pair,
+        settings.query,
+        settings.scaling,
+        settings.temperature,
+        settings.masked,
+        selection.fit_range,
+    )
     spec = attention_map.MapSpec(
         layers=info.num_layers,
         heads=info.num_heads,
@@ -345,17 +331,8 @@ def _map(loaded, selection, settings: _Settings, style, labels) -> None:
         png_what="inside",
         presentation=selection.presentation,
     )
-    # the maps hold every query's weights: the chosen query matters only where its row is checked
-    content = (
-        info.name,
-        selection.text,
-        selection.pair,
-        settings.scaling_kind,
-        temperature,
-        masked,
-        selection.fit_range,
-    )
-    attention_map.draw(st.container(), attention_map.INSIDE_KEY, spec, content, maps_of, tuple(labels), tuple(labels))
+    maps = cache.held_maps(recipe, attention_map.held(spec, len(labels), len(labels)))
+    attention_map.draw(st.container(), attention_map.INSIDE_KEY, spec, maps, recipe)
 
 
 @st.fragment
