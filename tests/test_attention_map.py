@@ -246,3 +246,41 @@ def test_the_server_moving_back_to_the_view_it_last_sent_is_news_to_a_map_that_s
     assert data()["view"]["head"] == state.EXAMPLE_HEAD and data()["rev"] == first + 1
     browser_step(at, head=state.EXAMPLE_HEAD + 2)  # the map's own step, taken by a run: no news to the map
     assert data()["view"]["head"] == state.EXAMPLE_HEAD + 2 and data()["rev"] == first + 1
+
+
+def test_the_pages_hand_the_map_element_data_from_the_cache_and_compute_no_map():
+    """A page gives the element the maps the cache made (``cache.held_maps``) and their recipe, never a function of
+    its own that computes maps (which would run later in a request's thread); no page imports torch, and the map
+    pages no numpy (their arithmetic is the core's)."""
+    import ast
+    from pathlib import Path
+
+    pages = Path(element.__file__).resolve().parents[1] / "pages"
+    for path in sorted(pages.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {
+            alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+        }
+        imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        assert "torch" not in imported, path.name
+        draws = [
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "draw"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "attention_map"
+        ]
+        if not draws:
+            continue
+        assert "numpy" not in imported, path.name
+        functions = {
+            node.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.Lambda) and hasattr(node, "name")
+        }
+        for call in draws:
+            names = {node.id for argument in call.args for node in ast.walk(argument) if isinstance(node, ast.Name)}
+            assert not names & functions, (path.name, names & functions)
+        assert "cache.held_maps(" in ast.unparse(tree), path.name

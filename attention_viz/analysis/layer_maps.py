@@ -231,6 +231,38 @@ def seq2seq(
     return HeldMaps(layers, shown, tuple(query_labels), tuple(key_labels), ranges)
 
 
+@dataclass(frozen=True)
+class HeadPair:
+    """One head's two maps (pretrained, from scratch) as the view toggles shape them, with their labels.
+
+    Attributes:
+        pretrained, scratch: ``(query, key)``: the head's token-level attention as extracted when every toggle
+            is off (float32), else the view's (float64).
+        row_labels, key_labels: one label per query row and per key column.
+        view: the pretrained map's :class:`~attention_viz.analysis.ViewMatrix`, ``None`` when every toggle is off.
+    """
+
+    pretrained: np.ndarray
+    scratch: np.ndarray
+    row_labels: tuple[str, ...]
+    key_labels: tuple[str, ...]
+    view: object | None
+
+    def shown(self, kind: str) -> np.ndarray:
+        """The map of ``kind``: ``"pretrained"``, ``"scratch"`` or ``"difference"`` (``scratch - pretrained``)."""
+        return {"pretrained": self.pretrained, "scratch": self.scratch}.get(kind, self.scratch - self.pretrained)
+
+
+def head_pair(pretrained: np.ndarray, scratch: np.ndarray, encoding, options: ViewOptions) -> HeadPair:
+    """One head's ``(t, t)`` maps of both models with the view toggles ``options`` applied (:class:`HeadPair`)."""
+    if options == ViewOptions():
+        labels = tuple(encoding.labels)
+        return HeadPair(pretrained, scratch, labels, labels, None)
+    view = apply_view(pretrained, encoding, options)
+    other = apply_view(scratch, encoding, options).matrix  # (q, k), the same labels
+    return HeadPair(view.matrix, other, view.query_labels, view.key_labels, view)
+
+
 KINDS: dict[str, Callable[..., HeldMaps]] = {
     "compare": compare,
     "inside": inside,

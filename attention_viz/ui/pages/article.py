@@ -40,14 +40,14 @@ def _show() -> None:
     labels = encoding.labels
     changed_map, correct_map = changed[head], correct[head]
     style = figures.map_style(selection.presentation, len(labels))
-    panels = _panels(correct_map, changed_map, labels, switched_on, selection.fit_range, style)
+    figure = _download_figure(correct_map, changed_map, labels, switched_on, selection.fit_range, style)
     _maps(loaded, selection, labels, style, seed, switched_on)
     page_view.slot(st.container(key=page_view.DETAILS_SLOT))  # the first map draws the head's numbers here
     st.caption(t("article.reading", uniform=f"{math.log2(len(labels)):.3f}"))
     _table()
     pretrained = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
     page_view.server_files(
-        lambda: downloads.buttons(pretrained, changed_map, panels[1], layer, head, "article", labels),
+        lambda: downloads.buttons(pretrained, changed_map, figure, layer, head, "article", labels),
         t("compare.downloads_follow"),
     )
 
@@ -78,17 +78,12 @@ def _changed_title(switched_on, text=t) -> str:
     return text("article.fig_changed", count=len(switched_on)) if switched_on else text("article.fig_none")
 
 
-def _panels(correct_map, changed_map, labels, switched_on, fit_range: bool, style) -> list:
-    """The three figures the HTML download holds (correct, changed, their difference); the elements draw the maps."""
+def _download_figure(correct_map, changed_map, labels, switched_on, fit_range: bool, style):
+    """The article's map of the head as the HTML download holds it (the elements draw the maps on screen), in the
+    range it shares with the correct layer's when fitted."""
     zrange = figures.shared_range(correct_map, changed_map) if fit_range else (0.0, 1.0)
     axis_titles = {"query_title": t("figures.axis_query"), "key_title": t("figures.axis_key"), "style": style}
-    return [
-        figures.attention_heatmap(correct_map, labels, t("article.fig_correct"), zrange, **axis_titles),
-        figures.attention_heatmap(changed_map, labels, _changed_title(switched_on), zrange, **axis_titles),
-        figures.difference_heatmap(
-            changed_map - correct_map, labels, t("article.fig_difference"), fit_range, **axis_titles
-        ),
-    ]
+    return figures.attention_heatmap(changed_map, labels, _changed_title(switched_on), zrange, **axis_titles)
 
 
 def _maps(loaded, selection, labels, style, seed: int, switched_on) -> None:
@@ -151,20 +146,9 @@ def _numbers(loaded, selection, seed: int, differences: tuple) -> dict:
         values = []
         for layer in range(loaded.info.num_layers):
             _, correct, changed = cache.article_maps(loaded, selection.text, selection.pair, layer, seed, differences)
-            correct_entropy, changed_entropy = (
-                analysis.row_entropy(correct).mean(-1),
-                analysis.row_entropy(changed).mean(-1),
-            )
-            values.append(
-                [
-                    [
-                        f"{correct_entropy[head]:.3f}",
-                        f"{changed_entropy[head]:.3f}",
-                        f"{analysis.max_abs_difference(changed[head], correct[head]):.3f}",
-                    ]
-                    for head in range(loaded.info.num_heads)
-                ]
-            )
+            agreement = analysis.head_agreement(correct, changed)  # (heads,) each
+            numbers = ("entropy_first", "entropy_second", "largest")  # as NUMBER_KEYS
+            values.append([[f"{agreement[name][head]:.3f}" for name in numbers] for head in range(len(correct))])
         memo = (content, values)
         st.session_state["_article_numbers"] = memo
     return {"labels": [plain(f"article.{name}") for name in NUMBER_KEYS], "values": memo[1]}

@@ -2,12 +2,11 @@
 attention as bars and as bertviz's lines, and the numbers that say how far the two encoders agree."""
 
 import functools
-from dataclasses import dataclass
 
-import numpy as np
 import streamlit as st
 
 from attention_viz import analysis, figures
+from attention_viz.analysis import layer_maps
 from attention_viz.extraction import export
 from attention_viz.figures.layout import plotly_text
 from attention_viz.models.encoder import PARITY_BOUND, Variant
@@ -27,20 +26,6 @@ CONTROLS_SLOT, DETAILS_SLOT = page_view.CONTROLS_SLOT, page_view.DETAILS_SLOT
 SERVER_VIEW, OTHER_VIEW = page_view.SERVER_VIEW, page_view.OTHER_VIEW
 
 
-@dataclass(frozen=True)
-class _Head:
-    """The head's two maps as the view toggles shape them (``(query, key)``), with their labels; ``raw_*``
-    are the head's token-level attention as extracted, ``view`` the toggles' result (None when all are off)."""
-
-    raw_pretrained: np.ndarray
-    raw_scratch: np.ndarray
-    pretrained: np.ndarray
-    scratch: np.ndarray
-    row_labels: np.ndarray
-    key_labels: np.ndarray
-    view: analysis.ViewMatrix | None
-
-
 def _show() -> None:
     selection = state.selection()
     loaded = cache.model(selection.model)
@@ -57,7 +42,7 @@ def _show() -> None:
     # The view toggles (word level, hide [CLS]/[SEP], pair block) shape what the map, the bars and the lines
     # show; with them off the map is the head's token-level attention exactly as extracted.
     options = view_options(encoding.is_pair, side)
-    maps = _head_maps(pretrained, scratch, layer, head, options)
+    maps = layer_maps.head_pair(pretrained.head(layer, head), scratch.head(layer, head), encoding, options)
     queries, keys = maps.pretrained.shape  # q != k for a pair's A→B and B→A blocks
     style = figures.map_style(selection.presentation, max(queries, keys))  # smaller labels fit more
     size = style.window
@@ -76,8 +61,7 @@ def _show() -> None:
         "query_title": t("figures.axis_query"),
         "key_title": t("figures.axis_key"),
     }
-    shown = {"pretrained": maps.pretrained, "scratch": maps.scratch, "difference": maps.scratch - maps.pretrained}
-    shown = shown[view]
+    shown = maps.shown(view)
     map_title = plain(f"compare.map_title_{view}", variant=plain(f"compare.variant_{variant.replace('-', '_')}"))
     with map_column:
         feedback.truncation(encoding)
@@ -115,7 +99,7 @@ def _focus(queries: int, size: int) -> int:
     return focus
 
 
-def _download_figure(maps: _Head, view: str, matrix, row_labels, title: str, fit: bool, window: dict):
+def _download_figure(maps: layer_maps.HeadPair, view: str, matrix, row_labels, title: str, fit: bool, window: dict):
     """The map as a plotly figure, for the HTML download (made when it is clicked; the element draws the
     map on screen)."""
     if view == "difference":
@@ -147,17 +131,6 @@ def _side_controls(side, loaded) -> tuple[tuple[int, int] | None, str, int]:
     return example, variant, seed
 
 
-def _head_maps(pretrained, scratch, layer: int, head: int, options: analysis.ViewOptions) -> _Head:
-    raw_scratch, raw_pretrained = scratch.head(layer, head), pretrained.head(layer, head)
-    encoding = pretrained.encoding
-    if options == analysis.ViewOptions():
-        labels = encoding.labels
-        return _Head(raw_pretrained, raw_scratch, raw_pretrained, raw_scratch, labels, labels, None)
-    view = analysis.apply_view(raw_pretrained, encoding, options)
-    scratch_map = analysis.apply_view(raw_scratch, encoding, options).matrix  # (q, k), same labels
-    return _Head(raw_pretrained, raw_scratch, view.matrix, scratch_map, view.query_labels, view.key_labels, view)
-
-
 def _file_part(view: str, options: analysis.ViewOptions) -> str:
     """The view in the downloads' file names: ``pretrained``, ``scratch_words_no_special``, ..."""
     return "_".join(
@@ -168,7 +141,7 @@ def _file_part(view: str, options: analysis.ViewOptions) -> str:
     )
 
 
-def _under_the_map(place, info, maps: _Head, options, total: int, size: int) -> bool:
+def _under_the_map(place, info, maps: layer_maps.HeadPair, options, total: int, size: int) -> bool:
     """What the map reads, the view's caption, the model's notes and the window's sliders; whether the map
     is a window of the tokens."""
     queries, keys = maps.pretrained.shape
@@ -216,31 +189,26 @@ def _numbers(pretrained, scratch) -> list[list[list[str]]]:
     [head]`` the four numbers of :data:`NUMBER_KEYS` as shown (max |difference|, mean Jensen-Shannon divergence
     in bits, the two mean row entropies in bits). A few strings a head: the map shows a head's as it steps."""
     first, second = pretrained.weights, scratch.weights  # (layers, heads, query, key)
-    # a layer at a time: float64 copies of all of them at 512 tokens would be gigabytes
-    js = np.stack([analysis.js_divergence(b, a).mean(-1) for a, b in zip(first, second, strict=True)])
-    entropy_first = np.stack([analysis.row_entropy(a).mean(-1) for a in first])  # (layers, heads)
-    entropy_second = np.stack([analysis.row_entropy(b).mean(-1) for b in second])
-    # per head, as analysis.max_abs_difference computes it (float64, NaN if any entry is), a layer at a time
-    largest = np.stack(
-        [np.abs(b.astype(np.float64) - a).max(axis=(-2, -1)) for a, b in zip(first, second, strict=True)]
-    )
+    agreement = [analysis.head_agreement(a, b) for a, b in zip(first, second, strict=True)]  # a layer at a time
     template = plain("compare.bits", value="{value}")
     bits = lambda value, digits: template.replace("{value}", f"{value:.{digits}f}")  # noqa: E731
     return [
         [
             [
-                f"{largest[layer, head]:.2e}",
-                bits(js[layer, head], 4),
-                bits(entropy_first[layer, head], 3),
-                bits(entropy_second[layer, head], 3),
+                f"{layer['largest'][head]:.2e}",
+                bits(layer["js"][head], 4),
+                bits(layer["entropy_first"][head], 3),
+                bits(layer["entropy_second"][head], 3),
             ]
             for head in range(first.shape[1])
         ]
-        for layer in range(first.shape[0])
+        for layer in agreement
     ]
 
 
-def _details(pretrained, scratch, maps: _Head, options, window: tuple, style, config: dict, variant, seed) -> dict:
+def _details(
+    pretrained, scratch, maps: layer_maps.HeadPair, options, window: tuple, style, config: dict, variant, seed
+) -> dict:
     """What the map draws under itself for each head it steps to: the agreement numbers (every head's, made
     once per text), and the focus token's bars and the line view as plotly figures made here for the head
     the server knows (exactly as drawn there: the bars of the token in focus, the lines of the map shown), whose

@@ -2,7 +2,6 @@
 
 from dataclasses import dataclass
 
-import numpy as np
 import streamlit as st
 
 from attention_viz import analysis, figures
@@ -168,25 +167,23 @@ def _decoder_steps(loaded, hidden, result, labels, settings: _Settings, layer: i
     if hidden is not None:
         rotated = steps.rotation_step(loaded.encoder, hidden, layer, head, query)
         rows = [plain(f"inside.rope_{row}") for row in ("query_before", "query_after", "key_before", "key_after")]
-        vectors = np.stack([rotated.query_before, rotated.query_after, rotated.key_before, rotated.key_after])
         theta = loaded.encoder.config.rope_theta
         extra["step_keys"].append(
             (
                 t("inside.step_rope", token=token, position=query, theta=f"{theta:g}", d=d),
                 figures.step_heatmap(
-                    vectors, rows, t("inside.fig_rope", position=query, d=d), t("inside.axis_head_dim")
+                    rotated.vectors, rows, t("inside.fig_rope", position=query, d=d), t("inside.axis_head_dim")
                 ),
                 "step_rope",
             )
         )
     rules = steps.layer_rules(loaded.encoder, layer)
     if rules.softcap is not None:
-        uncapped = result.dots * np.float32(settings.scaling)  # (t,), before the cap
         extra["step_scores"].append(
             (
                 t("inside.step_softcap", cap=f"{rules.softcap:g}"),
                 figures.key_bars(
-                    np.where(np.isfinite(result.scores), uncapped, -np.inf),
+                    steps.uncapped_scores(result, settings.scaling),
                     labels,
                     t("inside.fig_softcap", n=len(labels)),
                     settings.masked,
