@@ -13,7 +13,7 @@ from replay import browser_report, browser_step, element_state, replay
 from attention_viz import figures
 from attention_viz.extraction import extract
 from attention_viz.ui import screen, state
-from attention_viz.ui.attention_map import bundle, components, element, serving
+from attention_viz.ui.attention_map import apptest_view, bundle, components, element, serving
 
 
 def test_a_bundle_is_its_header_and_little_endian_float32_maps():
@@ -284,3 +284,38 @@ def test_the_pages_hand_the_map_element_data_from_the_cache_and_compute_no_map()
             names = {node.id for argument in call.args for node in ast.walk(argument) if isinstance(node, ast.Name)}
             assert not names & functions, (path.name, names & functions)
         assert "cache.held_maps(" in ast.unparse(tree), path.name
+
+
+def test_the_apptest_reading_is_made_from_the_drawing_the_browser_gets():
+    """One function builds the drawing data; a map kind the element switches to itself looks as a map drawn with
+    that scale, and the AppTest reading picks its colours, title and file name from that data as the browser does."""
+    from attention_viz.ui.attention_map import drawing
+
+    spec = element.MapSpec(
+        layers=2,
+        heads=1,
+        style=figures.NORMAL,
+        **element.scale(True),
+        texts={"title": "layer {layer}", "query_axis": "q", "key_axis": "k", "colorbar": ""},
+        png_prefix="model",
+        png_what="difference",
+        head_axis=False,
+    )
+    labels = ["a", "b", "c"]
+    data = drawing.drawing(spec, labels, labels)
+    look = element.kind_look(True, "the difference", "difference")
+    assert {name: data[name] for name in ("colorscale", "zrange", "zmid", "value_format")} == {
+        name: look[name] for name in ("colorscale", "zrange", "zmid", "value_format")
+    }
+    maps = np.full((2, 1, 3, 3), 0.25, np.float32)
+    path = f"{serving.ROUTE}/maps/{serving.STORE.put(bundle.bundle(maps, (0, 1), labels, labels, False))}"
+    view = {"layer": 1, "head": 0, "focus": -1, "query_start": 0, "key_start": 0}
+    shown = apptest_view.as_figure({**data, "bundle": path, "view": view})
+    assert shown["data"][0]["colorscale"] == data["colorscale"] and shown["data"][0]["zmid"] == 0.0
+    assert (shown["data"][0]["zmin"], shown["data"][0]["zmax"]) == (-1.0, 1.0)
+    assert shown["layout"]["title"]["text"] == "layer 1"
+    assert shown["config"]["toImageButtonOptions"]["filename"] == "model_layer1_difference"  # one map per layer
+    kinds = {"pretrained": element.kind_look(False, "both", "pretrained"), "difference": look}
+    switched = {**data, "kinds": kinds, "bundle": path, "view": {**view, "map_view": "pretrained"}}
+    assert drawing.look(switched)["colorscale"] == kinds["pretrained"]["colorscale"] != data["colorscale"]
+    assert apptest_view.as_figure(switched)["layout"]["title"]["text"] == "both"
