@@ -11,6 +11,7 @@ import numpy as np
 from replay import control, map_data
 from streamlit.testing.v1 import AppTest
 
+from attention_viz.ui.attention_map import apptest_view, components
 from attention_viz.ui.attention_map import element as attention_map
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -27,7 +28,7 @@ def run_app(**state_before) -> AppTest:
     return at.run()
 
 
-_CHARTS = (attention_map.COMPONENT, attention_map.FIGURE_COMPONENT)  # not the page-wide SVG buttons, which draw none
+_CHARTS = (components.COMPONENT, components.FIGURE_COMPONENT)  # not the page-wide SVG buttons, which draw none
 
 
 def _details(at) -> dict:
@@ -81,12 +82,12 @@ def _drawn(at) -> list:
 
 
 def _as_figure(node) -> dict:
-    """A chart as plotly JSON with its ``config``: the map element as :func:`attention_map.as_figure` reads it."""
+    """A chart as plotly JSON with its ``config``: the map element as :func:`apptest_view.as_figure` reads it."""
     if node.type == "plotly_chart":
         return {**json.loads(node.proto.spec), "config": json.loads(node.proto.config or "{}")}
     data = json.loads(node.proto.json)
-    if node.proto.component_name == attention_map.COMPONENT:
-        return attention_map.as_figure(data)
+    if node.proto.component_name == components.COMPONENT:
+        return apptest_view.as_figure(data)
     return {**json.loads(data["figure"]), "config": data["config"]}
 
 

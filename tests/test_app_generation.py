@@ -16,6 +16,7 @@ from attention_viz.extraction import encode, extract_encoded
 from attention_viz.extraction.generation import extend_encoding, generate_decoder, load_generator
 from attention_viz.figures.grid import thumbnail
 from attention_viz.ui import cache, i18n
+from attention_viz.ui.attention_map import element as attention_map
 
 TEXT = "The cat sat on the mat."
 NEW = 4
@@ -181,3 +182,24 @@ def test_a_decoder_saved_without_its_lm_head_says_it_cannot_generate(family_dir)
     shown, rows, _ = _map(at)  # the sentence alone
     assert len(shown) == encode(cache.model(folder).tokenizer, TEXT).num_tokens
     assert not any(MARK in str(label) for label in rows)
+
+
+def test_a_step_of_the_generation_gives_every_maps_element_the_steps_tokens(lm_folder):
+    """A step changes the tokens the maps read, not the sentence: Inside a head's and Rollout & norms' map
+    elements hold the maps of the step's tokens (their bundles are named by everything the maps depend on,
+    the continuation shown with them), not the bundle of the step before."""
+    folder = lm_folder("llama")
+    at = run_app(model=folder, text=TEXT, pair="", generated=NEW, generation_step=NEW)
+    prompt = _generated(folder)[1].num_prompt_tokens
+    for page, key in (("inside.py", attention_map.INSIDE_KEY), ("rollout.py", attention_map.ROLLOUT_KEY)):
+        at.switch_page(f"attention_viz/ui/pages/{page}").run()
+        no_errors(at)
+        assert at.session_state["generation_step"] == NEW
+        assert z(chart(at, key)).shape == (prompt + NEW, prompt + NEW), page
+        at.button(key="generation_previous").click().run()
+        at.button(key="generation_previous").click().run()
+        no_errors(at)
+        shown = chart(at, key)
+        assert z(shown).shape == (prompt + 2, prompt + 2), page
+        assert [MARK in label for label in _labels(shown["data"][0]["y"])] == [False] * prompt + [True] * 2
+        at.session_state["generation_step"] = NEW

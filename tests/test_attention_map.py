@@ -13,12 +13,12 @@ from replay import browser_report, browser_step, element_state, replay
 from attention_viz import figures
 from attention_viz.extraction import extract
 from attention_viz.ui import screen, state
-from attention_viz.ui.attention_map import element, serving
+from attention_viz.ui.attention_map import apptest_view, bundle, components, element, serving
 
 
 def test_a_bundle_is_its_header_and_little_endian_float32_maps():
     maps = np.arange(2 * 3 * 4 * 4, dtype=np.float32).reshape(2, 3, 4, 4) / 100
-    payload = element.bundle(maps, (1, 2), ["a", "b", "a", "<s>"], ["a", "b", "a", "<s>"], overview=False)
+    payload = bundle.bundle(maps, (1, 2), ["a", "b", "a", "<s>"], ["a", "b", "a", "<s>"], overview=False)
     assert payload[:4] == b"AVM1"
     (length,) = struct.unpack("<I", payload[4:8])
     header = json.loads(payload[8 : 8 + length])
@@ -37,17 +37,17 @@ def test_the_overview_is_pooled_rows_that_still_sum_to_one():
     weights = rng.random((1, 2, 100, 100)).astype(np.float32)
     weights /= weights.sum(-1, keepdims=True)
     labels = [f"t{i}" for i in range(100)]
-    header, values = serving.unpack(element.bundle(weights, (0,), labels, labels, overview=True))
+    header, values = serving.unpack(bundle.bundle(weights, (0,), labels, labels, overview=True))
     entry = header["overview"]
     pooled = values[entry["offset"] // 4 :].reshape(entry["shape"])
-    assert entry["shape"] == [1, 2, element.OVERVIEW_BINS, element.OVERVIEW_BINS]
+    assert entry["shape"] == [1, 2, bundle.OVERVIEW_BINS, bundle.OVERVIEW_BINS]
     np.testing.assert_allclose(pooled.sum(-1), 1, atol=1e-5)
 
 
 def test_the_budget_holds_every_layer_of_a_sentence_and_one_layer_of_512_tokens():
-    assert element.held_layers(6, 12, 16, 16, 3) == tuple(range(6))  # 74 KB
-    assert element.held_layers(6, 12, 512, 512, 3) == (3,)  # 75 MB for all: the layer's 12.6 MB
-    assert element.holds_heads(12, 512, 512) and not element.holds_heads(16, 1024, 1024)
+    assert bundle.held_layers(6, 12, 16, 16, 3) == tuple(range(6))  # 74 KB
+    assert bundle.held_layers(6, 12, 512, 512, 3) == (3,)  # 75 MB for all: the layer's 12.6 MB
+    assert bundle.holds_heads(12, 512, 512) and not bundle.holds_heads(16, 1024, 1024)
     with pytest.raises(ValueError, match="not finite"):
         serving.pack({}, [np.array([np.nan], dtype=np.float32)])
 
@@ -184,9 +184,9 @@ def test_a_new_sentences_maps_travel_once_inside_the_data_and_a_step_names_them_
 
 
 def test_a_bundle_over_the_inline_limit_is_only_fetched(monkeypatch):
-    monkeypatch.setattr(element, "INLINE_MAX", 10)
-    assert element._inline([b"x" * 11]) is None and element._inline([]) is None
-    assert element._inline([b"x" * 10]) == "eHh4eHh4eHh4eA=="
+    monkeypatch.setattr(bundle, "INLINE_MAX", 10)
+    assert bundle.inline([b"x" * 11]) is None and bundle.inline([]) is None
+    assert bundle.inline([b"x" * 10]) == "eHh4eHh4eHh4eA=="
 
 
 def test_rollouts_map_steps_layers_and_never_moves_the_shared_head(bundled):
@@ -226,11 +226,11 @@ def test_every_page_has_the_svg_buttons_of_streamlits_charts_in_the_chosen_langu
         at.switch_page(page).run()
         no_errors(at)
         found = [n for n in at.sidebar if getattr(n, "type", None) == "bidi_component"]
-        assert [n.proto.component_name for n in found] == [element.SVG_BUTTONS_COMPONENT]
-        assert found[0].proto.id.endswith(f"-{element.SVG_BUTTONS_KEY}")
+        assert [n.proto.component_name for n in found] == [components.SVG_BUTTONS_COMPONENT]
+        assert found[0].proto.id.endswith(f"-{components.SVG_BUTTONS_KEY}")
         data = {"plotly": PLOTLY_PATH, "title": i18n.table(language)["attention_map.svg_button"]}
         assert json.loads(found[0].proto.json) == {**data, "dom": internals.SVG_BUTTON_DOM}
-        hidden = f".st-key-{element.SVG_BUTTONS_KEY} {{ display: none; }}"
+        hidden = f".st-key-{components.SVG_BUTTONS_KEY} {{ display: none; }}"
         assert any(hidden in n.proto.body for n in at._tree if getattr(n, "type", None) == "html")
 
 
@@ -246,3 +246,76 @@ def test_the_server_moving_back_to_the_view_it_last_sent_is_news_to_a_map_that_s
     assert data()["view"]["head"] == state.EXAMPLE_HEAD and data()["rev"] == first + 1
     browser_step(at, head=state.EXAMPLE_HEAD + 2)  # the map's own step, taken by a run: no news to the map
     assert data()["view"]["head"] == state.EXAMPLE_HEAD + 2 and data()["rev"] == first + 1
+
+
+def test_the_pages_hand_the_map_element_data_from_the_cache_and_compute_no_map():
+    """A page gives the element the maps the cache made (``cache_maps.held_maps``) and their recipe, never a function of
+    its own that computes maps (which would run later in a request's thread); no page imports torch, and the map
+    pages no numpy (their arithmetic is the core's)."""
+    import ast
+    from pathlib import Path
+
+    pages = Path(element.__file__).resolve().parents[1] / "pages"
+    for path in sorted(pages.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {
+            alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+        }
+        imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        assert "torch" not in imported, path.name
+        draws = [
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "draw"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "attention_map"
+        ]
+        if not draws:
+            continue
+        assert "numpy" not in imported, path.name
+        functions = {
+            node.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.Lambda) and hasattr(node, "name")
+        }
+        for call in draws:
+            names = {node.id for argument in call.args for node in ast.walk(argument) if isinstance(node, ast.Name)}
+            assert not names & functions, (path.name, names & functions)
+        assert "cache_maps.held_maps(" in ast.unparse(tree), path.name
+
+
+def test_the_apptest_reading_is_made_from_the_drawing_the_browser_gets():
+    """One function builds the drawing data; a map kind the element switches to itself looks as a map drawn with
+    that scale, and the AppTest reading picks its colours, title and file name from that data as the browser does."""
+    from attention_viz.ui.attention_map import drawing
+
+    spec = element.MapSpec(
+        layers=2,
+        heads=1,
+        style=figures.NORMAL,
+        **element.scale(True),
+        texts={"title": "layer {layer}", "query_axis": "q", "key_axis": "k", "colorbar": ""},
+        png_prefix="model",
+        png_what="difference",
+        head_axis=False,
+    )
+    labels = ["a", "b", "c"]
+    data = drawing.drawing(spec, labels, labels)
+    look = element.kind_look(True, "the difference", "difference")
+    assert {name: data[name] for name in ("colorscale", "zrange", "zmid", "value_format")} == {
+        name: look[name] for name in ("colorscale", "zrange", "zmid", "value_format")
+    }
+    maps = np.full((2, 1, 3, 3), 0.25, np.float32)
+    path = f"{serving.ROUTE}/maps/{serving.STORE.put(bundle.bundle(maps, (0, 1), labels, labels, False))}"
+    view = {"layer": 1, "head": 0, "focus": -1, "query_start": 0, "key_start": 0}
+    shown = apptest_view.as_figure({**data, "bundle": path, "view": view})
+    assert shown["data"][0]["colorscale"] == data["colorscale"] and shown["data"][0]["zmid"] == 0.0
+    assert (shown["data"][0]["zmin"], shown["data"][0]["zmax"]) == (-1.0, 1.0)
+    assert shown["layout"]["title"]["text"] == "layer 1"
+    assert shown["config"]["toImageButtonOptions"]["filename"] == "model_layer1_difference"  # one map per layer
+    kinds = {"pretrained": element.kind_look(False, "both", "pretrained"), "difference": look}
+    switched = {**data, "kinds": kinds, "bundle": path, "view": {**view, "map_view": "pretrained"}}
+    assert drawing.look(switched)["colorscale"] == kinds["pretrained"]["colorscale"] != data["colorscale"]
+    assert apptest_view.as_figure(switched)["layout"]["title"]["text"] == "both"

@@ -26,7 +26,7 @@ from attention_viz.extraction import extract
 from attention_viz.figures.layout import DENSE
 from attention_viz.models.loading import bundled_model_path
 from attention_viz.ui import i18n, state
-from attention_viz.ui.attention_map import element, serving
+from attention_viz.ui.attention_map import bundle, serving
 
 ELEMENT = '[data-testid="attention-map"]'
 LONG = " ".join(f"word{i % 7} and" for i in range(30))  # about 62 tokens: a window with an overview
@@ -229,7 +229,7 @@ def test_a_layer_step_at_a_long_input_paints_from_the_neighbours_fetched_ahead(s
     url, _, _ = server
     text = " ".join("abcdefg"[i % 7] for i in range(250))  # 252 tokens (a link's text: 1000 characters at most)
     result = extract(bundled, text)
-    assert 6 * 12 * result.encoding.num_tokens**2 * 4 > element.BUDGET
+    assert 6 * 12 * result.encoding.num_tokens**2 * 4 > bundle.BUDGET
     page = _open(chromium, url, "?" + urllib.parse.urlencode({"text": text}))
     layer, head = state.EXAMPLE_LAYER, state.EXAMPLE_HEAD
     ahead = lambda: page.eval_on_selector(ELEMENT, "e => e.dataset.ahead")  # noqa: E731

@@ -30,7 +30,7 @@ from attention_viz.analysis.corpus import (
 )
 from attention_viz.analysis.head_scores import HeadScores, model_head_scores, scores_frame
 from attention_viz.analysis.importance import head_importance, importance_sums, text_statistics
-from attention_viz.analysis.measures import js_divergence, max_abs_difference, row_entropy
+from attention_viz.analysis.measures import head_agreement, js_divergence, max_abs_difference, row_entropy
 from attention_viz.analysis.rollout import (
     RolloutAndNorms,
     attention_rollout,
@@ -76,6 +76,7 @@ __all__ = [
     "bundled_corpus",
     "corpus_statistics",
     "drop_tokens",
+    "head_agreement",
     "head_divergence",
     "head_divergence_sums",
     "head_importance",

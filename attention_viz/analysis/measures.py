@@ -76,3 +76,24 @@ def max_abs_difference(a: np.ndarray, b: np.ndarray) -> float:
         for i in range(0, flat_a.size, _BLOCK)
     ]
     return float(np.max(worst))
+
+
+def head_agreement(first: np.ndarray, second: np.ndarray) -> dict[str, np.ndarray]:
+    """How far two maps of each head agree, one layer's heads at a time (float64 copies of every layer's at 512
+    tokens would be gigabytes).
+
+    Args:
+        first, second: ``(heads, query, key)`` attention of the same tokens (e.g. pretrained and from scratch);
+            rows sum to 1.
+
+    Returns:
+        float64 ``(heads,)`` each: ``largest`` (``max |second - first|``, computed in float64; NaN if any entry
+        is), ``js`` (the rows' mean Jensen-Shannon divergence, bits), ``entropy_first`` and ``entropy_second``
+        (the mean row entropy of each, bits).
+    """
+    return {
+        "largest": np.abs(np.asarray(second, dtype=np.float64) - first).max(axis=(-2, -1)),
+        "js": js_divergence(second, first).mean(-1),
+        "entropy_first": row_entropy(first).mean(-1),
+        "entropy_second": row_entropy(second).mean(-1),
+    }

@@ -310,6 +310,18 @@ class RotationStep:
     key_after: np.ndarray
     angles: np.ndarray
 
+    @property
+    def vectors(self) -> np.ndarray:
+        """``(4, d)``: the query before and after the rotation, then the key before and after, as rows."""
+        return np.stack([self.query_before, self.query_after, self.key_before, self.key_after])
+
+
+def uncapped_scores(result: HeadSteps, scaling: float) -> np.ndarray:
+    """``(t,)`` one query's scores before a soft cap (Gemma 2): ``dots × scaling`` in float32, ``-inf`` where the
+    steps left a key out (its score in ``result.scores`` is not finite: masked, causal, outside a window)."""
+    uncapped = result.dots * np.float32(scaling)
+    return np.where(np.isfinite(result.scores), uncapped, -np.inf)
+
 
 def _rope_layer(encoder, layer: int, head: int):
     if not isinstance(encoder, Decoder):

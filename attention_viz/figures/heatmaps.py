@@ -47,11 +47,43 @@ def unique_labels(labels: Sequence[str]) -> list[str]:
     return out
 
 
+RANGE_FLOOR = 1e-12  # the least width of a fitted colour range (a constant map still needs a non-empty one)
+
+
+def head_ranges(*maps: np.ndarray, difference: bool = False, low: float | None = None) -> np.ndarray:
+    """Each map's fitted colour range over its last two axes (query, key), shared by all the given maps.
+
+    The one place a colour range is fitted: the map element's per-head ranges (every page's) and
+    :func:`shared_range` (the figures').
+
+    Args:
+        maps: arrays of one shape ``(..., query, key)``, e.g. ``(layers, heads, query, key)``.
+        difference: the maps are differences: a range symmetric about 0, ``±max|value|``.
+        low: a fixed lower end (``0.0`` for norms, which start at 0), else the maps' least value.
+
+    Returns:
+        float64 ``(..., 2)``: ``[low, high]`` per map, ``high >= low +`` :data:`RANGE_FLOOR`.
+
+    Raises:
+        ValueError: no maps, or maps of different shapes.
+    """
+    if not maps or len({np.shape(m) for m in maps}) != 1:
+        raise ValueError(f"expected maps of one shape, got {[np.shape(m) for m in maps]}")
+    axes = (-2, -1)
+    if difference:
+        bound = np.maximum(np.max([np.abs(m).max(axis=axes) for m in maps], axis=0).astype(np.float64), RANGE_FLOOR)
+        return np.stack([-bound, bound], axis=-1)
+    high = np.max([np.max(m, axis=axes) for m in maps], axis=0).astype(np.float64)
+    least = np.min([np.min(m, axis=axes) for m in maps], axis=0).astype(np.float64) if low is None else low
+    least = np.broadcast_to(np.asarray(least, dtype=np.float64), high.shape)
+    return np.stack([least, np.maximum(high, least + RANGE_FLOOR)], axis=-1)
+
+
 def shared_range(*maps: np.ndarray) -> tuple[float, float]:
-    """One colour range ``(min, max)`` over all the given maps, so equal colours mean equal weights."""
-    low = min(float(np.min(m)) for m in maps)
-    high = max(float(np.max(m)) for m in maps)
-    return low, max(high, low + 1e-12)
+    """One colour range ``(min, max)`` over all the given maps, so equal colours mean equal weights
+    (:func:`head_ranges` over every value)."""
+    low, high = head_ranges(np.concatenate([np.ravel(m) for m in maps])[None]).tolist()
+    return low, high
 
 
 def _check(matrix: np.ndarray, labels: Sequence[str], key_labels: Sequence[str] | None) -> np.ndarray:
@@ -329,6 +361,5 @@ def difference_heatmap(
         ValueError: if ``difference`` is not ``(len(labels), len(key_labels))``.
     """
     matrix = _check(difference, labels, options.get("key_labels"))
-    bound = float(np.abs(matrix).max()) if fit_range and matrix.size else 1.0
-    bound = bound or 1e-12  # an all-zero difference still needs a non-empty range
-    return _heatmap(matrix, labels, title, DIFFERENCE_COLORSCALE, "+.3g", (-bound, bound), zmid=0.0, **options)
+    zrange = tuple(head_ranges(matrix, difference=True).tolist()) if fit_range and matrix.size else (-1.0, 1.0)
+    return _heatmap(matrix, labels, title, DIFFERENCE_COLORSCALE, "+.3g", zrange, zmid=0.0, **options)

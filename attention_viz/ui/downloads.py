@@ -6,7 +6,7 @@ write, the JSON of every head is hundreds of MB, an HTML page carries plotly.js)
 for none of them. PNG comes from the chart's
 own toolbar (camera icon), configured by :func:`chart_config`; the disk icon beside it saves an SVG of the same
 name (the app's own elements draw it themselves; Streamlit's charts get it from
-:func:`attention_viz.ui.attention_map.element.svg_buttons`).
+:func:`attention_viz.ui.attention_map.components.svg_buttons`).
 """
 
 from __future__ import annotations

@@ -66,7 +66,7 @@ PLOTLY_CLASS_NAMES = ("svg-container", "main-svg")
 # --- Streamlit's plotly charts: an SVG button in their toolbars -----------------------------------------------
 # ``st.plotly_chart`` takes plotly's config as JSON, so no button with a click function reaches its toolbar
 # (plotly's modebar) through it. A page-wide element (attention_map/svg_buttons.js, drawn by
-# :func:`attention_viz.ui.attention_map.element.svg_buttons`) finds each chart Streamlit draws (``chart``: its
+# :func:`attention_viz.ui.attention_map.components.svg_buttons`) finds each chart Streamlit draws (``chart``: its
 # test id and plotly's graph div), puts into its toolbar (``modebar``), after the first group (the camera's), a
 # group (``group``) with a button (``button``, its icon ``icon``) made as plotly makes its own (plotly's CSS
 # shows it on hover with a tooltip from ``data-title``), and on a click saves the chart with the app's plotly.js

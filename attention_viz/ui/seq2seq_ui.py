@@ -30,7 +30,7 @@ from attention_viz.extraction import export
 from attention_viz.extraction.seq2seq import KINDS
 from attention_viz.models.encoder import PARITY_BOUND
 from attention_viz.models.loading import LoadedSeq2Seq
-from attention_viz.ui import cache_seq2seq, feedback, screen, state
+from attention_viz.ui import cache_maps, cache_seq2seq, feedback, screen, state
 from attention_viz.ui.attention_map import element as attention_map
 from attention_viz.ui.i18n import plain, t
 from attention_viz.ui.safe_text import Markdown
@@ -227,18 +227,6 @@ def _compare(loaded: LoadedSeq2Seq) -> None:
     state.set_window("compare", queries, keys, style.window)
     fit = selection.fit_range
 
-    def maps_of(held):
-        index = list(held)
-        a, b = first[index], second[index]
-        shown = {"pretrained": a, "scratch": b, "difference": b - a}[view]
-        if not fit:
-            return shown, None
-        if view == "difference":
-            bound = np.maximum(np.abs(shown).max(axis=(-2, -1)), 1e-12)
-            return shown, np.stack([-bound, bound], axis=-1)
-        low = shown.min(axis=(-2, -1))
-        return shown, np.stack([low, np.maximum(shown.max(axis=(-2, -1)), low + 1e-12)], axis=-1)
-
     title = plain(
         "seq2seq.map_title", kind=plain(f"seq2seq.kind_{chosen}"), map=plain(f"compare.map_title_{view}", variant="")
     )
@@ -261,8 +249,10 @@ def _compare(loaded: LoadedSeq2Seq) -> None:
     )
     info = loaded.info
     written = int(st.session_state.get(GENERATE_KEY, 0))
-    content = (info.name, info.revision, selection.text, st.session_state[TARGET_KEY], written, chosen, view, fit)
-    attention_map.draw(st.container(), MAP_KEY, spec, content, maps_of, rows, columns)
+    content = (info.name, info.revision, selection.text, st.session_state[TARGET_KEY], written, chosen)
+    recipe = cache_maps.seq2seq_recipe(content, first, second, rows, columns, view, fit)
+    maps = cache_maps.held_maps(recipe, attention_map.held(spec, queries, keys))
+    attention_map.draw(st.container(), MAP_KEY, spec, maps, recipe)
     _map_reading(chosen, queries, keys)
     st.caption(t("seq2seq.reading", family=info.family_name))
     if chosen == "decoder":

@@ -1,6 +1,6 @@
 // The attention map: one head of a layer drawn in the browser, stepped with the keys without a server round trip.
 //
-// Data (JSON, built by attention_viz/ui/attention_map/__init__.py; every number is computed in Python):
+// Data (JSON, built by attention_viz/ui/attention_map/element.py from drawing.py and bundle.py; every number is computed in Python):
 //   bundle      path (from the app's root) of the held maps, fetched once per path (binary, below)
 //   inline      that bundle's bytes as base64 in the run that made it, when small (else null): used instead
 //               of fetching it

@@ -8,14 +8,14 @@ names the layer for the head it shows, the two maps beside it follow it, and the
 
 import math
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from attention_viz import analysis, figures
 from attention_viz.analysis import article_compare
+from attention_viz.analysis.layer_maps import ARTICLE_PANELS
 from attention_viz.extraction import export
-from attention_viz.ui import cache, controls, downloads, feedback, screen, state
+from attention_viz.ui import cache, cache_maps, controls, downloads, feedback, screen, state
 from attention_viz.ui.attention_map import element as attention_map
 from attention_viz.ui.attention_map import page_view
 from attention_viz.ui.i18n import plain, t
@@ -40,14 +40,14 @@ def _show() -> None:
     labels = encoding.labels
     changed_map, correct_map = changed[head], correct[head]
     style = figures.map_style(selection.presentation, len(labels))
-    panels = _panels(correct_map, changed_map, labels, switched_on, selection.fit_range, style)
+    figure = _download_figure(correct_map, changed_map, labels, switched_on, selection.fit_range, style)
     _maps(loaded, selection, labels, style, seed, switched_on)
     page_view.slot(st.container(key=page_view.DETAILS_SLOT))  # the first map draws the head's numbers here
     st.caption(t("article.reading", uniform=f"{math.log2(len(labels)):.3f}"))
     _table()
     pretrained = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
     page_view.server_files(
-        lambda: downloads.buttons(pretrained, changed_map, panels[1], layer, head, "article", labels),
+        lambda: downloads.buttons(pretrained, changed_map, figure, layer, head, "article", labels),
         t("compare.downloads_follow"),
     )
 
@@ -78,57 +78,25 @@ def _changed_title(switched_on, text=t) -> str:
     return text("article.fig_changed", count=len(switched_on)) if switched_on else text("article.fig_none")
 
 
-def _panels(correct_map, changed_map, labels, switched_on, fit_range: bool, style) -> list:
-    """The three figures the HTML download holds (correct, changed, their difference); the elements draw the maps."""
+def _download_figure(correct_map, changed_map, labels, switched_on, fit_range: bool, style):
+    """The article's map of the head as the HTML download holds it (the elements draw the maps on screen), in the
+    range it shares with the correct layer's when fitted."""
     zrange = figures.shared_range(correct_map, changed_map) if fit_range else (0.0, 1.0)
     axis_titles = {"query_title": t("figures.axis_query"), "key_title": t("figures.axis_key"), "style": style}
-    return [
-        figures.attention_heatmap(correct_map, labels, t("article.fig_correct"), zrange, **axis_titles),
-        figures.attention_heatmap(changed_map, labels, _changed_title(switched_on), zrange, **axis_titles),
-        figures.difference_heatmap(
-            changed_map - correct_map, labels, t("article.fig_difference"), fit_range, **axis_titles
-        ),
-    ]
+    return figures.attention_heatmap(changed_map, labels, _changed_title(switched_on), zrange, **axis_titles)
 
 
 def _maps(loaded, selection, labels, style, seed: int, switched_on) -> None:
     """The three map elements in a row: the correct layer's head, the article's, and their difference; the
     first answers the arrow keys, the two beside it follow it in the browser."""
     info = loaded.info
-    hidden = cache.layer_inputs(loaded, selection.text, selection.pair)  # (L, t, hidden), read-only
     differences = tuple(sorted(switched_on))
-    made: dict = {}  # layer -> (correct, changed), each (heads, t, t): the three maps share one computation
-
-    def layer_maps(layers) -> tuple:
-        for held in layers:
-            if held not in made:
-                made[held] = article_compare.article_maps(hidden[held], info.num_heads, seed, differences)
-        return tuple(np.stack([made[held][i] for held in layers]) for i in (0, 1))  # 2 × (n, heads, t, t)
-
-    def fitted(low: np.ndarray, high: np.ndarray):
-        return np.stack([low, np.maximum(high, low + 1e-12)], axis=-1) if selection.fit_range else None
-
-    def correct(layers):
-        c, x = layer_maps(layers)
-        return c, fitted(
-            np.minimum(c.min(axis=(-2, -1)), x.min(axis=(-2, -1))),
-            np.maximum(c.max(axis=(-2, -1)), x.max(axis=(-2, -1))),
-        )
-
-    def changed(layers):
-        return layer_maps(layers)[1], correct(layers)[1]
-
-    def difference(layers):
-        c, x = layer_maps(layers)
-        bound = np.maximum(np.abs(x - c).max(axis=(-2, -1)), 1e-12)
-        return x - c, fitted(-bound, bound)
-
+    recipes = cache_maps.article_recipes(loaded, selection.text, selection.pair, seed, differences, selection.fit_range)
     # side by side while each map keeps readable cells, else two or one a row
     min_width = (
         len(labels) * (style.font_size + 4) + figures.label_room(labels, style.font_size) + 3 * style.font_size + 40
     )
     titles = (plain("article.fig_correct"), _changed_title(switched_on, plain), plain("article.fig_difference"))
-    content = (info.name, selection.text, selection.pair, seed, differences, selection.fit_range)
     lead = {
         "controls": page_view.controls(plain("article.title", layer="{layer}", head="{head}")),
         "details": {
@@ -147,14 +115,12 @@ def _maps(loaded, selection, labels, style, seed: int, switched_on) -> None:
         "follow": page_view.follow(("layer", "head")),
     }
     places = screen.map_row(st, "article_maps", 3, min_width)
-    for index, (place, key, maps_of) in enumerate(
-        zip(places, attention_map.ARTICLE_KEYS, (correct, changed, difference), strict=True)
-    ):
+    for index, (place, key, panel) in enumerate(zip(places, attention_map.ARTICLE_KEYS, ARTICLE_PANELS, strict=True)):
         spec = attention_map.MapSpec(
             layers=info.num_layers,
             heads=info.num_heads,
             style=style,
-            **attention_map.scale(maps_of is difference),
+            **attention_map.scale(panel == "difference"),
             texts=attention_map.texts(titles[index]),
             png_prefix=export.file_stem(info.name),
             png_what=key,
@@ -162,8 +128,9 @@ def _maps(loaded, selection, labels, style, seed: int, switched_on) -> None:
             follow=index > 0,
             told=True,
         )
+        maps = cache_maps.held_maps(recipes[panel], attention_map.held(spec, len(labels), len(labels)))
         extra = lead if index == 0 else None
-        attention_map.draw(place.container(), key, spec, content, maps_of, tuple(labels), tuple(labels), extra)
+        attention_map.draw(place.container(), key, spec, maps, recipes[panel], extra)
 
 
 NUMBER_KEYS = ("entropy_correct", "entropy_changed", "max_difference")
@@ -179,20 +146,9 @@ def _numbers(loaded, selection, seed: int, differences: tuple) -> dict:
         values = []
         for layer in range(loaded.info.num_layers):
             _, correct, changed = cache.article_maps(loaded, selection.text, selection.pair, layer, seed, differences)
-            correct_entropy, changed_entropy = (
-                analysis.row_entropy(correct).mean(-1),
-                analysis.row_entropy(changed).mean(-1),
-            )
-            values.append(
-                [
-                    [
-                        f"{correct_entropy[head]:.3f}",
-                        f"{changed_entropy[head]:.3f}",
-                        f"{analysis.max_abs_difference(changed[head], correct[head]):.3f}",
-                    ]
-                    for head in range(loaded.info.num_heads)
-                ]
-            )
+            agreement = analysis.head_agreement(correct, changed)  # (heads,) each
+            numbers = ("entropy_first", "entropy_second", "largest")  # as NUMBER_KEYS
+            values.append([[f"{agreement[name][head]:.3f}" for name in numbers] for head in range(len(correct))])
         memo = (content, values)
         st.session_state["_article_numbers"] = memo
     return {"labels": [plain(f"article.{name}") for name in NUMBER_KEYS], "values": memo[1]}

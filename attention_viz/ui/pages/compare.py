@@ -2,16 +2,15 @@
 attention as bars and as bertviz's lines, and the numbers that say how far the two encoders agree."""
 
 import functools
-from dataclasses import dataclass
 
-import numpy as np
 import streamlit as st
 
 from attention_viz import analysis, figures
+from attention_viz.analysis import layer_maps
 from attention_viz.extraction import export
 from attention_viz.figures.layout import plotly_text
 from attention_viz.models.encoder import PARITY_BOUND, Variant
-from attention_viz.ui import cache, controls, downloads, feedback, fragment, model_notes, presets_ui, state
+from attention_viz.ui import cache, cache_maps, controls, downloads, feedback, fragment, model_notes, presets_ui, state
 from attention_viz.ui.attention_map import element as attention_map
 from attention_viz.ui.attention_map import page_view
 from attention_viz.ui.i18n import plain, t
@@ -25,20 +24,6 @@ CROSS_BLOCKS = ("AB", "BA")
 # files and of the button that brings the server to the head shown (:mod:`attention_viz.ui.attention_map.page_view`)
 CONTROLS_SLOT, DETAILS_SLOT = page_view.CONTROLS_SLOT, page_view.DETAILS_SLOT
 SERVER_VIEW, OTHER_VIEW = page_view.SERVER_VIEW, page_view.OTHER_VIEW
-
-
-@dataclass(frozen=True)
-class _Head:
-    """The head's two maps as the view toggles shape them (``(query, key)``), with their labels; ``raw_*``
-    are the head's token-level attention as extracted, ``view`` the toggles' result (None when all are off)."""
-
-    raw_pretrained: np.ndarray
-    raw_scratch: np.ndarray
-    pretrained: np.ndarray
-    scratch: np.ndarray
-    row_labels: np.ndarray
-    key_labels: np.ndarray
-    view: analysis.ViewMatrix | None
 
 
 def _show() -> None:
@@ -57,7 +42,7 @@ def _show() -> None:
     # The view toggles (word level, hide [CLS]/[SEP], pair block) shape what the map, the bars and the lines
     # show; with them off the map is the head's token-level attention exactly as extracted.
     options = view_options(encoding.is_pair, side)
-    maps = _head_maps(pretrained, scratch, layer, head, options)
+    maps = layer_maps.head_pair(pretrained.head(layer, head), scratch.head(layer, head), encoding, options)
     queries, keys = maps.pretrained.shape  # q != k for a pair's A→B and B→A blocks
     style = figures.map_style(selection.presentation, max(queries, keys))  # smaller labels fit more
     size = style.window
@@ -76,14 +61,13 @@ def _show() -> None:
         "query_title": t("figures.axis_query"),
         "key_title": t("figures.axis_key"),
     }
-    shown = {"pretrained": maps.pretrained, "scratch": maps.scratch, "difference": maps.scratch - maps.pretrained}
-    shown = shown[view]
+    shown = maps.shown(view)
     map_title = plain(f"compare.map_title_{view}", variant=plain(f"compare.variant_{variant.replace('-', '_')}"))
     with map_column:
         feedback.truncation(encoding)
     details = _details(pretrained, scratch, maps, options, (rows, columns, focus), style, config, variant, seed)
     follow = {"example": None if example is None else list(example)}
-    _map(map_column, loaded, pretrained, scratch, options, variant, int(seed), style, details, follow)
+    _map(map_column, loaded, options, variant, int(seed), style, details, follow, (queries, keys))
     windowed = _under_the_map(map_column, loaded.info, maps, options, encoding.num_tokens, size)
 
     # Below the screen: the parity check and the downloads (the numbers, bars and lines are the map's).
@@ -115,7 +99,7 @@ def _focus(queries: int, size: int) -> int:
     return focus
 
 
-def _download_figure(maps: _Head, view: str, matrix, row_labels, title: str, fit: bool, window: dict):
+def _download_figure(maps: layer_maps.HeadPair, view: str, matrix, row_labels, title: str, fit: bool, window: dict):
     """The map as a plotly figure, for the HTML download (made when it is clicked; the element draws the
     map on screen)."""
     if view == "difference":
@@ -147,17 +131,6 @@ def _side_controls(side, loaded) -> tuple[tuple[int, int] | None, str, int]:
     return example, variant, seed
 
 
-def _head_maps(pretrained, scratch, layer: int, head: int, options: analysis.ViewOptions) -> _Head:
-    raw_scratch, raw_pretrained = scratch.head(layer, head), pretrained.head(layer, head)
-    encoding = pretrained.encoding
-    if options == analysis.ViewOptions():
-        labels = encoding.labels
-        return _Head(raw_pretrained, raw_scratch, raw_pretrained, raw_scratch, labels, labels, None)
-    view = analysis.apply_view(raw_pretrained, encoding, options)
-    scratch_map = analysis.apply_view(raw_scratch, encoding, options).matrix  # (q, k), same labels
-    return _Head(raw_pretrained, raw_scratch, view.matrix, scratch_map, view.query_labels, view.key_labels, view)
-
-
 def _file_part(view: str, options: analysis.ViewOptions) -> str:
     """The view in the downloads' file names: ``pretrained``, ``scratch_words_no_special``, ..."""
     return "_".join(
@@ -168,7 +141,7 @@ def _file_part(view: str, options: analysis.ViewOptions) -> str:
     )
 
 
-def _under_the_map(place, info, maps: _Head, options, total: int, size: int) -> bool:
+def _under_the_map(place, info, maps: layer_maps.HeadPair, options, total: int, size: int) -> bool:
     """What the map reads, the view's caption, the model's notes and the window's sliders; whether the map
     is a window of the tokens."""
     queries, keys = maps.pretrained.shape
@@ -216,31 +189,26 @@ def _numbers(pretrained, scratch) -> list[list[list[str]]]:
     [head]`` the four numbers of :data:`NUMBER_KEYS` as shown (max |difference|, mean Jensen-Shannon divergence
     in bits, the two mean row entropies in bits). A few strings a head: the map shows a head's as it steps."""
     first, second = pretrained.weights, scratch.weights  # (layers, heads, query, key)
-    # a layer at a time: float64 copies of all of them at 512 tokens would be gigabytes
-    js = np.stack([analysis.js_divergence(b, a).mean(-1) for a, b in zip(first, second, strict=True)])
-    entropy_first = np.stack([analysis.row_entropy(a).mean(-1) for a in first])  # (layers, heads)
-    entropy_second = np.stack([analysis.row_entropy(b).mean(-1) for b in second])
-    # per head, as analysis.max_abs_difference computes it (float64, NaN if any entry is), a layer at a time
-    largest = np.stack(
-        [np.abs(b.astype(np.float64) - a).max(axis=(-2, -1)) for a, b in zip(first, second, strict=True)]
-    )
+    agreement = [analysis.head_agreement(a, b) for a, b in zip(first, second, strict=True)]  # a layer at a time
     template = plain("compare.bits", value="{value}")
     bits = lambda value, digits: template.replace("{value}", f"{value:.{digits}f}")  # noqa: E731
     return [
         [
             [
-                f"{largest[layer, head]:.2e}",
-                bits(js[layer, head], 4),
-                bits(entropy_first[layer, head], 3),
-                bits(entropy_second[layer, head], 3),
+                f"{layer['largest'][head]:.2e}",
+                bits(layer["js"][head], 4),
+                bits(layer["entropy_first"][head], 3),
+                bits(layer["entropy_second"][head], 3),
             ]
             for head in range(first.shape[1])
         ]
-        for layer in range(first.shape[0])
+        for layer in agreement
     ]
 
 
-def _details(pretrained, scratch, maps: _Head, options, window: tuple, style, config: dict, variant, seed) -> dict:
+def _details(
+    pretrained, scratch, maps: layer_maps.HeadPair, options, window: tuple, style, config: dict, variant, seed
+) -> dict:
     """What the map draws under itself for each head it steps to: the agreement numbers (every head's, made
     once per text), and the focus token's bars and the line view as plotly figures made here for the head
     the server knows (exactly as drawn there: the bars of the token in focus, the lines of the map shown), whose
@@ -312,46 +280,20 @@ def _short(label: str) -> str:
     return label if len(label) <= limit else label[: limit - 1] + figures.layout.ELLIPSIS
 
 
-def _map(place, loaded, pretrained, scratch, options, variant, seed, style, details: dict, follow: dict) -> None:
-    """The map element: both maps of every head the browser holds, its controls and what it draws under itself
-    (see :mod:`attention_viz.ui.attention_map`)."""
+def _map(place, loaded, options, variant, seed, style, details: dict, follow: dict, shape: tuple[int, int]) -> None:
+    """The map element: both maps of every head the browser holds (``shape``: their queries and keys), its
+    controls and what it draws under itself (see :mod:`attention_viz.ui.attention_map`)."""
     info, selection = loaded.info, state.selection()
-    encoding = pretrained.encoding
-    plain_view = options == analysis.ViewOptions()
     fit = selection.fit_range or options.block in CROSS_BLOCKS
-
-    def maps_of(layers):
-        index = list(layers)
-        first, second = pretrained.weights[index], scratch.weights[index]  # (n, heads, query, key)
-        if not plain_view:
-            first = analysis.apply_view(first, encoding, options).matrix
-            second = analysis.apply_view(second, encoding, options).matrix
-        maps = {"pretrained": first, "scratch": second}
-        if not fit:
-            return maps, None
-        bound = np.maximum(np.abs(second - first).max(axis=(-2, -1)), 1e-12)
-        low = np.minimum(first.min(axis=(-2, -1)), second.min(axis=(-2, -1)))
-        high = np.maximum(np.maximum(first.max(axis=(-2, -1)), second.max(axis=(-2, -1))), low + 1e-12)
-        return maps, {"attention": np.stack([low, high], axis=-1), "difference": np.stack([-bound, bound], axis=-1)}
-
-    if plain_view:
-        row_labels = key_labels = encoding.labels
-    else:
-        probe = analysis.apply_view(pretrained.weights[0, 0], encoding, options)
-        row_labels, key_labels = probe.query_labels, probe.key_labels
+    recipe = cache_maps.compare_recipe(loaded, selection.text, selection.pair, variant, seed, options, fit)
     variant_name = plain(f"compare.variant_{variant.replace('-', '_')}")
     colorbar = t("compare.fit_colorbar") if fit else ""
     kinds = {
-        kind: {
-            **attention_map.scale(kind == "difference"),
-            "title": plain(f"compare.map_title_{kind}", variant=variant_name),
-            "what": _file_part(kind, options),
-        }
+        kind: attention_map.kind_look(
+            kind == "difference", plain(f"compare.map_title_{kind}", variant=variant_name), _file_part(kind, options)
+        )
         for kind in state.MAP_VIEWS
     }
-    for entry in kinds.values():
-        entry["colorscale"] = figures.plotting.colorscale(entry["colorscale"])
-        entry["zrange"] = list(entry["zrange"])
     spec = attention_map.MapSpec(
         layers=info.num_layers,
         heads=info.num_heads,
@@ -362,14 +304,12 @@ def _map(place, loaded, pretrained, scratch, options, variant, seed, style, deta
         png_what=kinds["pretrained"]["what"],
         presentation=selection.presentation,
     )
+    maps = cache_maps.held_maps(recipe, attention_map.held(spec, *shape))
     keys = {"note": presets_ui.NOTE_KEY, "back": presets_ui.BACK_KEY}
     server = ("layer", "head", "focus", "query_start", "key_start", "map_view")
     follow = page_view.follow(server, keys=keys, **follow)
-    extra = {"kinds": kinds, "controls": _controls(row_labels), "details": details, "follow": follow}
-    content = (info.name, info.revision, encoding.labels, variant, seed, options, fit)
-    attention_map.draw(
-        place, attention_map.COMPARE_KEY, spec, content, maps_of, tuple(row_labels), tuple(key_labels), extra
-    )
+    extra = {"controls": _controls(maps.query_labels), "details": details, "follow": follow}
+    attention_map.draw(place, attention_map.COMPARE_KEY, spec, maps, recipe, extra, kinds)
 
 
 @st.fragment

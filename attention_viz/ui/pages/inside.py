@@ -2,7 +2,6 @@
 
 from dataclasses import dataclass
 
-import numpy as np
 import streamlit as st
 
 from attention_viz import analysis, figures
@@ -10,7 +9,7 @@ from attention_viz.analysis import presets, steps
 from attention_viz.extraction import export
 from attention_viz.models.decoder import Decoder
 from attention_viz.models.encoder import PARITY_BOUND
-from attention_viz.ui import cache, controls, downloads, feedback, fragment, presets_ui, state
+from attention_viz.ui import cache, cache_maps, controls, downloads, feedback, fragment, presets_ui, state
 from attention_viz.ui.attention_map import element as attention_map
 from attention_viz.ui.i18n import plain, t
 from attention_viz.ui.safe_text import Markdown
@@ -168,25 +167,23 @@ def _decoder_steps(loaded, hidden, result, labels, settings: _Settings, layer: i
     if hidden is not None:
         rotated = steps.rotation_step(loaded.encoder, hidden, layer, head, query)
         rows = [plain(f"inside.rope_{row}") for row in ("query_before", "query_after", "key_before", "key_after")]
-        vectors = np.stack([rotated.query_before, rotated.query_after, rotated.key_before, rotated.key_after])
         theta = loaded.encoder.config.rope_theta
         extra["step_keys"].append(
             (
                 t("inside.step_rope", token=token, position=query, theta=f"{theta:g}", d=d),
                 figures.step_heatmap(
-                    vectors, rows, t("inside.fig_rope", position=query, d=d), t("inside.axis_head_dim")
+                    rotated.vectors, rows, t("inside.fig_rope", position=query, d=d), t("inside.axis_head_dim")
                 ),
                 "step_rope",
             )
         )
     rules = steps.layer_rules(loaded.encoder, layer)
     if rules.softcap is not None:
-        uncapped = result.dots * np.float32(settings.scaling)  # (t,), before the cap
         extra["step_scores"].append(
             (
                 t("inside.step_softcap", cap=f"{rules.softcap:g}"),
                 figures.key_bars(
-                    np.where(np.isfinite(result.scores), uncapped, -np.inf),
+                    steps.uncapped_scores(result, settings.scaling),
                     labels,
                     t("inside.fig_softcap", n=len(labels)),
                     settings.masked,
@@ -311,30 +308,16 @@ def _map(loaded, selection, settings: _Settings, style, labels) -> None:
     """The map of every query as a browser element: every head of the layers it holds computed with the
     page's settings, so that ←/→ (and ↑/↓) paint the next head at once and the steps above follow."""
     info = loaded.info
-    query_index, scaling, temperature, masked = settings.query, settings.scaling, settings.temperature, settings.masked
-    hidden = cache.layer_inputs(loaded, selection.text, selection.pair)  # (L, t, hidden), read-only
-    encoder = loaded.encoder
-
-    def maps_of(layers):
-        weights = np.stack(
-            [
-                steps.layer_weights(
-                    steps.layer_vectors(encoder, hidden[layer], layer),  # (3, h, t, d)
-                    query_index,
-                    scaling,
-                    temperature,
-                    masked,
-                    info.causal,
-                    *_window_and_cap(loaded, layer),
-                )
-                for layer in layers
-            ]
-        )  # (n, h, t, t)
-        if not selection.fit_range:
-            return weights, None
-        low = weights.min(axis=(-2, -1))
-        return weights, np.stack([low, np.maximum(weights.max(axis=(-2, -1)), low + 1e-12)], axis=-1)
-
+    recipe = cache_maps.inside_recipe(
+        loaded,
+        selection.text,
+        selection.pair,
+        settings.query,
+        settings.scaling,
+        settings.temperature,
+        settings.masked,
+        selection.fit_range,
+    )
     spec = attention_map.MapSpec(
         layers=info.num_layers,
         heads=info.num_heads,
@@ -345,17 +328,8 @@ def _map(loaded, selection, settings: _Settings, style, labels) -> None:
         png_what="inside",
         presentation=selection.presentation,
     )
-    # the maps hold every query's weights: the chosen query matters only where its row is checked
-    content = (
-        info.name,
-        selection.text,
-        selection.pair,
-        settings.scaling_kind,
-        temperature,
-        masked,
-        selection.fit_range,
-    )
-    attention_map.draw(st.container(), attention_map.INSIDE_KEY, spec, content, maps_of, tuple(labels), tuple(labels))
+    maps = cache_maps.held_maps(recipe, attention_map.held(spec, len(labels), len(labels)))
+    attention_map.draw(st.container(), attention_map.INSIDE_KEY, spec, maps, recipe)
 
 
 @st.fragment

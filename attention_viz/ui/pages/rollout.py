@@ -6,12 +6,12 @@ and the Layer box for the layer it shows and the next run learns it
 of the window run the page: the browser holds the shown kind's maps only, and the window is the page's own.
 """
 
-import numpy as np
 import streamlit as st
 
 from attention_viz import analysis, figures
+from attention_viz.analysis import layer_maps
 from attention_viz.extraction import export
-from attention_viz.ui import cache, controls, downloads, feedback, state
+from attention_viz.ui import cache, cache_maps, controls, downloads, feedback, state
 from attention_viz.ui.attention_map import element as attention_map
 from attention_viz.ui.attention_map import page_view
 from attention_viz.ui.i18n import plain, t
@@ -34,7 +34,7 @@ def _show() -> None:
     options = view_options(encoding.is_pair, side)
     maps = feedback.or_stop(cache.rollout_and_norms, loaded, selection.text, selection.pair, layer)
     views = {
-        kind: analysis.apply_view(getattr(maps, kind), encoding, *_kind_view(options, kind))
+        kind: analysis.apply_view(getattr(maps, kind), encoding, *layer_maps.rollout_view(options, kind))
         for kind in state.ROLLOUT_MAPS
     }
     # one map at a time, drawn as large and labelled as Compare's: three side by side squash the cells
@@ -51,21 +51,13 @@ def _show() -> None:
     _window_sliders(side, len(view.query_labels), len(view.key_labels), style.window)
     with map_column:
         feedback.truncation(encoding)
-    _map(map_column.container(), loaded, selection, encoding, options, shown, style, view)
+    _map(map_column.container(), loaded, selection, options, shown, style, view)
     view_caption(views["raw"], options, map_column)
     map_column.caption(t(f"rollout.note_{shown}"))
     with map_column:  # the whole shown map (every token, not only the window), with the view toggles applied
         page_view.server_files(
             lambda: _downloads(loaded.info.name, layer, shown, view, options), t("rollout.downloads_follow")
         )
-
-
-def _kind_view(options: analysis.ViewOptions, kind: str) -> tuple[analysis.ViewOptions, bool]:
-    """The view toggles a kind of map takes and whether its rows are renormalised: norms are not
-    distributions (no word level, hidden tokens only dropped)."""
-    if kind == "norm":
-        return analysis.ViewOptions(False, options.hide_special, options.block), False
-    return options, True
 
 
 def _window_sliders(side, queries: int, keys: int, size: int) -> None:
@@ -78,24 +70,9 @@ def _window_sliders(side, queries: int, keys: int, size: int) -> None:
             state.control(side.slider, label, key, min_value=0, max_value=count - size)
 
 
-def _map(place, loaded, selection, encoding, options, shown: str, style, view) -> None:
+def _map(place, loaded, selection, options, shown: str, style, view) -> None:
     """The map element: the shown kind of map of every layer the browser holds, one map per layer."""
-    encoder = loaded.encoder
-    shown_options, renormalise = _kind_view(options, shown)
-
-    def maps_of(layers):
-        """The shown kind of map for each layer, ``(n, 1, query, key)``, from one forward (any thread)."""
-        matrices = np.stack(
-            [
-                analysis.apply_view(m, encoding, shown_options, renormalise=renormalise).matrix
-                for m in analysis.rollout.layer_maps(encoder, encoding, list(layers), shown)
-            ]
-        )[:, None]  # (n, 1, query, key)
-        if shown != "norm":
-            return matrices, None
-        high = np.maximum(matrices.max(axis=(-2, -1)), 1e-12)  # norms: from 0, in hidden units
-        return matrices, np.stack([np.zeros_like(high), high], axis=-1)
-
+    recipe = cache_maps.rollout_recipe(loaded, selection.text, selection.pair, shown, options)
     spec = attention_map.MapSpec(
         layers=loaded.info.num_layers,
         heads=1,
@@ -116,9 +93,8 @@ def _map(place, loaded, selection, encoding, options, shown: str, style, view) -
         "controls": page_view.controls(plain("rollout.title", layer="{layer}"), head=False),
         "follow": page_view.follow(("layer",)),
     }
-    content = (loaded.info.name, selection.text, selection.pair, shown, options)
-    labels = (tuple(view.query_labels), tuple(view.key_labels))
-    attention_map.draw(place, attention_map.ROLLOUT_KEY, spec, content, maps_of, *labels, extra)
+    maps = cache_maps.held_maps(recipe, attention_map.held(spec, len(view.query_labels), len(view.key_labels)))
+    attention_map.draw(place, attention_map.ROLLOUT_KEY, spec, maps, recipe, extra)
 
 
 def _downloads(model_name: str, layer: int, shown: str, view, options: analysis.ViewOptions) -> None:
