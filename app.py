@@ -6,7 +6,7 @@ Run with ``streamlit run app.py``. This file has two roles:
   navigation, and the view in the URL (read once by ``state.init``, written back by ``state.write_url``);
 - the server's entry point: ``streamlit run`` finds ``app`` below, an ``st.App``, imports this file and
   serves it. Its lifespan starts importing torch and transformers and loading the bundled model as the
-  server starts, before any browser asks (:mod:`attention_viz.ui.warmup`).
+  server starts, before any browser asks (:mod:`attention_viz.ui.server.warmup`).
 """
 
 from pathlib import Path
@@ -17,7 +17,7 @@ internals.sleep_waiting_threads()  # before torch is imported: its OpenMP thread
 
 import streamlit as st  # noqa: E402
 
-from attention_viz.ui import warmup  # noqa: E402
+from attention_viz.ui.server import warmup  # noqa: E402
 
 ICON = Path(__file__).resolve().parent / "assets" / "icon.png"  # served by the app itself: no font host
 
@@ -27,9 +27,11 @@ def main() -> None:
     st.set_page_config(page_title="attention-viz", page_icon=str(ICON), layout="wide")
     with warmup.importing():  # waits for the preload's imports: no figure is built while numpy is half-imported
         # torch, transformers: seconds when cold
-        from attention_viz.ui import browser_view, controls, recovery, screen, seq2seq_ui, sharing, state
         from attention_viz.ui.attention_map import element
-        from attention_viz.ui.i18n import t
+        from attention_viz.ui.frame import recovery, screen
+        from attention_viz.ui.shared import controls, seq2seq_ui
+        from attention_viz.ui.text.i18n import t
+        from attention_viz.ui.view import browser_view, sharing, state
 
     state.init()  # before any word is drawn: the link may set the language
     screen.frame(st.session_state["presentation"])
@@ -98,7 +100,7 @@ else:  # `streamlit run app.py` imports it as a module first: the server's entry
     from starlette.routing import Route
 
     from attention_viz.ui.attention_map import serving
-    from attention_viz.ui.preload_links import PreloadLinks
+    from attention_viz.ui.attention_map.preload_links import PreloadLinks
 
     # Streamlit puts these at the server's root as given; its own routes, under server.baseUrlPath (set
     # before `streamlit run` imports this file). The app's go there too (serving.py says more).

@@ -12,7 +12,7 @@ Public API (no Streamlit needed)::
 The runs the app and the command line make (statistics over a corpus, the head atlas, head scores, a model's
 description) are these same calls (:mod:`attention_viz.runs`).
 
-The names are imported on first use (PEP 562), so ``import attention_viz.ui.warmup`` does not pull in
+The names are imported on first use (PEP 562), so ``import attention_viz.ui.server.warmup`` does not pull in
 torch and transformers: the app draws its first element while they load.
 """
 

@@ -38,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     settings = Settings.make(args.quick)
     from attention_viz.models.loading import BUNDLED_MODEL
-    from attention_viz.ui import cache, internals
+    from attention_viz.ui import internals
+    from attention_viz.ui.server import cache
 
     internals.quiet_missing_context()
     loaded = cache.model(BUNDLED_MODEL)  # the app's own cached copy: the AppTest sessions reuse it

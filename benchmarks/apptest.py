@@ -145,7 +145,7 @@ def _changes_row(id_: str, figure: str, size: str, changes: Changes, baseline_na
 def head_change_rows(loaded: LoadedModel, settings: Settings) -> tuple[list[Row], dict[int, Changes]]:
     """#3 on the opening sentence and at 512 tokens (the 512 session's bytes are reused by #4)."""
     shape = (loaded.info.num_layers, loaded.info.num_heads)
-    from attention_viz.ui.state import EXAMPLE_TEXT
+    from attention_viz.ui.view.state import EXAMPLE_TEXT
 
     rows, sessions = [], {}
     for label, text, limit in (
@@ -260,7 +260,7 @@ INSIDE = "attention_viz/ui/pages/inside.py"
 
 def inside_rows(loaded: LoadedModel, settings: Settings) -> list[Row]:
     """#9: Inside a head, head and layer changes on the opening sentence: model forwards and rerun seconds."""
-    from attention_viz.ui.state import EXAMPLE_TEXT
+    from attention_viz.ui.view.state import EXAMPLE_TEXT
 
     shape = (loaded.info.num_layers, loaded.info.num_heads)
     changes = head_changes(

@@ -80,7 +80,7 @@ def encoder_rows(loaded: LoadedModel, settings: Settings) -> list[Row]:
 # The interface #6 times: a function of the loaded model and a list of texts that computes the head
 # statistics over the corpus (batched, as the app and the CLI do): ``(module, names)``, the first name found
 # is used. It is :func:`app_corpus_statistics` below: `attention_viz.analysis.corpus_statistics`, the per-head
-# statistics only. The app's cached call (attention_viz/ui/cache_heads.py: `corpus_statistics`) also computes the
+# statistics only. The app's cached call (attention_viz/ui/server/cache_heads.py: `corpus_statistics`) also computes the
 # head-to-head divergence for Head similarity, which costs several times more (measured: 31 vs 4.5
 # sentences/s on 16 sentences on a loaded 2-core machine); that is not part of this figure.
 CORPUS_STATISTICS = ("benchmarks.core", ("app_corpus_statistics",))

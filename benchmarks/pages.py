@@ -74,7 +74,7 @@ def _grid_file(folder) -> str:
     from attention_viz import figures
     from attention_viz.extraction import extract
     from attention_viz.models.loading import load_model
-    from attention_viz.ui.view_schema import DEFAULTS, EXAMPLE_TEXT
+    from attention_viz.ui.view.view_schema import DEFAULTS, EXAMPLE_TEXT
 
     weights = extract(load_model(), EXAMPLE_TEXT).weights
     grid = figures.head_grid(weights, selected=(int(DEFAULTS["layer"]), int(DEFAULTS["head"])))
@@ -87,7 +87,7 @@ def page_rows(settings: Settings) -> list[Row]:
     """#20: the first map and a page switch each way, beside Streamlit's floor measured in the same run."""
     from playwright.sync_api import sync_playwright
 
-    from attention_viz.ui.i18n import t
+    from attention_viz.ui.text.i18n import t
 
     visits = 2 if settings.quick else 5
     compare, all_heads = t("app.page_compare"), t("app.page_all_heads")

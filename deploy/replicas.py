@@ -111,7 +111,7 @@ def nginx_config(prefix: Path, listen: str, replicas: list[str], base_path: str 
     return text
 
 
-READY_PATH = "/ready"  # the app's readiness check: 200 once its model is loaded (attention_viz.ui.warmup)
+READY_PATH = "/ready"  # the app's readiness check: 200 once its model is loaded (attention_viz.ui.server.warmup)
 
 
 def _wait_ready(url: str, process: subprocess.Popen, log: Path, deadline: float) -> None:

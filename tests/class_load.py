@@ -58,7 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the package, 
 from load import _cpu_s, _rss_mb, _servers, sentence_for
 
 from attention_viz.figures.layout import label_text
-from attention_viz.ui.view_schema import DEFAULTS, EXAMPLE_TEXT
+from attention_viz.ui.view.view_schema import DEFAULTS, EXAMPLE_TEXT
 
 MAP_KEY = "map"  # the key of the Compare page's attention map as a plotly chart (its id ends with "-map")
 ELEMENT_KEY = "attention_map"  # the key of the map as a browser element (components v2), where the app has it

@@ -15,9 +15,9 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import InitialValue, Widget
 
-from attention_viz.ui import browser_view
 from attention_viz.ui.attention_map import element
-from attention_viz.ui.view_schema import stepped
+from attention_viz.ui.view import browser_view
+from attention_viz.ui.view.view_schema import stepped
 
 LABEL_FIELDS = {"string_value", "string_array_value"}
 

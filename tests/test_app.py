@@ -18,7 +18,9 @@ from attention_viz.extraction import extract
 from attention_viz.figures import label_text
 from attention_viz.figures.grid import thumbnail
 from attention_viz.models import loading
-from attention_viz.ui import cache, cache_seq2seq, presets_ui, state
+from attention_viz.ui.server import cache, cache_seq2seq
+from attention_viz.ui.shared import presets_ui
+from attention_viz.ui.view import state
 
 
 def _captions(block) -> str:

@@ -11,11 +11,12 @@ from apptools import _drawn, chart, configs, decode, downloaded, no_errors, numb
 from numpy.testing import assert_allclose
 from replay import control
 
-from attention_viz import analysis
+from attention_viz import analysis, links
 from attention_viz.extraction import export, extract
 from attention_viz.figures import label_text
-from attention_viz.ui import i18n, links, state
 from attention_viz.ui.attention_map import element as attention_map
+from attention_viz.ui.text import i18n
+from attention_viz.ui.view import state
 
 GPU = "I have a new GPU!"  # "gpu" is two WordPieces, gp and ##u
 LAYER, HEAD = state.EXAMPLE_LAYER, state.EXAMPLE_HEAD

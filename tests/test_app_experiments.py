@@ -11,7 +11,7 @@ from tiny_families import FAMILIES
 
 from attention_viz.analysis import knockout, minimal_pairs
 from attention_viz.extraction import encode
-from attention_viz.ui import state
+from attention_viz.ui.view import state
 
 EXPERIMENTS = "attention_viz/ui/pages/experiments.py"
 

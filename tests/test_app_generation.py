@@ -15,8 +15,9 @@ from test_lm_head import _save_lm
 from attention_viz.extraction import encode, extract_encoded
 from attention_viz.extraction.generation import extend_encoding, generate_decoder, load_generator
 from attention_viz.figures.grid import thumbnail
-from attention_viz.ui import cache, i18n
 from attention_viz.ui.attention_map import element as attention_map
+from attention_viz.ui.server import cache
+from attention_viz.ui.text import i18n
 
 TEXT = "The cat sat on the mat."
 NEW = 4

@@ -15,8 +15,9 @@ from replay import control
 from attention_viz import analysis
 from attention_viz.extraction import extract
 from attention_viz.figures import label_text
-from attention_viz.ui import head_links, i18n, state
-from attention_viz.ui.corpus_picker import corpus_caption
+from attention_viz.ui.shared.corpus_picker import corpus_caption
+from attention_viz.ui.text import i18n
+from attention_viz.ui.view import head_links, state
 
 STATS = "attention_viz/ui/pages/head_stats.py"
 SIMILARITY = "attention_viz/ui/pages/head_similarity.py"

@@ -13,7 +13,7 @@ from replay import control
 from attention_viz import figures
 from attention_viz.extraction import extract
 from attention_viz.figures import label_text
-from attention_viz.ui import state
+from attention_viz.ui.view import state
 
 LONG = "The quick brown fox jumps over the lazy dog while the cat sleeps on the warm mat near the door, " * 3
 

@@ -8,7 +8,9 @@ from apptools import no_errors, run_app, title
 from replay import browser_steps
 
 from attention_viz import figures
-from attention_viz.ui import i18n, presets_ui, state
+from attention_viz.ui.shared import presets_ui
+from attention_viz.ui.text import i18n
+from attention_viz.ui.view import state
 
 
 def _broken(*args, **kwargs):

@@ -13,7 +13,7 @@ from replay import control
 from attention_viz.analysis import head_scores
 from attention_viz.extraction import extract
 from attention_viz.figures import MISSING_COLOUR
-from attention_viz.ui import state
+from attention_viz.ui.view import state
 
 STATS = "attention_viz/ui/pages/head_stats.py"
 SMALL = dict(scores_count=2, scores_length=8, scores_seed=3)

@@ -12,9 +12,12 @@ from apptools import chart, no_errors, run_app, z
 from replay import browser_steps, control, map_data, map_title, map_view, replay, shown_labels
 from streamlit.testing.v1 import AppTest
 
+from attention_viz import links
 from attention_viz.analysis import presets
 from attention_viz.extraction import extract
-from attention_viz.ui import i18n, links, presets_ui, state
+from attention_viz.ui.shared import presets_ui
+from attention_viz.ui.text import i18n
+from attention_viz.ui.view import state
 
 INSIDE = "attention_viz/ui/pages/inside.py"
 ZH = i18n.table("zh")

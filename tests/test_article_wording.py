@@ -8,7 +8,8 @@ import numpy as np
 from apptools import figures, no_errors, run_app, z
 
 from attention_viz.analysis import article_compare
-from attention_viz.ui import cache, i18n
+from attention_viz.ui.server import cache
+from attention_viz.ui.text import i18n
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTICLE = "attention_viz/ui/pages/article.py"

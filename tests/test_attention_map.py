@@ -12,8 +12,9 @@ from replay import browser_report, browser_step, element_state, replay
 
 from attention_viz import figures
 from attention_viz.extraction import extract
-from attention_viz.ui import screen, state
 from attention_viz.ui.attention_map import apptest_view, bundle, components, element, serving
+from attention_viz.ui.frame import screen
+from attention_viz.ui.view import state
 
 
 def test_a_bundle_is_its_header_and_little_endian_float32_maps():
@@ -217,8 +218,9 @@ def test_presentation_scales_the_axis_titles_like_the_pages_text(bundled):
 def test_every_page_has_the_svg_buttons_of_streamlits_charts_in_the_chosen_language(bundled):
     """The page-wide element that adds the SVG button to each st.plotly_chart's toolbar: in the sidebar (not
     one of the page's elements), hidden, its title in the session's language, the DOM names of internals.py."""
-    from attention_viz.ui import i18n, internals
+    from attention_viz.ui import internals
     from attention_viz.ui.attention_map.serving import PLOTLY_PATH
+    from attention_viz.ui.text import i18n
 
     at = run_app()
     for page, language in (("attention_viz/ui/pages/all_heads.py", "en"), ("attention_viz/ui/pages/inside.py", "zh")):

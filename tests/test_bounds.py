@@ -13,7 +13,7 @@ from attention_viz import analysis, settings
 from attention_viz.analysis import CancelledError, corpus_statistics, parse_corpus
 from attention_viz.cli import main
 from attention_viz.extraction import InputError
-from attention_viz.ui import feedback
+from attention_viz.ui.frame import feedback
 
 TEXTS = [("The cat sat.", None), ("A dog ran home.", "It was late."), ("Birds sing.", None)]
 STATS = "attention_viz/ui/pages/head_stats.py"
@@ -93,7 +93,7 @@ def test_head_importance_reports_progress_per_layer_and_stops_between_layers(tin
 
 
 def test_time_left_and_its_words():
-    from attention_viz.ui.corpus_picker import duration
+    from attention_viz.ui.shared.corpus_picker import duration
 
     assert analysis.seconds_left(10.0, 16, 264) == pytest.approx(155.0)
     assert analysis.seconds_left(3.0, 0, 264) is None

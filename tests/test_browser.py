@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 
 from attention_viz import figures
 from attention_viz.extraction import extract
-from attention_viz.ui.state import EXAMPLE_HEAD, EXAMPLE_LAYER
+from attention_viz.ui.view.state import EXAMPLE_HEAD, EXAMPLE_LAYER
 
 SENTENCE = "The trophy didn't fit in the suitcase because it was too big."
 LAYER, HEAD = 4, 7

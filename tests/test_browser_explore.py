@@ -18,7 +18,7 @@ from browser import ARTIFACTS, MAP_DRAWN, idle, wait_for_header, wait_for_map_vi
 from playwright.sync_api import expect
 
 from attention_viz.extraction import extract
-from attention_viz.ui import state
+from attention_viz.ui.view import state
 
 MAP_ELEMENT = "[data-testid='attention-map']"
 LONG = " ".join(f"w{i % 37}" for i in range(60))  # more tokens than the map's window: a pan has room
@@ -248,7 +248,7 @@ def _switch_page(page, name: str) -> None:
 def test_the_articles_layer_steps_in_the_browser_with_the_heads_numbers(server, chromium, bundled):
     from attention_viz import analysis
     from attention_viz.analysis import article_compare
-    from attention_viz.ui import cache
+    from attention_viz.ui.server import cache
 
     url, _, _ = server
     page, socket = _open(chromium, f"{url}/?page=article")

@@ -14,7 +14,7 @@ import pytest
 from browser import ARTIFACTS, MAP, idle
 from playwright.sync_api import expect
 
-from attention_viz.ui import links
+from attention_viz import links
 
 PAGES = ("compare", "all_heads", "head_stats", "head_similarity", "rollout", "inside", "article")
 # Markup of every kind in the text fields, the model name, the link's parameter names and values and an

@@ -11,7 +11,8 @@ from browser import ARTIFACTS, IDLE, MAP, settled
 from playwright.sync_api import expect
 
 from attention_viz.extraction import extract
-from attention_viz.ui import i18n, state
+from attention_viz.ui.text import i18n
+from attention_viz.ui.view import state
 
 PAGES = ("compare", "all_heads", "head_stats", "head_similarity", "rollout", "inside", "article")
 ERROR_BOX = "[data-testid='stException']"

@@ -6,7 +6,7 @@ import re
 from browser import ARTIFACTS, MAP_DRAWN, idle, wait_for_map_view
 from playwright.sync_api import expect
 
-from attention_viz.ui import links
+from attention_viz import links
 
 
 def _sees_inside_layer4_head7_in_chinese(page) -> None:

@@ -25,8 +25,9 @@ from playwright.sync_api import expect
 from attention_viz.extraction import extract
 from attention_viz.figures.layout import DENSE
 from attention_viz.models.loading import bundled_model_path
-from attention_viz.ui import i18n, state
 from attention_viz.ui.attention_map import bundle, serving
+from attention_viz.ui.text import i18n
+from attention_viz.ui.view import state
 
 ELEMENT = '[data-testid="attention-map"]'
 LONG = " ".join(f"word{i % 7} and" for i in range(30))  # about 62 tokens: a window with an overview

@@ -1,4 +1,4 @@
-"""attention_viz.ui.cache: results are shared between reruns and sessions, read-only, never copied."""
+"""attention_viz.ui.server.cache: results are shared between reruns and sessions, read-only, never copied."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ import torch
 from attention_viz.analysis import steps
 from attention_viz.extraction import extract
 from attention_viz.figures.grid import thumbnail
-from attention_viz.ui import cache, cache_heads
+from attention_viz.ui.server import cache, cache_heads
 
 TEXT = "The cat sat on the mat."
 

@@ -11,7 +11,7 @@ from attention_viz import analysis
 from attention_viz.analysis import max_abs_difference
 from attention_viz.extraction import extract
 from attention_viz.models import loading
-from attention_viz.ui import cache, cache_heads
+from attention_viz.ui.server import cache, cache_heads
 
 TEXT = "The animal did not cross the street because it was tired."
 

@@ -81,7 +81,7 @@ def test_the_cli_the_python_api_and_the_app_make_one_corpus_run(capsys, bundled,
     """``stats FILE``, ``attention_viz.statistics_of_corpus`` and the app's Head statistics give the same numbers
     for a file's text, its blank lines counted as skipped in each."""
     from attention_viz import statistics_of_corpus
-    from attention_viz.ui import cache_heads
+    from attention_viz.ui.server import cache_heads
 
     text = "The cat sat on the mat.\n\n  \nWhere is it?\tIn the box.\n"
     path = tmp_path / "corpus.txt"

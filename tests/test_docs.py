@@ -56,7 +56,7 @@ def _app_pages() -> dict[str, str]:
 
 
 def _english() -> dict:
-    return tomllib.loads((ROOT / "attention_viz/ui/locales/en.toml").read_text())
+    return tomllib.loads((ROOT / "attention_viz/ui/text/locales/en.toml").read_text())
 
 
 def _english_strings(table: dict) -> list[str]:

@@ -14,7 +14,10 @@ from streamlit.runtime.media_file_manager import MediaFileManager
 from attention_viz import analysis, figures
 from attention_viz.extraction import export, extract
 from attention_viz.figures.heads import LABEL_FONT, MARKER_PX, SIMILARITY_PLOT_PX
-from attention_viz.ui import cache, cache_heads, downloads, i18n, state
+from attention_viz.ui.server import cache, cache_heads
+from attention_viz.ui.shared import downloads
+from attention_viz.ui.text import i18n
+from attention_viz.ui.view import state
 
 SIMILARITY = "attention_viz/ui/pages/head_similarity.py"
 ROLLOUT = "attention_viz/ui/pages/rollout.py"

@@ -10,7 +10,8 @@ from tiny_families import DECODERS, FAMILIES
 
 from attention_viz.analysis import steps
 from attention_viz.extraction import encode, extract
-from attention_viz.ui import cache, i18n
+from attention_viz.ui.server import cache
+from attention_viz.ui.text import i18n
 
 TEXT = "The animal didn't cross the street because it was too tired."
 PAGES = [

@@ -12,7 +12,7 @@ from apptools import chart, decode, no_errors, run_app
 
 from attention_viz.figures.heads import group_outline
 from attention_viz.models import sizes
-from attention_viz.ui import cache
+from attention_viz.ui.server import cache
 
 TEXT = "The animal didn't cross the street because it was too tired."
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from attention_viz.ui import i18n
+from attention_viz.ui.text import i18n
 
 
 def test_english_and_chinese_have_the_same_ids_and_fields():

@@ -18,9 +18,12 @@ from markup import shown
 from replay import control, map_data
 from streamlit.testing.v1 import AppTest
 
+from attention_viz import links
 from attention_viz.analysis import article_compare, presets, steps
 from attention_viz.extraction import encode, export, extract
-from attention_viz.ui import i18n, links, screen, sharing, state
+from attention_viz.ui.frame import screen
+from attention_viz.ui.text import i18n
+from attention_viz.ui.view import sharing, state
 
 INSIDE = "attention_viz/ui/pages/inside.py"
 ARTICLE = "attention_viz/ui/pages/article.py"

@@ -8,8 +8,8 @@ from markup import shown
 from replay import control
 from streamlit.testing.v1 import AppTest
 
+from attention_viz import links
 from attention_viz.models.loading import BUNDLED_MODEL
-from attention_viz.ui import links
 
 
 def _open(query: dict[str, str]) -> AppTest:

@@ -15,7 +15,8 @@ from urllib.parse import quote_plus, urlsplit
 import pytest
 from browser import wait_until
 
-from attention_viz.ui import links, state, url_state
+from attention_viz import links
+from attention_viz.ui.view import state, url_state
 from deploy import replicas
 
 RULES = links.Rules(
@@ -164,7 +165,7 @@ def test_a_thousand_chinese_characters_make_a_link_within_the_cap_with_a_note():
 
 
 def test_every_page_name_fits_the_room_left_for_it():
-    names = [path.stem for path in (Path(state.__file__).parent / "pages").glob("*.py")]
+    names = [path.stem for path in (Path(state.__file__).parents[1] / "pages").glob("*.py")]
     assert names and max(len(f"/{name}?") for name in names) <= url_state.PAGE_PATH_ROOM
 
 

@@ -7,8 +7,9 @@ from apptools import APP, no_errors
 from markup import MARKED_TAGS, MARKUP, one_line, shown
 from streamlit.testing.v1 import AppTest
 
-from attention_viz.ui import feedback, i18n
-from attention_viz.ui.safe_text import Markdown, inert, literal
+from attention_viz.ui.frame import feedback
+from attention_viz.ui.text import i18n
+from attention_viz.ui.text.safe_text import Markdown, inert, literal
 
 STREAMLIT_READS = re.compile(r"\$|:[\w+-]+:|:[a-z][a-z0-9-]*\[|->|<-|--|>=|<=|~=")  # KaTeX, shortcodes, arrows
 

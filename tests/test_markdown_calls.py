@@ -31,7 +31,11 @@ SAFE_CALLS = {"t", "literal", "Markdown"}
 SAFE_ANNOTATIONS = {"Markdown", "int", "float", "bool"}
 NUMBER_FORMATS = set("bcdeEfFgGnoxX%")
 # Markdown(...) of something that is not a constant trusts it: only where the text is the project's own.
-TRUSTED = {"attention_viz/ui/safe_text.py", "attention_viz/ui/i18n.py", "attention_viz/ui/presets_ui.py"}
+TRUSTED = {
+    "attention_viz/ui/text/safe_text.py",
+    "attention_viz/ui/text/i18n.py",
+    "attention_viz/ui/shared/presets_ui.py",
+}
 
 
 def _safe_annotation(annotation: ast.AST | None) -> bool:

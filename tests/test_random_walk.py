@@ -35,14 +35,15 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 from replay import browser_report, control, element_state, replay, shown_labels
 from streamlit.testing.v1 import AppTest
 
-from attention_viz import analysis
+from attention_viz import analysis, links
 from attention_viz import figures as core_figures
 from attention_viz.analysis import presets
 from attention_viz.extraction import extract
 from attention_viz.models.loading import BUNDLED_MODEL
-from attention_viz.ui import i18n, links, state
 from attention_viz.ui.attention_map import element as attention_map
-from attention_viz.ui.cache import model as loaded_model
+from attention_viz.ui.server.cache import model as loaded_model
+from attention_viz.ui.text import i18n
+from attention_viz.ui.view import state
 
 MAP_KEYS = {"compare": attention_map.COMPARE_KEY, "inside": attention_map.INSIDE_KEY}  # pages with a map element
 PAGES = ("compare", "all_heads", "head_stats", "head_similarity", "rollout", "inside", "article")

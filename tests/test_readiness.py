@@ -11,7 +11,7 @@ import pytest
 from browser import streamlit_server, wait_until
 
 from attention_viz.models.loading import bundled_model_path
-from attention_viz.ui import warmup
+from attention_viz.ui.server import warmup
 from deploy import replicas
 
 

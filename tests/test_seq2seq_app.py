@@ -15,7 +15,9 @@ from attention_viz.analysis import stats
 from attention_viz.analysis.seq2seq_steps import seq2seq_steps, sublayer_inputs
 from attention_viz.extraction.seq2seq import KINDS, extract_seq2seq
 from attention_viz.models.loading import BUNDLED_MODEL
-from attention_viz.ui import cache, cache_seq2seq, i18n, seq2seq_ui
+from attention_viz.ui.server import cache, cache_seq2seq
+from attention_viz.ui.shared import seq2seq_ui
+from attention_viz.ui.text import i18n
 
 SOURCE = "Where is it? It is in the box."  # 20 tokens in the tiny T5's vocabulary: the whole map fits the window
 TARGET = "It was tired."

@@ -18,7 +18,7 @@ CONFIG = Path(__file__).resolve().parent.parent / ".streamlit" / "config.toml"
 
 
 def test_the_server_loads_the_bundled_model_before_any_browser_asks(server):
-    """app.py's st.App lifespan preloads (attention_viz.ui.warmup): the shared server fixture watches the
+    """app.py's st.App lifespan preloads (attention_viz.ui.server.warmup): the shared server fixture watches the
     process's memory maps before it hands the server to any test, so no session has run, yet the model's
     weights are read. safetensors maps the file, and the loaded tensors keep it mapped."""
     weights = str(bundled_model_path() / "model.safetensors")

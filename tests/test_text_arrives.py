@@ -112,8 +112,8 @@ def test_blank_lines_are_counted():
 
 def test_an_uploaded_file_with_a_byte_order_mark_gives_the_statistics_of_the_file_without(family_model):
     """The app's upload path: decoded as ``utf-8-sig``; a RoBERTa counted the mark as tokens of the first text."""
-    from attention_viz.ui import cache_heads
-    from attention_viz.ui.corpus_picker import decode_upload
+    from attention_viz.ui.server import cache_heads
+    from attention_viz.ui.shared.corpus_picker import decode_upload
 
     loaded = family_model("roberta")
     plain = "The cat sat on the mat.\n\nWhere is it?\x85 In the box.\n"

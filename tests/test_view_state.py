@@ -11,7 +11,8 @@ import logging
 import pytest
 import streamlit as st
 
-from attention_viz.ui import internals, state, url_state, view_schema, widgets
+from attention_viz.ui import internals
+from attention_viz.ui.view import state, url_state, view_schema, widgets
 
 logging.getLogger(internals.SCRIPT_RUN_CONTEXT_LOGGER).setLevel(logging.ERROR)  # bare mode on purpose
 

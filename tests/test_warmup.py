@@ -10,14 +10,14 @@ import pytest
 from streamlit.web.server.app_discovery import discover_asgi_app
 
 import attention_viz
-from attention_viz.ui import warmup
+from attention_viz.ui.server import warmup
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_importing_the_package_and_the_warmup_loads_neither_torch_nor_transformers():
     code = (
-        "import sys, attention_viz, attention_viz.ui.warmup; "
+        "import sys, attention_viz, attention_viz.ui.server.warmup; "
         "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -43,7 +43,7 @@ def test_app_py_is_the_servers_entry_point_and_runs_no_session_when_imported():
     found = discover_asgi_app(ROOT / "app.py")  # what `streamlit run app.py` looks for
     assert found.is_asgi_app and found.import_string == "app:app"
     code = (
-        "import sys, app, streamlit as st; from attention_viz.ui import warmup; "
+        "import sys, app, streamlit as st; from attention_viz.ui.server import warmup; "
         "print(isinstance(app.app, st.App), sorted(m for m in ('torch', 'transformers') if m in sys.modules), "
         "warmup._preload is None)"
     )
@@ -54,7 +54,7 @@ def test_app_py_is_the_servers_entry_point_and_runs_no_session_when_imported():
 def test_the_preload_puts_the_bundled_model_in_the_cache_every_session_reads():
     code = """
 import asyncio
-from attention_viz.ui import warmup
+from attention_viz.ui.server import warmup
 
 async def serve():
     async with warmup.lifespan(object()):  # as st.App's lifespan does when the server starts
@@ -62,7 +62,7 @@ async def serve():
 
 asyncio.run(serve())
 from attention_viz.models import loading
-from attention_viz.ui import cache
+from attention_viz.ui.server import cache
 
 def refuse(*args, **kwargs):
     raise AssertionError("loaded again")
@@ -81,7 +81,7 @@ print(cache.model(loading.BUNDLED_MODEL).info.num_layers, done, gc.get_freeze_co
 
 
 def test_a_failed_preload_lets_sessions_go_on_and_logs_why(monkeypatch, caplog):
-    from attention_viz.ui import cache
+    from attention_viz.ui.server import cache
 
     def broken(name):
         raise RuntimeError("disk on fire")
@@ -98,7 +98,7 @@ def test_a_model_that_does_not_load_is_left_to_the_first_session_to_report(monke
     """Cached like any load failure; the session shows the app's message and logs one line (no traceback
     in the server's log)."""
     from attention_viz.models.loading import ModelLoadError
-    from attention_viz.ui import cache
+    from attention_viz.ui.server import cache
 
     def missing(name):
         raise ModelLoadError(f"could not load model {name!r}: folder '/tmp/empty' has no config.json", "no_config")
@@ -115,7 +115,7 @@ def test_the_opening_example_is_computed_once_at_the_start_and_no_session_runs_t
     second's) opens on the example and finds all of it cached."""
     code = """
 import asyncio, os
-from attention_viz.ui import warmup
+from attention_viz.ui.server import warmup
 
 async def serve():
     async with warmup.lifespan(object()):

@@ -12,7 +12,7 @@ again, and an error is raised again rather than remembered. When the one computi
 waiting for the same key computes it.
 
 No Streamlit here: the app keeps one :class:`SharedRuns` per kind of run for the whole server
-(``attention_viz/ui/cache_heads.py``); anything else may keep its own.
+(``attention_viz/ui/server/cache_heads.py``); anything else may keep its own.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import os
 
 # --- Streamlit's DOM: test ids and class names ------------------------------------------------------------
 # Streamlit's front end marks its elements with ``data-testid`` attributes (for its own tests) and a few
-# class names; no public CSS API reaches them. The frame (ui/screen.py) uses them for the main area's
+# class names; no public CSS API reaches them. The frame (ui/frame/screen.py) uses them for the main area's
 # margins, the sidebar's spacing, columns that stack in a narrow main area and Presentation's see-through
 # header. What breaks it: a renamed or dropped test id or class. The page still works, with Streamlit's
 # default spacing (no error anywhere), so the test looks for each name in Streamlit's built front end.
@@ -87,7 +87,7 @@ SVG_BUTTON_DOM = {
 PLOTLY_CHART_FIELDS = ("_context.toImageButtonOptions", "_fullLayout.modebar")  # the graph div's, as above
 
 # --- Streamlit's logger of a missing script-run context -----------------------------------------------------
-# A cached function run outside a script run (the server's preload of the model, ui/warmup.py; the
+# A cached function run outside a script run (the server's preload of the model, ui/server/warmup.py; the
 # benchmarks' AppTest loops) makes Streamlit warn "missing ScriptRunContext" through this module logger.
 # The warning is expected there, so a filter drops it for the preload's thread. What breaks it: the module
 # moved or its logger renamed; the warning then shows once per cold start (harmless, but noise).
@@ -108,7 +108,7 @@ def quiet_missing_context(keep: logging.Filter | None = None) -> logging.Logger:
 # --- What makes a keyed widget a new one ---------------------------------------------------------------------
 # Streamlit 1.67 tells a keyed widget apart by its key and a few value-shaping arguments (a slider's range,
 # ``key_as_main_identity`` in its source); a widget with a changed one starts from its default. The widget
-# protocol (ui/widgets.py ``control``) writes the setting into a widget that is new in this sense, and
+# protocol (ui/view/widgets.py ``control``) writes the setting into a widget that is new in this sense, and
 # otherwise only when the setting changed. What breaks it: Streamlit counting another argument the app
 # passes; that widget would then jump back to its default after that argument changes.
 WIDGET_IDENTITY = ("min_value", "max_value", "step", "max_selections", "accept_new_options")
@@ -126,7 +126,7 @@ WIDGET_IDENTITY_BY_MODULE = {
 
 # --- Streamlit's control flow ---------------------------------------------------------------------------------
 # ``st.stop``, ``st.rerun`` and ``st.switch_page`` raise exceptions that derive from ``BaseException`` only,
-# so the app's ``except Exception`` around a page (ui/recovery.py, ui/widgets.py ``guarded``) lets them pass.
+# so the app's ``except Exception`` around a page (ui/frame/recovery.py, ui/view/widgets.py ``guarded``) lets them pass.
 # What breaks it: one of them deriving from ``Exception``; a page's st.stop would then show the app's
 # error message. The test checks the classes in ``streamlit.runtime.scriptrunner_utils.exceptions``.
 CONTROL_FLOW_EXCEPTIONS = ("StopException", "RerunException")

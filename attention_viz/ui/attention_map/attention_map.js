@@ -68,7 +68,7 @@ const TOOLBAR_ROOM = 72;
 // plotly's own DOM (see attention_viz/ui/internals.py, PLOTLY_MAP_SCRIPT_SELECTORS): the SVG of the plot
 // itself (the heatmap, its axes and ticks), the first of the figure's layers
 const PLOTLY_PLOT_SVG = ".svg-container > svg.main-svg";
-// the open "link to this view" box's contents (attention_viz/ui/sharing.py, SHARE_LINK: drawn only while open)
+// the open "link to this view" box's contents (attention_viz/ui/view/sharing.py, SHARE_LINK: drawn only while open)
 const LINK_BOX = ".st-key-share_link";
 const REPORT_AFTER_MS = 60; // reports of fast presses are merged: the view sent is always the whole view
 const PLOTLY_AFTER_MS = 150; // plotly redraws (hover, ticks) once the keys stop

@@ -1,5 +1,5 @@
 // The view the page's elements move to in the browser, told to the server and kept in the address, without a
-// run of the app's script (attention_viz/ui/browser_view.py says how the server reads it).
+// run of the app's script (attention_viz/ui/view/browser_view.py says how the server reads it).
 //
 // report(view): writes {"seq", "view"} into the hidden text box (widget key "browser_view", on_change="ignore":
 // Streamlit stores the value and sends it with the next run, asking for none now), and puts the view's settings

@@ -35,7 +35,7 @@ def figure(place, key: str, fig, config: dict | None = None) -> None:
     plotly.js as well. Its toolbar saves a PNG (``config``'s ``toImageButtonOptions``) and an SVG of the same
     name. Sends nothing back.
     """
-    from attention_viz.ui.i18n import plain
+    from attention_viz.ui.text.i18n import plain
 
     data = {"figure": fig.to_json(), "config": config or {}, "plotly": PLOTLY_PATH}
     with place:
@@ -49,8 +49,8 @@ def svg_buttons() -> None:
     Call once per run, before the page draws (a page may stop its run early). The element, at the top of the
     sidebar, draws nothing: its container is hidden, so it takes no room. Sends nothing back.
     """
-    from attention_viz.ui.i18n import plain
     from attention_viz.ui.internals import SVG_BUTTON_DOM
+    from attention_viz.ui.text.i18n import plain
 
     data = {"plotly": PLOTLY_PATH, "title": plain("attention_map.svg_button"), "dom": SVG_BUTTON_DOM}
     with st.sidebar:  # not among the page's own elements (the main area's first element stays the page's)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from attention_viz.figures import heatmaps, plotting
 from attention_viz.figures.layout import FONT_FAMILY, NORMAL, MapStyle
-from attention_viz.ui.screen import PRESENTATION_SCALE
+from attention_viz.ui.frame.screen import PRESENTATION_SCALE
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class MapSpec:
             title in the colour bar's margin, axis titles smaller than its ticks (scaled as the page's text),
             and at under 1000 px the sidebar collapsed once (it opens again with its button).
         told: the element steps without a run of the page and the next run learns the view from the hidden
-            box (:mod:`attention_viz.ui.browser_view`); always so for an element with ``controls`` (Compare's).
+            box (:mod:`attention_viz.ui.view.browser_view`); always so for an element with ``controls`` (Compare's).
     """
 
     layers: int
@@ -101,7 +101,7 @@ def _colours(fields: dict) -> dict:
 def texts(title: str, colorbar: str = "", head_axis: bool = True) -> dict:
     """The element's words in the user's language (:class:`MapSpec`), for a map titled ``title``
     (``head_axis`` false: one map per layer, its title names the layer alone)."""
-    from attention_viz.ui.i18n import plain
+    from attention_viz.ui.text.i18n import plain
 
     return {
         "title": title,

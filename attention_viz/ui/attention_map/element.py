@@ -8,7 +8,7 @@ plotly (axes, labels, colour bar, exact hover values, the PNG and SVG export) ca
 Python computes every number; the browser only draws them.
 
 A page hands the element data: the maps of the layers it holds (:func:`held` names them), as a cache wrapper
-gave them (:func:`attention_viz.ui.cache_maps.held_maps`), and the maps' recipe
+gave them (:func:`attention_viz.ui.server.cache_maps.held_maps`), and the maps' recipe
 (:class:`attention_viz.analysis.layer_maps.Recipe`: the map kind and its arguments), from which the other layers'
 bundles are made when the browser asks for them (:mod:`.bundle`: what a bundle holds, its format, the neighbours).
 What the element draws besides the maps is the page's :class:`~.drawing.MapSpec`, turned into the drawing data by
@@ -20,7 +20,7 @@ Compare, the article's layer and Rollout & norms (:attr:`MapSpec.told`; data ``t
 carries) send nothing: the element draws its own controls (:mod:`.page_view`: title, Layer and Head boxes with
 ‹ ›; on Compare the map switch and the token in focus) and what follows the view (numbers, notes; on Compare
 bars, lines, the example's note; the address), and leaves the view in the hidden box of
-:mod:`attention_viz.ui.browser_view`, which the next run takes, whatever causes it; the maps beside the one with
+:mod:`attention_viz.ui.view.browser_view`, which the next run takes, whatever causes it; the maps beside the one with
 the keys (the article's) follow it and pass their clicks and pans to it. A pan of a window the page keeps under
 its own names (Rollout's) still asks for a run. It asks for a run only for a head it cannot fetch itself (a long
 input's bundles that hold one head) and while the "link to this view" box is open (its link is the server's);
@@ -38,7 +38,7 @@ page fragment's id (``fragment_id``) as the browser does.
 Reports of fast presses are merged (at most one per 60 ms; a step that needs data, a click and a pan of the
 overview at once); each carries the whole view, so a merged report loses no step. :func:`_on_view` checks it
 like any widget value (integers in range, else ignored) and stores it under the view's permanent keys
-(``layer``, ``head``, ``focus``, ``query_start``, ``key_start`` of :data:`attention_viz.ui.state.DEFAULTS`).
+(``layer``, ``head``, ``focus``, ``query_start``, ``key_start`` of :data:`attention_viz.ui.view.state.DEFAULTS`).
 The other way, a view the server changed (the boxes, the ‹ › buttons, a link, an example, Back) goes out with
 a new ``rev``, which the element adopts; with the same ``rev`` the element keeps its own, newer view
 (:func:`_revision`: a view the element itself reported, by either way, raises none).
@@ -49,7 +49,6 @@ from __future__ import annotations
 import streamlit as st
 
 from attention_viz.analysis.layer_maps import HeldMaps, Recipe
-from attention_viz.ui import browser_view, state
 from attention_viz.ui.attention_map import bundle
 from attention_viz.ui.attention_map.components import COMPONENT, mount
 from attention_viz.ui.attention_map.components import svg_buttons as svg_buttons  # app.py draws it once a run
@@ -58,6 +57,7 @@ from attention_viz.ui.attention_map.drawing import kind_look as kind_look  # the
 from attention_viz.ui.attention_map.drawing import scale as scale
 from attention_viz.ui.attention_map.drawing import texts as texts
 from attention_viz.ui.attention_map.serving import PLOTLY_PATH, ROUTE, STORE
+from attention_viz.ui.view import browser_view, state
 
 COMPARE_KEY = "attention_map"  # the Compare map's element key
 INSIDE_KEY = "inside_map"  # Inside a head's map of every query
@@ -138,7 +138,7 @@ def _on_view(key: str, shape: tuple[int, int, int, int], spec: MapSpec, kinds: b
 
 def held(spec: MapSpec, queries: int, keys: int) -> tuple[int, ...]:
     """The layers the element holds at the session's view, for maps of ``queries × keys``: the ``layers`` a page
-    asks :func:`attention_viz.ui.cache_maps.held_maps` for (:func:`.bundle.held_layers`)."""
+    asks :func:`attention_viz.ui.server.cache_maps.held_maps` for (:func:`.bundle.held_layers`)."""
     return bundle.held_layers(spec.layers, spec.heads, queries, keys, _view(spec)["layer"])
 
 

@@ -4,7 +4,7 @@ server's files, which follow the view the server knows.
 A map element whose data has ``controls`` (Compare, the article's layer, Rollout & norms) steps through heads
 and layers without a run of the page: it draws its own title, Layer and Head boxes with ‹ › (in the page's
 :data:`CONTROLS_SLOT`), and what follows the view under the map (numbers, notes: in :data:`DETAILS_SLOT`), and
-tells the server the view with the next run (:mod:`attention_viz.ui.browser_view`). What the server makes for a
+tells the server the view with the next run (:mod:`attention_viz.ui.view.browser_view`). What the server makes for a
 view (the downloads) stays the server's: after steps in the browser the element hides it and shows a button
 that brings the server to the view shown (one run); the files then follow (``attention_map.js``, ``follow``).
 """
@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable
 
 import streamlit as st
 
-from attention_viz.ui.i18n import plain
-from attention_viz.ui.safe_text import Markdown
+from attention_viz.ui.text.i18n import plain
+from attention_viz.ui.text.safe_text import Markdown
 
 # Containers the map element puts its own controls and its details in: as the page's layout places them (the
 # element's DOM, moved there; its keys answer wherever it is).

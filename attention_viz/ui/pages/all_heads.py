@@ -5,8 +5,11 @@ import functools
 import streamlit as st
 
 from attention_viz import figures
-from attention_viz.ui import cache, controls, downloads, feedback, model_notes, scores_ui, screen, state
-from attention_viz.ui.i18n import t
+from attention_viz.ui.frame import feedback, screen
+from attention_viz.ui.server import cache
+from attention_viz.ui.shared import controls, downloads, model_notes, scores_ui
+from attention_viz.ui.text.i18n import t
+from attention_viz.ui.view import state
 
 COMPARE = "attention_viz/ui/pages/compare.py"
 

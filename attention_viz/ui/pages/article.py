@@ -15,11 +15,14 @@ from attention_viz import analysis, figures
 from attention_viz.analysis import article_compare
 from attention_viz.analysis.layer_maps import ARTICLE_PANELS
 from attention_viz.extraction import export
-from attention_viz.ui import cache, cache_maps, controls, downloads, feedback, screen, state
 from attention_viz.ui.attention_map import element as attention_map
 from attention_viz.ui.attention_map import page_view
-from attention_viz.ui.i18n import plain, t
-from attention_viz.ui.safe_text import Markdown
+from attention_viz.ui.frame import feedback, screen
+from attention_viz.ui.server import cache, cache_maps
+from attention_viz.ui.shared import controls, downloads
+from attention_viz.ui.text.i18n import plain, t
+from attention_viz.ui.text.safe_text import Markdown
+from attention_viz.ui.view import state
 
 TABLE_ROWS = ("projections", "scaling", "mask", "output", "returned", "inputs")
 

@@ -8,10 +8,12 @@ import streamlit as st
 from attention_viz import analysis, figures
 from attention_viz.analysis import atlas as atlas_module
 from attention_viz.figures.atlas import head_scatter
-from attention_viz.ui import cache, cache_heads, controls, head_links, state
-from attention_viz.ui.corpus_picker import CORPUS_BATCH_SIZE, run_corpus, run_stoppable
-from attention_viz.ui.i18n import counted, t
-from attention_viz.ui.safe_text import literal
+from attention_viz.ui.server import cache, cache_heads
+from attention_viz.ui.shared import controls
+from attention_viz.ui.shared.corpus_picker import CORPUS_BATCH_SIZE, run_corpus, run_stoppable
+from attention_viz.ui.text.i18n import counted, t
+from attention_viz.ui.text.safe_text import literal
+from attention_viz.ui.view import head_links, state
 
 CHART_KEY = "atlas_scatter"
 

@@ -10,11 +10,14 @@ from attention_viz.analysis import layer_maps
 from attention_viz.extraction import export
 from attention_viz.figures.layout import plotly_text
 from attention_viz.models.encoder import PARITY_BOUND, Variant
-from attention_viz.ui import cache, cache_maps, controls, downloads, feedback, fragment, model_notes, presets_ui, state
 from attention_viz.ui.attention_map import element as attention_map
 from attention_viz.ui.attention_map import page_view
-from attention_viz.ui.i18n import plain, t
-from attention_viz.ui.view_options import view_caption, view_options
+from attention_viz.ui.frame import feedback, fragment
+from attention_viz.ui.server import cache, cache_maps
+from attention_viz.ui.shared import controls, downloads, model_notes, presets_ui
+from attention_viz.ui.shared.view_options import view_caption, view_options
+from attention_viz.ui.text.i18n import plain, t
+from attention_viz.ui.view import state
 
 VARIANTS = tuple(v.value for v in Variant)
 # A pair's A→B and B→A blocks: their rows are parts of distributions (small weights), so their colour range
@@ -314,7 +317,7 @@ def _map(place, loaded, options, variant, seed, style, details: dict, follow: di
 
 @st.fragment
 def _page() -> None:
-    """The page, rerun alone when one of its widgets changes (:mod:`attention_viz.ui.fragment`)."""
+    """The page, rerun alone when one of its widgets changes (:mod:`attention_viz.ui.frame.fragment`)."""
     with fragment.page_body("compare"):
         _show()
 

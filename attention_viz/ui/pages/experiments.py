@@ -5,9 +5,12 @@ import streamlit as st
 
 from attention_viz import figures
 from attention_viz.analysis import knockout, minimal_pairs
-from attention_viz.ui import cache, cache_experiments, controls, feedback, state
-from attention_viz.ui.i18n import plain, t
-from attention_viz.ui.safe_text import Markdown
+from attention_viz.ui.frame import feedback
+from attention_viz.ui.server import cache, cache_experiments
+from attention_viz.ui.shared import controls
+from attention_viz.ui.text.i18n import plain, t
+from attention_viz.ui.text.safe_text import Markdown
+from attention_viz.ui.view import state
 
 
 def _show() -> None:

@@ -5,9 +5,12 @@ import streamlit as st
 
 from attention_viz import figures
 from attention_viz.extraction import export
-from attention_viz.ui import cache, cache_heads, controls, downloads, feedback, head_links, state
-from attention_viz.ui.corpus_picker import corpus_scope, run_corpus
-from attention_viz.ui.i18n import t
+from attention_viz.ui.frame import feedback
+from attention_viz.ui.server import cache, cache_heads
+from attention_viz.ui.shared import controls, downloads
+from attention_viz.ui.shared.corpus_picker import corpus_scope, run_corpus
+from attention_viz.ui.text.i18n import t
+from attention_viz.ui.view import head_links, state
 
 CHART_KEY = "similarity_map"
 

@@ -5,10 +5,13 @@ import streamlit as st
 
 from attention_viz import analysis, figures
 from attention_viz.analysis import published
-from attention_viz.ui import cache, cache_heads, controls, feedback, head_links, model_notes, scores_ui, state
-from attention_viz.ui.corpus_picker import corpus_caption, corpus_scope, run_corpus
-from attention_viz.ui.i18n import plain, t
-from attention_viz.ui.screen import header_width
+from attention_viz.ui.frame import feedback
+from attention_viz.ui.frame.screen import header_width
+from attention_viz.ui.server import cache, cache_heads
+from attention_viz.ui.shared import controls, model_notes, scores_ui
+from attention_viz.ui.shared.corpus_picker import corpus_caption, corpus_scope, run_corpus
+from attention_viz.ui.text.i18n import plain, t
+from attention_viz.ui.view import head_links, state
 
 CHART_KEY = "stats_overview"
 

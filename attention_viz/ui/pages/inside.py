@@ -9,10 +9,13 @@ from attention_viz.analysis import presets, steps
 from attention_viz.extraction import export
 from attention_viz.models.decoder import Decoder
 from attention_viz.models.encoder import PARITY_BOUND
-from attention_viz.ui import cache, cache_maps, controls, downloads, feedback, fragment, presets_ui, state
 from attention_viz.ui.attention_map import element as attention_map
-from attention_viz.ui.i18n import plain, t
-from attention_viz.ui.safe_text import Markdown
+from attention_viz.ui.frame import feedback, fragment
+from attention_viz.ui.server import cache, cache_maps
+from attention_viz.ui.shared import controls, downloads, presets_ui
+from attention_viz.ui.text.i18n import plain, t
+from attention_viz.ui.text.safe_text import Markdown
+from attention_viz.ui.view import state
 
 DISTANCES = 128  # the score-over-distance curve of a RoPE head: distances 0 to 127 (fewer if the model has fewer)
 
@@ -334,7 +337,7 @@ def _map(loaded, selection, settings: _Settings, style, labels) -> None:
 
 @st.fragment
 def _page() -> None:
-    """The page, rerun alone when one of its widgets changes (:mod:`attention_viz.ui.fragment`)."""
+    """The page, rerun alone when one of its widgets changes (:mod:`attention_viz.ui.frame.fragment`)."""
     with fragment.page_body("inside"):
         _show()
 

@@ -11,11 +11,14 @@ import streamlit as st
 from attention_viz import analysis, figures
 from attention_viz.analysis import layer_maps
 from attention_viz.extraction import export
-from attention_viz.ui import cache, cache_maps, controls, downloads, feedback, state
 from attention_viz.ui.attention_map import element as attention_map
 from attention_viz.ui.attention_map import page_view
-from attention_viz.ui.i18n import plain, t
-from attention_viz.ui.view_options import view_caption, view_options
+from attention_viz.ui.frame import feedback
+from attention_viz.ui.server import cache, cache_maps
+from attention_viz.ui.shared import controls, downloads
+from attention_viz.ui.shared.view_options import view_caption, view_options
+from attention_viz.ui.text.i18n import plain, t
+from attention_viz.ui.view import state
 
 # what each kind of map is called in its JSON download
 KIND_NAMES = {"raw": "head average", "rollout": "attention rollout", "norm": "norm-based attention"}
