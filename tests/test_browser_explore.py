@@ -10,11 +10,13 @@ Back), and a link copied after the steps opens them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import urllib.parse
 
 import numpy as np
 from browser import ARTIFACTS, MAP_DRAWN, idle, wait_for_header, wait_for_map_view
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from attention_viz.extraction import extract
@@ -82,6 +84,17 @@ def _reported(page) -> None:
             && (a.get('query_start') || '0') === d.queryStart && (a.get('map_view') || 'pretrained') === d.mapView; }"""
     page.wait_for_function(reported, arg=MAP_ELEMENT, timeout=30_000)
     idle(page)
+
+
+def _plotly_z_once_close(page, expected: np.ndarray) -> list:
+    """The map's plotly values once they equal ``expected`` to 1e-5 (plotly redraws a while after the last move);
+    the last values read if they never do within 30 s (the caller's assertion then says how they differ)."""
+    close = """([s, e]) => { const p = document.querySelector(s); const z = p && p.data && p.data[0].z;
+        return !!z && z.length === e.length && z.every((row, i) => row.length === e[i].length
+            && row.every((v, j) => Math.abs(v - e[i][j]) <= 1e-5)); }"""
+    with contextlib.suppress(PlaywrightTimeout):
+        page.wait_for_function(close, arg=[f"{MAP_ELEMENT} .js-plotly-plot", expected.tolist()], timeout=30_000)
+    return page.eval_on_selector(f"{MAP_ELEMENT} .js-plotly-plot", "e => e.data && e.data[0].z")
 
 
 def _settle(page) -> None:
@@ -266,7 +279,12 @@ def test_the_articles_layer_steps_in_the_browser_with_the_heads_numbers(server, 
         arg=MAP_ELEMENT,
         timeout=30_000,
     )
-    page.wait_for_timeout(500)  # anything the moves asked of the server would have gone out by now
+    # the last move's report has left (its address written), and with it anything it asked of the server
+    page.wait_for_function(
+        "() => new URLSearchParams(location.search).get('focus') === '2' && location.search.includes('head=7')",
+        timeout=30_000,
+    )
+    idle(page)
     assert socket.since(mark) == (0, 0)
     # the three maps show the head; the title, the boxes, the numbers and the note follow it
     shown = [_map_shows(page, f".st-key-{key} {MAP_ELEMENT}") for key in ("article_correct", "article_changed")]
@@ -324,14 +342,13 @@ def test_rollout_steps_layers_in_the_browser_and_a_page_switch_keeps_them(server
         arg=MAP_ELEMENT,
         timeout=30_000,
     )
-    page.wait_for_timeout(500)
+    page.wait_for_function("() => new URLSearchParams(location.search).get('layer') === '0'", timeout=30_000)
+    idle(page)  # the last move's report has left, and with it anything it asked of the server
     assert socket.since(mark) == (0, 0)
     expect(page.locator(".av-title")).to_have_text("Rollout & norms: layer 0")
     expect(page.locator(".av-stepper.av-layer select")).to_have_value("0")
-    page.wait_for_function("s => document.querySelector(s).dataset.plotly !== undefined", arg=MAP_ELEMENT)
-    page.wait_for_timeout(300)  # plotly redraws once the keys stop
-    z = page.eval_on_selector(f"{MAP_ELEMENT} .js-plotly-plot", "e => e.data[0].z")
     weights = extract(bundled, state.EXAMPLE_TEXT).weights
+    z = _plotly_z_once_close(page, weights[0].mean(0))  # plotly redraws once the keys stop
     np.testing.assert_allclose(z, weights[0].mean(0), atol=1e-5)  # the raw head average of layer 0
     address = _address(page)
     assert address["layer"] == "0" and address.get("head", str(state.EXAMPLE_HEAD)) == str(state.EXAMPLE_HEAD)
