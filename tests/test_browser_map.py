@@ -788,7 +788,7 @@ def _strongest_cells_are_dark(page, weights: np.ndarray) -> None:
     """In pixels: each row's strongest cell (weight over 0.5) is painted dark blue at its centre, and the cells of
     weight under 0.01 are painted near white, on a grid of as many rows and columns as ``weights`` has."""
     page.eval_on_selector(".av-cells", "e => e.scrollIntoView({block: 'center'})")
-    page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done))))")  # painted
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")  # painted
     x, y, width, height = page.eval_on_selector(".av-cells", BOX)
     cells = _pixels(page, x, y, width, height)
     rows, columns = weights.shape
