@@ -14,7 +14,7 @@ This module imports nothing heavy: ``app.py`` calls :func:`sleep_waiting_threads
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import functools
 import gc
 import logging
 import os
@@ -181,6 +181,7 @@ def sleep_waiting_threads() -> None:
 MALLOC_OPTIONS = {"MALLOC_MMAP_THRESHOLD_": (-3, 128 * 1024)}  # variable: (mallopt's parameter, value)
 
 
+@functools.cache  # once per process: app.py's first lines run again with every session's script
 def bound_allocator() -> dict[str, int]:
     """Set glibc's malloc options of :data:`MALLOC_OPTIONS` that the environment leaves unset (``app.py``, first).
 
@@ -188,7 +189,7 @@ def bound_allocator() -> dict[str, int]:
         ``{variable: value}`` of the options set now; empty where the C library has no ``mallopt`` (not glibc).
     """
     try:
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+        mallopt = ctypes.CDLL(None).mallopt  # the process's own C library, without a search for it
     except (OSError, AttributeError):
         return {}
     done = {}
