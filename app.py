@@ -14,6 +14,7 @@ from pathlib import Path
 from attention_viz.ui import internals
 
 internals.sleep_waiting_threads()  # before torch is imported: its OpenMP threads sleep while they wait
+internals.bound_allocator()  # before any thread or array: freed memory goes back to the system
 
 import streamlit as st  # noqa: E402
 

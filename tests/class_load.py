@@ -8,9 +8,11 @@ own, then every ``interval`` seconds changes the layer or the head (and now and 
 and times each change from the message sent to the map's data received (the ``plotly_chart`` element keyed
 ``map``). Every map received is decoded and compared with :func:`attention_viz.extraction.extract` for the
 student's own sentence and head: a map with another sentence's tokens is cross-talk, one with its tokens
-and other values is wrong. How a change is told to the server is a :class:`Step` (the Layer and Head
-boxes, :class:`BoxStep`; the map element's reported view, :class:`ElementStep`; and what the browser sends
-when it draws every step itself, :class:`BrowserStep`).
+and other values is wrong. The map element's maps come as the browser gets them: from the run's data when the
+bundle travels inside it, else fetched over HTTP once (the server's store then holds its bytes). How a change
+is told to the server is a :class:`Step` (the Layer and Head boxes, :class:`BoxStep`; the map element's
+reported view, :class:`ElementStep`; and what the browser sends when it draws every step itself,
+:class:`BrowserStep`).
 
 ``--step browser`` is the class as the browser explores what it holds: a layer or head step sends
 NOTHING (counted as a step drawn in the browser, no server cost); a new sentence (1 change in 12) is a
@@ -511,13 +513,16 @@ class Student:
             return received
 
     async def _element_map(self, data: str, layer: int, head: int) -> tuple[list[str], np.ndarray] | None:
-        """The map element's head ``(layer, head)`` once its data shows that view: from its bundle, fetched
-        over HTTP as the browser does (once per bundle); None while the view is another."""
+        """The map element's head ``(layer, head)`` once its data shows that view: from its bundle, as the
+        browser gets it (``attention_map.js``): the bytes inside the data of the run that made it (``inline``,
+        base64) when they are there, else fetched over HTTP once per bundle; None while the view is another."""
         data = json.loads(data)
+        path = data["bundle"]
+        if data.get("inline") and path not in self.bundles:  # the browser fetches no bundle its data carried
+            self.bundles = {path: base64.b64decode(data["inline"])}
         view = data.get("view", {})
         if (view.get("layer"), view.get("head")) != (layer, head):
             return None
-        path = data["bundle"]
         if path not in self.bundles:
             self.bundles = {path: await asyncio.to_thread(self._get, "/" + path.lstrip("/"))}  # the newest only
         header, maps = decode_bundle(self.bundles[path])

@@ -4,6 +4,7 @@ protocol, against the suite's shared server and against the suite's 2 replicas b
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import random
 import struct
@@ -125,3 +126,24 @@ def test_decode_bundle_reads_the_map_elements_format():
     found, decoded = decode_bundle(payload + np.ones(4, "<f4").tobytes())  # an overview may follow the maps
     assert found["layers"] == [4, 5]
     np.testing.assert_array_equal(decoded, maps.astype(np.float64))
+
+
+def test_a_bundle_inside_the_elements_data_is_read_from_there_as_the_browser_does(bundled):
+    """The browser paints a bundle that came inside the run's data (``inline``) and never asks the server for it;
+    a bundle named without its bytes is fetched once."""
+    from attention_viz.ui.attention_map import serving
+
+    maps = np.arange(2 * 3 * 2 * 2, dtype="<f4").reshape(2, 3, 2, 2) / 100
+    header = {"layers": [0, 1], "heads": 3, "y": ["a", "b"], "maps": {"offset": 0, "shape": [2, 3, 2, 2]}}
+    payload = serving.pack(header, [maps])
+    student, fetched = Student(0, "http://127.0.0.1:1", STEPS["browser"](), bundled, {}), []
+    student._get = lambda path: fetched.append(path) or payload
+    view = {"layer": 1, "head": 2}
+    inline = json.dumps({"bundle": "m/one", "inline": base64.b64encode(payload).decode(), "view": view})
+    labels, shown = asyncio.run(student._element_map(inline, 1, 2))
+    assert fetched == [] and labels == ["a", "b"]
+    np.testing.assert_allclose(shown, maps[1, 2], atol=1e-7)
+    named = json.dumps({"bundle": "m/two", "inline": None, "view": view})
+    for _ in range(2):
+        asyncio.run(student._element_map(named, 1, 2))
+    assert fetched == ["/m/two"]  # fetched once, then held

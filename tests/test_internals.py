@@ -6,8 +6,12 @@ on that entry says what it breaks and where it is used.
 import ast
 import gc
 import importlib
+import json
 import logging
+import platform
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -192,12 +196,15 @@ def test_sleep_waiting_threads_keeps_an_operators_value(monkeypatch):
     assert __import__("os").environ[name] == "ACTIVE"
 
 
+PROCESS = "bound_allocator"  # the allocator's settings, beside the thread policy
+
+
 def test_app_sets_the_thread_policy_before_anything_imports_torch():
     tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
     calls = [
         node.lineno
         for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "sleep_waiting_threads"
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) in ("sleep_waiting_threads", PROCESS)
     ]
     other_imports = [
         node.lineno
@@ -205,7 +212,7 @@ def test_app_sets_the_thread_policy_before_anything_imports_torch():
         if isinstance(node, ast.Import | ast.ImportFrom)
         and not (isinstance(node, ast.ImportFrom) and node.module in ("pathlib", "attention_viz.ui", "__future__"))
     ]
-    assert calls and all(calls[0] < line for line in other_imports)
+    assert len(calls) == 2 and all(max(calls) < line for line in other_imports)
 
 
 def test_plotly_still_takes_the_private_flag_and_skips_validation():
@@ -263,3 +270,42 @@ def test_the_svg_button_script_finds_the_toolbar_by_the_table_only():
     for field in internals.PLOTLY_CHART_FIELDS:  # read as `gd._context && gd._context.toImageButtonOptions`
         owner, name = field.split(".")
         assert f"gd.{owner} && gd.{owner}.{name}" in code, field
+
+
+ALLOCATOR_PROBE = """
+import ctypes, json, sys
+from attention_viz.ui import internals
+
+class Info(ctypes.Structure):  # glibc's struct mallinfo2
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                      "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype, libc.malloc.restype, libc.free.argtypes = Info, ctypes.c_void_p, [ctypes.c_void_p]
+done = internals.bound_allocator() if sys.argv[1] == "bound" else {}
+assert sys.argv[1] != "bound" or internals.bound_allocator() is done  # once per process
+libc.free(libc.malloc(8 << 20))  # a large block freed: glibc's own default raises its mapping threshold past it
+before = libc.mallinfo2().hblks
+block = libc.malloc(1 << 20)  # then a block of 1 MiB: a mapping of its own, or a piece of the heap
+print(json.dumps({"done": done, "mapped": libc.mallinfo2().hblks - before}))
+libc.free(block)
+"""
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the settings are glibc's")
+@pytest.mark.parametrize("how", ["bound", "default"])
+def test_the_allocator_gives_a_large_freed_block_back_to_the_system(how, monkeypatch):
+    """After a large block was freed, glibc by itself puts the next 1 MiB block in its heap (where it stays when
+    freed); bound, it gets a mapping of its own, returned when freed."""
+    for variable in internals.MALLOC_OPTIONS:
+        monkeypatch.delenv(variable, raising=False)
+    run = subprocess.run([sys.executable, "-c", ALLOCATOR_PROBE, how], capture_output=True, text=True, cwd=ROOT)
+    found = json.loads(run.stdout)
+    assert found["mapped"] == (1 if how == "bound" else 0), (found, run.stderr)
+    if how == "bound":
+        assert found["done"] == {"MALLOC_MMAP_THRESHOLD_": 128 * 1024}
+
+
+def test_an_operators_allocator_variable_wins(monkeypatch):
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")
+    assert internals.bound_allocator.__wrapped__() == {}

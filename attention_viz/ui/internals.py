@@ -13,6 +13,8 @@ This module imports nothing heavy: ``app.py`` calls :func:`sleep_waiting_threads
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import gc
 import logging
 import os
@@ -164,3 +166,34 @@ OMP_WAIT_POLICY = ("OMP_WAIT_POLICY", "PASSIVE")
 def sleep_waiting_threads() -> None:
     """Set ``OMP_WAIT_POLICY=PASSIVE`` unless the environment sets it (before torch is imported)."""
     os.environ.setdefault(*OMP_WAIT_POLICY)
+
+
+# --- The process: the C allocator ---------------------------------------------------------------------------
+# glibc's malloc raises its mapping threshold each time a large block is freed (up to 32 MiB), so the arrays of
+# later runs land in its heap between long-lived blocks, where what they free stays with the process. A server's
+# resident memory then grew over a class by what its runs had once used: after a class of 40 at the server
+# (tests/class_load.py), 60-80 MB of the heap was free but kept. Fixing the threshold (mallopt(3), the same as the
+# environment variable ``MALLOC_MMAP_THRESHOLD_``), as the app's file is read, before torch and the model: a
+# block of 128 KiB or more (glibc's own first value) always gets a mapping of its own, returned to the system
+# when freed. Figures in docs/classroom.md ("Memory"). An operator's own variable wins; without glibc (macOS,
+# musl) nothing is set. What breaks it: a C library without ``mallopt`` or this parameter (nothing is set; memory
+# grows as before); the test reads the effect back.
+MALLOC_OPTIONS = {"MALLOC_MMAP_THRESHOLD_": (-3, 128 * 1024)}  # variable: (mallopt's parameter, value)
+
+
+@functools.cache  # once per process: app.py's first lines run again with every session's script
+def bound_allocator() -> dict[str, int]:
+    """Set glibc's malloc options of :data:`MALLOC_OPTIONS` that the environment leaves unset (``app.py``, first).
+
+    Returns:
+        ``{variable: value}`` of the options set now; empty where the C library has no ``mallopt`` (not glibc).
+    """
+    try:
+        mallopt = ctypes.CDLL(None).mallopt  # the process's own C library, without a search for it
+    except (OSError, AttributeError):
+        return {}
+    done = {}
+    for variable, (param, value) in MALLOC_OPTIONS.items():
+        if variable not in os.environ and mallopt(param, value) == 1:  # mallopt returns 1 on success
+            done[variable] = value
+    return done
