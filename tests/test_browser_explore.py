@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import urllib.parse
 
 import numpy as np
@@ -360,4 +361,113 @@ def test_rollout_steps_layers_in_the_browser_and_a_page_switch_keeps_them(server
     other.close()
     _switch_page(page, "Compare")  # the layer the steps reached, the head as it was
     wait_for_map_view(page, 0, state.EXAMPLE_HEAD)
+    page.close()
+
+
+# --- Inside a head: the steps above the map follow its steps in the browser ---------------------------------------
+
+INSIDE_STEPS = ".st-key-inside_browser_steps"  # the steps the element draws for a head it stepped to
+
+
+def _steps_shown(page, layer: int, head: int) -> None:
+    """Until the map shows ``layer``, ``head`` and the steps above it have been drawn for that head."""
+    page.wait_for_function(
+        "([s, v]) => { const m = document.querySelector(s); return m.dataset.ready === '1' && m.dataset.steps === v; }",
+        arg=[MAP_ELEMENT, f"{layer}:{head}"],
+        timeout=30_000,
+    )
+
+
+def _chart(page, key: str) -> dict:
+    """A step chart's trace as plotly holds it in the page (the element's, for the head it stepped to)."""
+    return page.eval_on_selector(
+        f"{INSIDE_STEPS} [data-key='{key}'].js-plotly-plot", "e => ({z: e.data[0].z, y: e.data[0].y})"
+    )
+
+
+def _inside_expected(bundled, layer: int, head: int, query: int):
+    from attention_viz.analysis import steps
+    from attention_viz.extraction import encode
+
+    hidden = steps.layer_inputs(bundled.encoder, encode(bundled.tokenizer, state.EXAMPLE_TEXT))[layer]
+    queries, keys, values = steps.head_vectors(bundled.encoder, hidden, layer, head)
+    return steps.head_steps(queries, keys, values, query, bundled.info.head_dim**-0.5)
+
+
+def test_inside_a_head_steps_in_the_browser_with_the_heads_steps(server, chromium, bundled):
+    url, _, _ = server
+    page, socket = _open(chromium, f"{url}/?page=inside")
+    page.locator(MAP_ELEMENT).click(position={"x": 5, "y": 5})  # the page has the keys (not a text box)
+    mark = socket.mark()
+    for key in ("ArrowRight", "ArrowRight", "ArrowDown"):  # (3, 1) → (3, 3) → (4, 3)
+        page.keyboard.press(key)
+    page.locator(".av-stepper.av-head button").last.click()  # › (4, 4)
+    page.locator(".av-stepper.av-layer button").first.click()  # ‹ (3, 4)
+    page.locator(".av-stepper.av-head select").select_option("7")  # (3, 7)
+    _steps_shown(page, 3, 7)
+    _address_shows(page, 7)  # the last move's report has left, and with it anything it asked of the server
+    idle(page)
+    assert socket.since(mark) == (0, 0)
+    query = list(extract(bundled, state.EXAMPLE_TEXT).encoding.tokens).index("it")  # the example's query token
+    expected = _inside_expected(bundled, 3, 7, query)
+    expect(page.locator(".av-title")).to_have_text('Inside layer 3, head 7: where "it" looks')
+    expect(page.locator(".av-stepper.av-layer select")).to_have_value("3")
+    np.testing.assert_allclose(_chart(page, "step_weights")["y"], expected.weights, atol=1e-6)
+    np.testing.assert_allclose(_chart(page, "step_dots")["y"], expected.dots, atol=1e-6)
+    np.testing.assert_allclose(_chart(page, "step_scores")["y"], expected.scores, atol=1e-6)
+    np.testing.assert_allclose(_chart(page, "step_query")["z"], expected.query[None], atol=1e-6)
+    np.testing.assert_allclose(_chart(page, "step_keys")["z"], expected.keys, atol=1e-6)
+    np.testing.assert_allclose(_chart(page, "step_values")["z"], expected.values, atol=1e-6)
+    np.testing.assert_allclose(_chart(page, "step_context")["z"], expected.context[None], atol=1e-6)
+    steps_text = page.locator(INSIDE_STEPS).inner_text()
+    assert f"they sum to {expected.weights.sum():.6f}" in steps_text and "cut to head 7's 32 numbers" in steps_text
+    expect(page.locator(".st-key-inside_browser_check [role='alert']")).to_contain_text("max difference from")
+    expect(page.locator(".st-key-inside_server_steps")).to_be_hidden()  # the page's own steps: the server's head
+    expect(page.locator(".st-key-off_server_view button")).to_be_visible()  # so are its files
+    page.locator(".st-key-map_controls").scroll_into_view_if_needed()
+    page.screenshot(path=ARTIFACTS / "explore_inside_after_steps.png")
+    page.set_viewport_size({"width": 800, "height": 600})
+    page.locator(INSIDE_STEPS).scroll_into_view_if_needed()
+    page.screenshot(path=ARTIFACTS / "explore_inside_after_steps_800.png")
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.locator(MAP_ELEMENT).click(position={"x": 5, "y": 5})  # the keys again (not the Head box)
+    page.keyboard.press("ArrowRight")  # (3, 8)
+    _steps_shown(page, 3, 8)
+    _address_shows(page, 8)
+    page.go_back()  # Back: the view before the last move (a run of the page), its steps drawn and titled
+    _address_shows(page, 7)
+    idle(page)
+    _steps_shown(page, 3, 7)
+    expect(page.locator(".av-title")).to_have_text('Inside layer 3, head 7: where "it" looks')
+    expect(page.locator(".st-key-inside_server_steps")).to_be_visible()  # the run drew the head's steps
+    weights = page.eval_on_selector(".st-key-step_weights .js-plotly-plot", "e => Array.from(e._fullData[0].y)")
+    np.testing.assert_allclose(weights, expected.weights, atol=1e-6)
+    page.close()
+
+
+def test_inside_twenty_steps_then_a_new_query_token_keeps_the_head(server, chromium, bundled):
+    url, _, _ = server
+    page, socket = _open(chromium, f"{url}/?page=inside")
+    page.locator(MAP_ELEMENT).click(position={"x": 5, "y": 5})
+    mark = socket.mark()
+    for _ in range(20):
+        page.keyboard.press("ArrowRight")
+    layer, head = divmod(state.EXAMPLE_LAYER * 12 + state.EXAMPLE_HEAD + 20, 12)
+    _steps_shown(page, layer, head)
+    _address_shows(page, head)
+    idle(page)
+    assert socket.since(mark) == (0, 0)
+    box = page.locator("[class*='st-key-_inside_query'] input[role='combobox']").first  # a server control: a run
+    box.click()
+    box.fill("2:")  # the list shows the options that match what is typed
+    page.get_by_role("option", name=re.compile(r"^2: [\u2066-\u2069]?animal[\u2066-\u2069]?$")).first.click()
+    expect(page.locator(".av-title")).to_have_text(
+        f'Inside layer {layer}, head {head}: where "animal" looks', timeout=60_000
+    )
+    idle(page)
+    _steps_shown(page, layer, head)
+    expect(page.locator(".st-key-inside_server_steps")).to_be_visible()  # the server's steps are the head's now
+    expected = _inside_expected(bundled, layer, head, 2)
+    weights = page.eval_on_selector(".st-key-step_weights .js-plotly-plot", "e => Array.from(e._fullData[0].y)")
+    np.testing.assert_allclose(weights, expected.weights, atol=1e-6)
     page.close()

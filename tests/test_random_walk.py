@@ -283,7 +283,6 @@ class LectureWalk(RuleBasedStateMachine):
         assert not FAILED & {w.value for w in at.warning}, [w.value for w in at.warning]
         assert (at.session_state["layer"], at.session_state["head"]) == (self.layer, self.head)
         table = i18n.table(at.session_state["lang"])
-        titles = [h.value for h in at.header]
         if self.page == "compare":
             assert title(at) == table["compare.title"].format(layer=self.layer, head=self.head), title(at)
         elif self.page == "article" and self.text_valid:  # the first map's title, which follows its steps
@@ -291,7 +290,7 @@ class LectureWalk(RuleBasedStateMachine):
         elif self.page == "rollout" and self.text_valid:
             assert title(at) == table["rollout.title"].format(layer=self.layer), title(at)
         elif self.page == "inside" and self.text_valid:
-            assert titles[0].startswith(
+            assert title(at).startswith(  # the map's title, which follows its steps
                 table["inside.title"].split("{query}")[0].format(layer=self.layer, head=self.head)
             )
         if not self.text_valid:

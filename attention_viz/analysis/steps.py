@@ -410,3 +410,77 @@ def distance_scores(
         if attention.softcap is not None:
             scores = torch.tanh(scores / attention.softcap) * attention.softcap
     return scores.float().numpy()
+
+
+@dataclass(frozen=True)
+class LayerSteps:
+    """Every head's steps of one layer for one query token (:func:`layer_steps`; ``h`` heads, ``t`` tokens,
+    ``d`` head_dim, float32).
+
+    Attributes:
+        layer: the layer (from 0).
+        rules: the layer's :class:`LayerRules` (its window and soft cap).
+        heads: ``h`` :class:`HeadSteps`, ``heads[i]`` is :func:`head_steps` of head ``i`` (its
+            :func:`head_vectors`).
+        uncapped: ``(h, t)`` each head's :func:`uncapped_scores` where the layer caps its scores, else ``None``.
+        rotations: ``(h, 4, d)`` each head's :attr:`RotationStep.vectors` of the query token in a RoPE model,
+            else ``None``.
+        distances: ``(h, n)`` each head's :func:`distance_scores` of the query token's layer input in a RoPE
+            model (``n`` distances from 0), else ``None``.
+    """
+
+    layer: int
+    rules: LayerRules
+    heads: tuple[HeadSteps, ...]
+    uncapped: np.ndarray | None
+    rotations: np.ndarray | None
+    distances: np.ndarray | None
+
+
+def layer_steps(
+    encoder: BertEncoder,
+    hidden: np.ndarray,
+    layer: int,
+    query_index: int,
+    scaling: float,
+    temperature: float = 1.0,
+    masked: Iterable[int] = (),
+    causal: bool = False,
+    distances: int = 0,
+) -> LayerSteps:
+    """One query token's steps in every head of one layer, each exactly as :func:`head_steps` gives them from
+    that head's :func:`head_vectors`, with the layer's own window and soft cap (:func:`layer_rules`); in a
+    Llama-style decoder also each head's rotation of the token (:func:`rotation_step`) and its score over
+    ``distances`` distances (:func:`distance_scores`).
+
+    Args:
+        encoder: the from-scratch encoder with the model's weights.
+        hidden: ``(t, hidden)`` the layer's input (``layer_inputs(...)[layer]``).
+        layer: from 0.
+        query_index, scaling, temperature, masked, causal: as for :func:`head_steps`.
+        distances: how many distances the score-over-distance curves have (a RoPE model; 0: none).
+
+    Returns:
+        :class:`LayerSteps`.
+
+    Raises:
+        IndexError: a layer out of range. InputError: as :func:`head_steps` (every key the query can see in
+        this layer masked, ...).
+    """
+    rules = layer_rules(encoder, layer)
+    vectors = layer_vectors(encoder, hidden, layer)  # (3, h, t, d)
+    heads = tuple(
+        head_steps(q, k, v, query_index, scaling, temperature, masked, causal, rules.window, rules.softcap)
+        for q, k, v in zip(*vectors, strict=True)
+    )
+    uncapped = np.stack([uncapped_scores(one, scaling) for one in heads]) if rules.softcap is not None else None
+    rotations = curves = None
+    if isinstance(encoder, Decoder):
+        rotations = np.stack(
+            [rotation_step(encoder, hidden, layer, head, query_index).vectors for head in range(len(heads))]
+        )  # (h, 4, d)
+        if distances:
+            curves = np.stack(
+                [distance_scores(encoder, hidden[query_index], layer, head, distances) for head in range(len(heads))]
+            )  # (h, n)
+    return LayerSteps(layer, rules, heads, uncapped, rotations, curves)

@@ -48,6 +48,13 @@ def colorbar_ticks(bound: float) -> dict:
     return {"tickmode": "array", "tickvals": values, "ticktext": [f"{value:.3g}" for value in values]}
 
 
+def heatmap_range(matrix: np.ndarray) -> dict:
+    """What of a :func:`step_heatmap`'s trace follows its values: ``zmin``, ``zmax`` (``∓max|matrix|``) and the
+    colour bar's ticks (:func:`colorbar_ticks`), as trace fields."""
+    bound = float(np.abs(np.asarray(matrix, dtype=np.float32)).max()) or 1e-12
+    return {"zmin": -bound, "zmax": bound, "colorbar": colorbar_ticks(bound)}
+
+
 def step_heatmap(matrix: np.ndarray, row_labels: Sequence[str], title: str, column_title: str = "") -> go.Figure:
     """A ``(rows, columns)`` matrix (vectors as rows) on a diverging scale centred at 0.
 
@@ -64,24 +71,41 @@ def step_heatmap(matrix: np.ndarray, row_labels: Sequence[str], title: str, colu
     matrix = np.atleast_2d(np.asarray(matrix, dtype=np.float32))
     if matrix.shape[0] != len(row_labels):
         raise ValueError(f"expected {len(row_labels)} rows, got shape {matrix.shape}")
-    bound = float(np.abs(matrix).max()) or 1e-12
     height = int(np.clip(90 + 18 * matrix.shape[0], 160, 520))  # one row: a 64 px colour bar for its three ticks
     trace = {
         "type": "heatmap",
         "z": matrix,
         "y": unique_labels(row_labels),
         "colorscale": plotting.colorscale(VECTOR_COLORSCALE),
-        "zmin": -bound,
-        "zmax": bound,
         "zmid": 0.0,
         "hovertemplate": "%{y}, %{x}: %{z:.4f}<extra></extra>",
-        "colorbar": {"thickness": 10, **colorbar_ticks(bound)},
+        **heatmap_range(matrix),
     }
+    trace["colorbar"] = {"thickness": 10, **trace["colorbar"]}
     yaxis = {"type": "category", "autorange": "reversed", "automargin": False, **category_ticks(row_labels)}
     left = label_room(row_labels, FONT_SIZE) + 10
     bottom = TICK_ROOM + (TITLE_ROOM if column_title else 0)
     xaxis = {"title": {"text": column_title}, "automargin": False}
     return plotting.figure([trace], _layout(title, height, xaxis, yaxis, left, bottom))
+
+
+def bar_values(
+    values: np.ndarray, masked: Sequence[int] = (), value_format: str = ".3f", masked_label: str = "masked"
+) -> tuple[np.ndarray, list[str], list[float], int]:
+    """What of a :func:`key_bars` chart follows its values: the bars' heights (0 where a value is ``-inf``), their
+    texts (``value_format``; ``masked_label`` on a masked key, ``−∞`` where not finite), the y axis's range (room
+    above and below for the upright numbers) and the left margin in px for its tick labels."""
+    values = np.asarray(values, dtype=np.float64)
+    shown = np.where(np.isfinite(values), values, 0.0)
+    masked_set = set(masked)
+    text = [
+        masked_label if i in masked_set else "−∞" if not np.isfinite(v) else format(v, value_format)
+        for i, v in enumerate(values)
+    ]
+    low, high = min(0.0, float(shown.min(initial=0.0))), max(0.0, float(shown.max(initial=0.0)))
+    room = 0.35 * ((high - low) or 1.0)  # above and below the bars: their upright numbers stay off the labels
+    bounds = [low - room if low < 0 else low, high + room if high > 0 else high]
+    return shown, text, bounds, _number_room(*bounds) + 10
 
 
 def key_bars(
@@ -110,11 +134,9 @@ def key_bars(
     values = np.asarray(values, dtype=np.float64)
     if values.shape != (len(labels),):
         raise ValueError(f"expected {len(labels)} values, got shape {values.shape}")
-    shown = np.where(np.isfinite(values), values, 0.0)
     masked_set = set(masked)
     colors = [MASKED_COLOR if i in masked_set else "#1f77b4" for i in range(len(labels))]
-    text = ["−∞" if not np.isfinite(v) else format(v, value_format) for v in values]
-    text = [masked_label if i in masked_set else shown_text for i, shown_text in enumerate(text)]
+    shown, text, bounds, left = bar_values(values, masked, value_format, masked_label)
     outline = [2.5 if i == highlight else 0 for i in range(len(labels))]
     trace = {
         "type": "bar",
@@ -130,14 +152,16 @@ def key_bars(
         "hovertemplate": "%{x}: %{text}<extra></extra>",
     }
     xaxis = {"type": "category", "tickangle": -90, "automargin": False, **category_ticks(labels)}
-    low, high = min(0.0, float(shown.min(initial=0.0))), max(0.0, float(shown.max(initial=0.0)))
-    room = 0.35 * ((high - low) or 1.0)  # above and below the bars: their upright numbers stay off the labels
-    bounds = [low - room if low < 0 else low, high + room if high > 0 else high]
     yaxis = {"zeroline": True, "range": bounds, "automargin": False}
-    left = _number_room(*bounds) + 10
     bottom = label_room(labels, FONT_SIZE) + 10
     height = max(300, 40 + BAR_PLOT_HEIGHT + bottom)  # long labels take room below, never from the bars
     return plotting.figure([trace], _layout(title, height, xaxis, yaxis, left, bottom))
+
+
+def line_room(scores: np.ndarray) -> int:
+    """A :func:`distance_line`'s left margin (px) for the tick labels of these scores and the axis title."""
+    scores = np.asarray(scores, dtype=np.float64)
+    return _number_room(float(scores.min(initial=0.0)), float(scores.max(initial=0.0))) + TITLE_ROOM + 10
 
 
 def distance_line(scores: np.ndarray, title: str, x_title: str, y_title: str) -> go.Figure:
@@ -160,8 +184,6 @@ def distance_line(scores: np.ndarray, title: str, x_title: str, y_title: str) ->
         "line": {"width": 1.5},
         "hovertemplate": "%{x}: %{y:.4f}<extra></extra>",
     }
-    low, high = float(scores.min(initial=0.0)), float(scores.max(initial=0.0))
     xaxis = {"title": {"text": x_title}, "automargin": False, "zeroline": False}
     yaxis = {"title": {"text": y_title}, "automargin": False}
-    left = _number_room(low, high) + TITLE_ROOM + 10
-    return plotting.figure([trace], _layout(title, 300, xaxis, yaxis, left, TICK_ROOM + TITLE_ROOM))
+    return plotting.figure([trace], _layout(title, 300, xaxis, yaxis, line_room(scores), TICK_ROOM + TITLE_ROOM))

@@ -52,6 +52,8 @@
 //               fills, shows or hides as it steps (the server's downloads or the button that brings the server
 //               to the view shown; Compare's example note or its "back" button)
 //   told        the view's names the hidden box carries (attention_viz/ui/attention_map/page_view.py), or absent
+//   steps       (Inside a head) the steps of every held head, drawn above the map for the head shown
+//               (inside_steps.js)
 //
 // State sent: with `told` nothing: a step is reported with the next run the page makes (browser_view.js: the
 // hidden box and the address); a map that follows the one with the keys passes its clicks and pans to it.
@@ -59,6 +61,7 @@
 //   "view": {layer, head, focus, query_start, key_start, seq}, integers; seq counts this element's reports.
 import { appUrl, mapPainted, plotly } from "./plotly_loader.js";
 import { report as reportView } from "./browser_view.js";
+import { paintSteps, stepsHeld } from "./inside_steps.js";
 
 const FOCUS_COLOR = "#ff7f0e";
 // The toolbar (plotly's modebar: the PNG and SVG buttons, 64 px wide) shows at the figure's top right corner
@@ -371,7 +374,8 @@ class AttentionMap {
       // a head the browser cannot fetch itself (a long input's bundles hold one head): the page's run makes it;
       // while the "link to this view" box is open, the run writes the link the box shows (the server's); and a
       // pan of a window the page keeps under its own names (not the box's) is the page's to store
-      const unheld = !this.held(v.layer, v.head) && !(this.data.neighbours || {})[v.layer];
+      const unheld = (!this.held(v.layer, v.head) && !(this.data.neighbours || {})[v.layer]) ||
+        (this.data.steps && !stepsHeld(this)); // Inside a head: a layer whose steps the browser lacks
       const untold = ["query_start", "key_start"].some((name) => !told.includes(name) && view[name] !== this.toldWindow[name]);
       if (unheld || untold || document.querySelector(LINK_BOX)) this.send("view", { ...view, seq: this.seq });
     };
@@ -534,6 +538,7 @@ class AttentionMap {
     this.syncControls();
     this.root.dataset.mapView = this.kind;
     this.follow();
+    if (d.steps) paintSteps(this); // Inside a head: the steps of the head shown (inside_steps.js)
     if (!d.details) return;
     // notes: the page's sentences that name the layer or head shown (plain text)
     const notes = this.details.querySelector(".av-notes");

@@ -33,5 +33,8 @@ def page_body(page: str) -> Iterator[None]:
             st.rerun(scope="app")  # the open link box must show the new view
         state.write_url(page)
         recovery.callback_note()
-    with recovery.on_error(page):
-        yield
+    try:
+        with recovery.on_error(page):
+            yield
+    finally:
+        state.settle_view()  # the view as the page left it: the next run tells Back from a change

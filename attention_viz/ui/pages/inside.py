@@ -1,4 +1,10 @@
-"""Inside a head: one query token's attention computed step by step with the model's real weights."""
+"""Inside a head: one query token's attention computed step by step with the model's real weights.
+
+A head or layer step (the keys, the ‹ › buttons, the Layer and Head boxes the map's element draws) runs nothing
+on the server while the element holds the layer: it draws the title, the steps, the score over distance and
+the parity or entropy line of the head it shows (:mod:`attention_viz.ui.attention_map.inside_steps`), and the
+next run learns the view (:mod:`attention_viz.ui.attention_map.page_view`). The query token, the scaling, the
+temperature and the masked keys change the computation: a change of them runs the page."""
 
 from dataclasses import dataclass
 
@@ -10,9 +16,11 @@ from attention_viz.extraction import export
 from attention_viz.models.decoder import Decoder
 from attention_viz.models.encoder import PARITY_BOUND
 from attention_viz.ui.attention_map import element as attention_map
+from attention_viz.ui.attention_map import inside_steps, page_view
 from attention_viz.ui.frame import feedback, fragment
 from attention_viz.ui.server import cache, cache_maps
 from attention_viz.ui.shared import controls, downloads, presets_ui
+from attention_viz.ui.text import i18n
 from attention_viz.ui.text.i18n import plain, t
 from attention_viz.ui.text.safe_text import Markdown
 from attention_viz.ui.view import state
@@ -47,13 +55,11 @@ def _show() -> None:
     )
     pretrained = feedback.or_stop(cache.pretrained, loaded, selection.text, selection.pair)
     labels = encoding.labels
-    header = st.empty()
-    # The map answers the arrow keys itself (in the browser): the step buttons take no shortcuts here.
-    controls.head_picker(
-        explanation=(t("inside.intro", head_dim=info.head_dim, hidden=info.hidden_size),), shortcuts=False
-    )
+    # The map's element draws the title and the Layer and Head boxes here, and answers the arrow keys.
+    top = st.container(horizontal=True, vertical_alignment="center", gap="small")
+    page_view.slot(top.container(key=page_view.CONTROLS_SLOT, width="content"))
+    controls.explain(top, t("inside.intro", head_dim=info.head_dim, hidden=info.hidden_size))
     settings = _controls(info, encoding, steps.layer_rules(loaded.encoder, layer).scaling)
-    header.header(t("inside.title", layer=layer, head=head, query=labels[settings.query]))
     presets_ui.look_for(loaded)
     feedback.truncation(encoding)
     result = feedback.or_stop(
@@ -71,12 +77,22 @@ def _show() -> None:
     config = downloads.chart_config(info.name, layer, head, "inside")
     hidden = cache.layer_inputs(loaded, selection.text, selection.pair)[layer] if _rotary(loaded) else None
     extra = _decoder_steps(loaded, hidden, result, labels, settings, layer, head)
-    _steps(result, labels, settings, layer, head, info.head_dim, config, extra)
-    if hidden is not None:
-        _distance(loaded, hidden[settings.query], layer, head, labels[settings.query], config)
+    # The steps of the head the server knows are the page's; the element draws those of a head it stepped to
+    # in the containers beside them and shows one of each pair (inside_steps.js).
+    hide = ", ".join(f".st-key-{key}" for key in (inside_steps.BROWSER_STEPS, inside_steps.BROWSER_CHECK))
+    st.html(f"<style>{hide} {{ display: none; }}</style>")
+    with st.container(key=inside_steps.SERVER_STEPS):
+        templates = _steps(result, labels, settings, layer, head, info.head_dim, config, extra)
+        if hidden is not None:
+            templates["rope_distance"] = _distance(
+                loaded, hidden[settings.query], layer, head, labels[settings.query], config
+            )
+    page_view.slot(st.container(key=inside_steps.BROWSER_STEPS))
 
     st.subheader(t("inside.all_title"))
-    _check(result, pretrained.head(layer, head), settings, labels[settings.query])
+    with st.container(key=inside_steps.SERVER_CHECK):
+        _check(result, pretrained.head(layer, head), settings, labels[settings.query])
+    page_view.slot(st.container(key=inside_steps.BROWSER_CHECK))
     style = figures.map_style(selection.presentation, encoding.num_tokens)
     figure = figures.attention_heatmap(  # the HTML download's figure; the element draws the map
         result.all_weights,
@@ -87,8 +103,12 @@ def _show() -> None:
         query_title=t("figures.axis_query"),
         key_title=t("figures.axis_key"),
     )
-    _map(loaded, selection, settings, style, labels)
-    downloads.buttons(pretrained, result.all_weights, figure, layer, head, "inside", labels)
+    templates.update(_templates(loaded, result, labels, settings, templates))
+    _map(loaded, selection, settings, style, labels, (pretrained, templates, config))
+    page_view.server_files(
+        lambda: downloads.buttons(pretrained, result.all_weights, figure, layer, head, "inside", labels),
+        t("compare.downloads_follow"),
+    )
 
 
 def _window_and_cap(loaded, layer: int) -> tuple[int | None, float | None]:
@@ -217,28 +237,26 @@ def _decoder_steps(loaded, hidden, result, labels, settings: _Settings, layer: i
     return extra
 
 
-def _distance(loaded, vector, layer: int, head: int, token: str, config: dict) -> None:
+def _distance(loaded, vector, layer: int, head: int, token: str, config: dict):
     """How the head's score between two tokens of the same content depends on their distance alone (RoPE)."""
     count = min(loaded.info.max_positions, DISTANCES)
     curve = steps.distance_scores(loaded.encoder, vector, layer, head, count)
     st.subheader(t("inside.rope_title"))
     words, chart = st.columns([1, 2])
     words.markdown(t("inside.rope_distance", token=token, head=head, layer=layer))
-    chart.plotly_chart(
-        figures.distance_line(
-            curve, t("inside.fig_distance", n=count), t("inside.axis_distance"), t("inside.axis_score")
-        ),
-        key="rope_distance",
-        theme=None,
-        config=config,
+    figure = figures.distance_line(
+        curve, t("inside.fig_distance", n=count), t("inside.axis_distance"), t("inside.axis_score")
     )
+    chart.plotly_chart(figure, key="rope_distance", theme=None, config=config)
+    return figure
 
 
 def _steps(
     result, labels, settings: _Settings, layer: int, head: int, d: int, config: dict, extra: dict | None = None
-) -> None:
+) -> dict:
     """The seven steps of the computation (``d``: the head_dim), each explanation beside its chart; ``extra``
-    adds steps after the one of each key (``"step_keys"``: a decoder's rotation by position)."""
+    adds steps after the one of each key (``"step_keys"``: a decoder's rotation by position). Returns the
+    charts by key."""
     n, query = len(labels), settings.query
     token = labels[query]
     axis = t("inside.axis_head_dim")
@@ -284,6 +302,25 @@ def _steps(
     shown = [step for own in shown for step in (own, *extra.get(own[2], ()))]
     for number, (text, figure, key) in enumerate(shown, start=1):
         _step(number, text, figure, key, config)
+    return {key: figure for _, figure, key in shown}
+
+
+def _templates(loaded, result, labels, settings: _Settings, drawn: dict) -> dict:
+    """The charts of a kind another layer has and the server's does not (a local layer's window, when the
+    server's layer is global), made from the server's head: the template the element fills for that layer."""
+    rules = [steps.layer_rules(loaded.encoder, layer) for layer in range(loaded.info.num_layers)]
+    if "step_window" in drawn or all(rule.window is None for rule in rules):
+        return {}
+    bars = figures.key_bars(
+        result.scores,
+        labels,
+        t("inside.fig_window", n=len(labels)),
+        (),
+        ".2f",
+        settings.query,
+        t("inside.outside_window"),
+    )
+    return {"step_window": bars}
 
 
 def _step(number: int, text: Markdown, figure, key: str, config: dict) -> None:
@@ -307,10 +344,13 @@ def _check(result, model_weights, settings: _Settings, token: str) -> None:
         st.info(t("inside.changed", token=token, model_bits=f"{model_bits:.3f}", our_bits=f"{our_bits:.3f}"))
 
 
-def _map(loaded, selection, settings: _Settings, style, labels) -> None:
+def _map(loaded, selection, settings: _Settings, style, labels, server: tuple) -> None:
     """The map of every query as a browser element: every head of the layers it holds computed with the
-    page's settings, so that ←/→ (and ↑/↓) paint the next head at once and the steps above follow."""
+    page's settings, so that ←/→ (and ↑/↓) paint the next head at once; the element draws its title, the
+    Layer and Head boxes, and the steps above of the head it steps to (``server``: the model's weights, the
+    server's charts by step key, their config)."""
     info = loaded.info
+    pretrained, templates, config = server
     recipe = cache_maps.inside_recipe(
         loaded,
         selection.text,
@@ -330,9 +370,49 @@ def _map(loaded, selection, settings: _Settings, style, labels) -> None:
         png_prefix=export.file_stem(info.name),
         png_what="inside",
         presentation=selection.presentation,
+        told=True,
     )
-    maps = cache_maps.held_maps(recipe, attention_map.held(spec, len(labels), len(labels)))
-    attention_map.draw(st.container(), attention_map.INSIDE_KEY, spec, maps, recipe)
+    layers = attention_map.held(spec, len(labels), len(labels))
+    maps = cache_maps.held_maps(recipe, layers)
+    token = labels[settings.query]
+    words = i18n.table(i18n.language())
+    hidden = cache.layer_inputs(loaded, selection.text, selection.pair)  # (L, t, hidden), read-only
+    count = min(info.max_positions, DISTANCES) if _rotary(loaded) else 0
+    found = {
+        "query": settings.query,
+        "masked": settings.masked,
+        "scaling": settings.scaling,
+        "temperature": settings.temperature,
+        "as_model": settings.as_bert,
+        "theta": getattr(loaded.encoder.config, "rope_theta", 0.0),
+    }
+
+    def layer_steps(layer: int):
+        return steps.layer_steps(
+            loaded.encoder,
+            hidden[layer],
+            layer,
+            settings.query,
+            settings.scaling,
+            settings.temperature,
+            settings.masked,
+            info.causal,
+            count,
+        )
+
+    def make() -> bytes:  # in any thread: no session read here
+        return inside_steps.payload(layer_steps, layers, words, labels, found, pretrained.weights)
+
+    content = (recipe.kind, recipe.key, settings.query, i18n.language())
+    title = inside_steps.segments(words, "inside.title", ("layer", "head"), query=token)
+    extra = {
+        "controls": page_view.controls(plain("inside.title", layer="{layer}", head="{head}", query=token)),
+        "follow": page_view.follow(("layer", "head")),
+        "steps": inside_steps.data(
+            content, layers, make, page_view.server_view(("layer", "head")), templates, config, title
+        ),
+    }
+    attention_map.draw(st.container(), attention_map.INSIDE_KEY, spec, maps, recipe, extra)
 
 
 @st.fragment

@@ -26,6 +26,7 @@ from attention_viz.ui.view.url_state import (  # noqa: F401  (re-exported: state
     link_pending,
     query_room,
     requested_page,
+    settle_view,
     view_query,
     write_url,
 )

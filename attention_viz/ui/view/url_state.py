@@ -119,6 +119,14 @@ def view_query(page: str, root: str | None = None) -> tuple[dict[str, str], list
     return links.to_query({**_view_values(), PAGE_KEY: page}, link_rules(), room)
 
 
+def settle_view() -> None:
+    """Remember the view as the page left it (after its boxes fitted the settings to the text: Inside a head's
+    query token of an address that names none), so that the next run tells the browser's Back from a change of
+    the view (:func:`_follow_history`)."""
+    if _URL_WRITTEN_VIEW in st.session_state:
+        st.session_state[_URL_WRITTEN_VIEW] = _view_values()
+
+
 def write_url(page: str) -> None:
     """Put the current view in the browser's address (only when it changed: no needless messages)."""
     params, _ = view_query(page)
