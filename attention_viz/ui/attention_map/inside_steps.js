@@ -1,7 +1,7 @@
 // Inside a head: the steps of the head the map shows, drawn in the browser as the map steps (no run of the page).
 //
 // Data (the map's data.steps, from attention_viz/ui/attention_map/inside_steps.py, which gives the bundle's format):
-//   bundle, inline  the steps' bundle of the held layers (path; its base64 bytes in the run that made it, else null)
+//   bundle          the path of the steps' bundle of the held layers (fetched at the map's first paint)
 //   slots           the page's containers: server / server_check (the page's own steps and line, for the server's
 //                   view) and browser / check (this module's, for another view): one of each pair is shown
 //   server_view     {layer, head} the page drew its steps for
@@ -28,19 +28,13 @@ function remember(path, value) {
   while (bundles.size > 4) bundles.delete(bundles.keys().next().value);
 }
 
-// the steps' bundle named by the data, or null while it is fetched (the map repaints once it is here)
+// the steps' bundle named by the data, or null while it is fetched (asked for at the map's first paint; the map
+// repaints once it is here)
 function bundleOf(map) {
   const s = map.data.steps;
   const known = bundles.get(s.bundle);
+  if (known === "gone") return null;
   if (known && !(known instanceof Promise)) return known;
-  if (!known && s.inline) {
-    const binary = atob(s.inline);
-    const bytes = new Uint8Array(binary.length);
-    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-    const read = parse(bytes.buffer);
-    remember(s.bundle, read);
-    return read;
-  }
   if (!known) {
     const path = s.bundle;
     const promise = fetch(appUrl(path), { credentials: "same-origin" })
@@ -52,7 +46,7 @@ function bundleOf(map) {
         remember(path, parse(buffer));
         if (map.data.steps.bundle === path) map.paint();
       })
-      .catch(() => bundles.delete(path));
+      .catch(() => bundles.set(path, "gone"));
     remember(path, promise);
   }
   return null;
@@ -63,9 +57,12 @@ function layerEntry(map, layer) {
   return b ? b.header.layers.find((entry) => entry.layer === layer) || null : null;
 }
 
-// whether the steps of the view's layer are held (else a step asks the page for a run)
+// whether the steps of the view's layer are held or on their way (else a step asks the page for a run: a layer
+// the bundle lacks or where the query sees no key, a bundle the server no longer has)
 export function stepsHeld(map) {
-  const entry = layerEntry(map, map.view.layer);
+  const known = bundles.get(map.data.steps.bundle);
+  if (known === undefined || known instanceof Promise) return true; // drawn once it is here
+  const entry = known === "gone" ? null : layerEntry(map, map.view.layer);
   return !!entry && !entry.error;
 }
 

@@ -20,14 +20,15 @@ header's ``layers`` is a list of one entry per held layer::
      "distance": null or {"text", "array", "patches"}}
 
 ``text`` is a list of literal strings and one-name lists (``["head"]``, ``["total"]``): the fields the browser
-fills for the head shown, so that no token's text is ever read as a field. The bundle travels as the map's
-does (:mod:`.bundle`: in the data of the run that made it when small, else by path; a session's rerun names it
-only). Offers: :func:`payload`, :func:`segments`, :func:`figures`, :func:`data`.
+fills for the head shown, so that no token's text is ever read as a field. The data names the bundle by path;
+it is made in the request handler's thread when the browser first asks for it, after the map's first paint
+(the page's run draws the server's head's steps itself and makes none; a session's rerun names the same path,
+:func:`~attention_viz.ui.attention_map.bundle.memo`). Offers: :func:`payload`, :func:`segments`, :func:`check`,
+:func:`data`.
 """
 
 from __future__ import annotations
 
-import base64
 import string
 from collections.abc import Callable, Sequence
 
@@ -230,24 +231,15 @@ def data(
     config: dict,
     title: dict,
 ) -> dict:
-    """The element's ``steps`` data: the bundle's path (and its bytes, base64, in the run that made a small
-    one; ``memo_key``: its content, ``make``: how to make it, in any thread), the page's containers, the
+    """The element's ``steps`` data: the bundle's path (``memo_key``: its content; ``make``: how to make it, in
+    the request handler's thread when the browser first asks: a run makes none), the page's containers, the
     server's view (``layer``, ``head``: the page drew its steps), the charts' ``templates`` (plotly figures
     by step key: each the template of its kind), the charts' plotly ``config``, and the ``title``
     (:func:`segments`)."""
     memo = bundle.memo(STEPS_KEY, memo_key, None)
-    made: list[bytes] = []
-
-    def register() -> str:
-        made.append(make())
-        if len(made[0]) <= bundle.INLINE_MAX:
-            return STORE.put_recipe(made[0], make)
-        return STORE.put(made[0])
-
-    path = f"{ROUTE}/maps/{bundle.bundle_id(memo, layers, register)}"
+    path = f"{ROUTE}/maps/{bundle.bundle_id(memo, layers, lambda: STORE.put_later(make))}"
     return {
         "bundle": path,
-        "inline": None if not made or len(made[0]) > bundle.INLINE_MAX else base64.b64encode(made[0]).decode("ascii"),
         "slots": {
             "server": SERVER_STEPS,
             "browser": BROWSER_STEPS,
