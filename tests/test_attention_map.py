@@ -321,3 +321,63 @@ def test_the_apptest_reading_is_made_from_the_drawing_the_browser_gets():
     switched = {**data, "kinds": kinds, "bundle": path, "view": {**view, "map_view": "pretrained"}}
     assert drawing.look(switched)["colorscale"] == kinds["pretrained"]["colorscale"] != data["colorscale"]
     assert apptest_view.as_figure(switched)["layout"]["title"]["text"] == "both"
+
+
+def test_inside_steps_bundle_holds_each_heads_charts_as_the_page_draws_them(bundled):
+    """What the element draws for a head it steps to: that head's numbers (float32, as the steps give them) and
+    the charts' fields that follow them, equal to the figures the page draws for that head."""
+    from attention_viz import figures
+    from attention_viz.analysis import steps
+    from attention_viz.extraction import encode
+    from attention_viz.ui.attention_map import inside_steps
+    from attention_viz.ui.attention_map.serving import unpack
+    from attention_viz.ui.text import i18n
+
+    encoding = encode(bundled.tokenizer, "The cat sat on the mat.")
+    labels = encoding.labels
+    hidden = steps.layer_inputs(bundled.encoder, encoding)
+    model = np.stack(
+        [steps.layer_weights(steps.layer_vectors(bundled.encoder, h, i), 2, 0.2) for i, h in enumerate(hidden)]
+    )
+    settings = {"query": 2, "masked": (1,), "scaling": 0.2, "temperature": 2.0, "as_model": False, "theta": 0.0}
+    made = lambda layer: steps.layer_steps(bundled.encoder, hidden[layer], layer, 2, 0.2, 2.0, (1,))  # noqa: E731
+    header, values = unpack(inside_steps.payload(made, (2, 3), i18n.table("en"), labels, settings, model))
+    entry = header["layers"][1]
+    assert [e["layer"] for e in header["layers"]] == [2, 3] and entry["error"] is None
+    own = steps.head_steps(*steps.head_vectors(bundled.encoder, hidden[3], 3, 5), 2, 0.2, 2.0, (1,))
+    by_key = {step["key"]: step for step in entry["steps"]}
+    assert list(by_key) == [
+        f"step_{name}" for name in ("query", "keys", "dots", "scores", "weights", "values", "context")
+    ]
+
+    def head_values(step, head=5):
+        array = step["array"]
+        count = int(np.prod(array["shape"][1:]))
+        start = array["offset"] // 4 + head * count
+        return values[start : start + count].reshape(array["shape"][1:])
+
+    assert np.array_equal(head_values(by_key["step_weights"]), own.weights)
+    assert np.array_equal(head_values(by_key["step_keys"]), own.keys)
+    assert np.array_equal(head_values(by_key["step_context"]), own.context[None])
+    bars = figures.key_bars(own.weights, labels, "w", (1,), ".3f", 2, "masked").to_plotly_json()
+    patch = by_key["step_weights"]["patches"][5]
+    assert patch["trace"]["text"] == list(bars["data"][0]["text"]) and patch["trace"]["text"][1] == "masked"
+    assert patch["layout"]["yaxis"]["range"] == list(bars["layout"]["yaxis"]["range"])
+    assert patch["layout"]["margin"]["l"] == bars["layout"]["margin"]["l"]
+    keys = figures.step_heatmap(own.keys, labels, "k").to_plotly_json()["data"][0]
+    heat = by_key["step_keys"]["patches"][5]["trace"]
+    assert (heat["zmin"], heat["zmax"]) == (keys["zmin"], keys["zmax"])
+    assert heat["colorbar"]["ticktext"] == list(keys["colorbar"]["ticktext"])
+    assert entry["values"]["total"][5] == f"{own.weights.sum():.6f}"
+    assert entry["check"][5]["kind"] == "info" and '"cat"' in entry["check"][5]["text"]
+
+
+def test_inside_steps_texts_leave_a_tokens_braces_as_they_are():
+    """A token that looks like a field stays text: only the template's own fields are filled in the browser."""
+    from attention_viz.ui.attention_map import inside_steps
+    from attention_viz.ui.text import i18n
+
+    text = inside_steps.segments(i18n.table("en"), "inside.step_query", ("head",), token="{head}", layer=3, d=32)
+    assert text["bold"] == "The query."
+    assert ["head"] in text["text"] and text["text"].count(["head"]) == 1
+    assert "{head}" in text["text"]  # the token: a literal part, never filled

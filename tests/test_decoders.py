@@ -265,3 +265,31 @@ def test_inside_steps_give_the_models_weights_in_every_layer(family_model, famil
         np.testing.assert_allclose(ours, theirs[layer], atol=1e-5, rtol=0, err_msg=f"layer {layer}")
     windows = {"mistral": MISTRAL_WINDOW, "gemma2": GEMMA_WINDOW}
     assert steps.layer_rules(loaded.encoder, 0).window == windows.get(family)
+
+
+@pytest.mark.parametrize("family", ["llama", "mistral", "gemma2"])
+def test_a_layers_steps_are_each_heads_steps_bit_for_bit(family_model, family):
+    """Inside a head's steps of every head of a layer (what the page's element draws as it steps) are, head by head,
+    :func:`steps.head_steps` of that head's vectors with the layer's window and cap, its rotation and its score
+    over distance."""
+    loaded = family_model(family)
+    info = loaded.info
+    hidden = steps.layer_inputs(loaded.encoder, encode(loaded.tokenizer, TEXT, None, info.max_positions))
+    for layer in range(info.num_layers):
+        rules = steps.layer_rules(loaded.encoder, layer)
+        scaling = steps.scaling_factor("exact", info.head_dim, info.hidden_size, rules.scaling)
+        found = steps.layer_steps(loaded.encoder, hidden[layer], layer, 9, scaling, 1.5, (8,), True, 16)
+        assert found.layer == layer and found.rules == rules and len(found.heads) == info.num_heads
+        for head, shown in enumerate(found.heads):
+            q, k, v = steps.head_vectors(loaded.encoder, hidden[layer], layer, head)
+            own = steps.head_steps(q, k, v, 9, scaling, 1.5, (8,), True, rules.window, rules.softcap)
+            for name in ("query", "keys", "values", "dots", "scores", "weights", "context", "all_weights"):
+                assert np.array_equal(getattr(shown, name), getattr(own, name)), (layer, head, name)
+            rotated = steps.rotation_step(loaded.encoder, hidden[layer], layer, head, 9).vectors
+            assert np.array_equal(found.rotations[head], rotated)
+            curve = steps.distance_scores(loaded.encoder, hidden[layer][9], layer, head, 16)
+            assert np.array_equal(found.distances[head], curve)
+            if rules.softcap is None:
+                assert found.uncapped is None
+            else:
+                assert np.array_equal(found.uncapped[head], steps.uncapped_scores(own, scaling))
