@@ -1,11 +1,11 @@
 """The page around a map element that steps in the browser: the places its controls and details go, and the
 server's files, which follow the view the server knows.
 
-A map element whose data has ``controls`` (Compare, the article's layer, Rollout & norms) steps through heads
-and layers without a run of the page: it draws its own title, Layer and Head boxes with ‹ › (in the page's
-:data:`CONTROLS_SLOT`), and what follows the view under the map (numbers, notes: in :data:`DETAILS_SLOT`), and
-tells the server the view with the next run (:mod:`attention_viz.ui.view.browser_view`). What the server makes for a
-view (the downloads) stays the server's: after steps in the browser the element hides it and shows a button
+A map element whose data has ``controls`` (Compare, the article's layer, Rollout & norms, Inside a head) steps
+through heads and layers without a run of the page: it draws its own title, Layer and Head boxes with ‹ › (in the
+page's :data:`CONTROLS_SLOT`), and what follows the view under the map (numbers, notes: in :data:`DETAILS_SLOT`),
+and tells the server the view with the next run (:mod:`attention_viz.ui.view.browser_view`). What the server makes
+for a view (the downloads) stays the server's: after steps in the browser the element hides it and shows a button
 that brings the server to the view shown (one run); the files then follow (``attention_map.js``, ``follow``).
 """
 
