@@ -175,3 +175,26 @@ def test_inside_a_local_layer_shows_its_window_and_a_capped_one_its_cap(family_d
     assert not np.any(uncapped[:3])  # outside the window: no bar
     at = _inside(folder, 1, 2, 6)  # layer 1: global and capped
     assert "step_softcap" in _keys(at) and "step_window" not in _keys(at)
+
+
+def test_inside_the_element_holds_every_layers_decoder_steps_for_its_own_steps(family_dir):
+    """What the map's element draws for a head it steps to, on a global layer of Gemma 2 (its local layers have a
+    window): a template of each chart kind any held layer has, and each layer's own steps, bit for bit."""
+    from replay import map_data
+
+    from attention_viz.ui.attention_map.serving import STORE, unpack
+
+    folder = family_dir("gemma2")
+    at = _inside(folder, 1, 2, 6)  # layer 1: global and capped
+    steps_data = map_data(at)["steps"]
+    assert {"step_window", "step_rope", "step_softcap", "rope_distance"} <= set(steps_data["templates"])
+    header, values = unpack(STORE.get(steps_data["bundle"].rsplit("/", 1)[-1]))
+    kinds = {entry["layer"]: [step["key"] for step in entry["steps"]] for entry in header["layers"]}
+    assert "step_window" in kinds[0] and "step_window" not in kinds[1] and "step_rope" in kinds[1]
+    loaded = cache.model(folder)
+    hidden = steps.layer_inputs(loaded.encoder, encode(loaded.tokenizer, TEXT, None))[0]
+    rotated = steps.rotation_step(loaded.encoder, hidden, 0, 3, 6).vectors
+    (rope,) = [step for step in header["layers"][0]["steps"] if step["key"] == "step_rope"]
+    count = int(np.prod(rope["array"]["shape"][1:]))
+    start = rope["array"]["offset"] // 4 + 3 * count
+    assert np.array_equal(values[start : start + count].reshape(rotated.shape), rotated)  # layer 0, head 3

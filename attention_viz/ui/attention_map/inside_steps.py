@@ -150,7 +150,9 @@ def _layer_entry(found: steps.LayerSteps, words: dict, labels, settings, model, 
         shown.append(bars("step_softcap", found.uncapped, text, ".2f", masked))
     if rules.window is not None:
         outside = list(range(0, max(0, query - rules.window + 1)))
-        text = segments("inside.step_window", window=rules.window, token=token, layer=found.layer, outside=len(outside))
+        text = segments(
+            words, "inside.step_window", window=rules.window, token=token, layer=found.layer, outside=len(outside)
+        )
         shown.append(
             bars("step_window", [h.scores for h in heads], text, ".2f", outside, words["inside.outside_window"])
         )
