@@ -8,7 +8,7 @@ scores before the cap; a local layer's scores in its window) as float32, and wha
 values (colour range and ticks, bar texts, axis range, margin: :func:`attention_viz.figures.steps.heatmap_range`,
 :func:`~attention_viz.figures.steps.bar_values`, :func:`~attention_viz.figures.steps.line_room`), the weights'
 total and the parity or entropy line as text. The charts' other fields come from one template a chart kind:
-the figure the server makes for its own view (:func:`figures`), which the page also draws itself.
+the figure the page draws for the server's view (the data's ``templates``; :func:`data`).
 
 Format: :func:`attention_viz.ui.attention_map.serving.pack`'s (``"AVM1"``, a JSON header, float32 arrays); the
 header's ``layers`` is a list of one entry per held layer::
@@ -48,7 +48,6 @@ STEPS_KEY = "inside_steps"  # the session memo of the steps' bundle ids (:func:`
 # view it stepped to), each pair shown one at a time by ``inside_steps.js``.
 SERVER_STEPS, BROWSER_STEPS = "inside_server_steps", "inside_browser_steps"
 SERVER_CHECK, BROWSER_CHECK = "inside_server_check", "inside_browser_check"
-HEATMAPS = ("step_query", "step_keys", "step_rope", "step_values", "step_context")
 
 
 def segments(words: dict, key: str, varying: Sequence[str] = (), **fixed: object) -> dict:
