@@ -63,14 +63,21 @@ _SIGNATURE = """el => (el && el._fullData) ? JSON.stringify(el._fullData.map(t =
 
 # Arms a watch: the next keydown (capture phase, before Streamlit sees it) starts the clock; the clock
 # stops in the first animation frame in which every chart at ``selectors`` shows other data than now
-# (``selectors`` null: every plotly chart on the page that is drawn now, by its place in the page).
+# (``selectors`` null: every plotly chart shown on the page now, by its place among those shown, and the map
+# element's head: its plotly chart keeps its data while its canvas paints the new head).
 _ARM_KEY = (
     """selectors => {
-    const signature = """
+    const chartData = """
     + _SIGNATURE
     + """;
+    const map = document.querySelector('"""
+    + ELEMENT
+    + """');
+    const signature = el => el === map ? (map.dataset.ready === '1' ? map.dataset.layer + ':' + map.dataset.head : null)
+        : chartData(el);
+    const shown = el => el.offsetParent !== null && !(map && map.contains(el));
     const charts = () => selectors ? selectors.map(s => document.querySelector(s))
-        : Array.from(document.querySelectorAll('.js-plotly-plot'));
+        : [...(map ? [map] : []), ...Array.from(document.querySelectorAll('.js-plotly-plot')).filter(shown)];
     const before = charts().map(signature);
     const watched = before.map((b, i) => i).filter(i => before[i] !== null);
     const felt = window.__felt = {start: null, end: null, charts: watched.length};

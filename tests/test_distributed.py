@@ -403,7 +403,8 @@ def test_cli_on_a_ray_client_address(head_node, tmp_path, tiny_model_dir, single
 def test_cli_ctrl_c_stops_cleanly_and_frees_the_workers(head_node, tmp_path, tiny_model_dir):
     """Ctrl+C (SIGINT to the process group, as a terminal sends it) once parts are running: one line, exit 130,
     no traceback, nothing on stdout, and the run's actors are gone from the cluster."""
-    copies = 100  # 2,400 texts with importance: minutes of work, so the interrupt lands mid-run
+    copies = 300  # 7,200 texts with importance: eight parts of 900, so the interrupt lands mid-run (2,400 texts,
+    # parts of 300, could all finish between the first part's line and the interrupt on a loaded machine)
     args = _cli(_corpus_file(tmp_path, copies), "--model", tiny_model_dir, "--batch-size", str(BATCH), "--importance")
     args += [
         "--ray",
@@ -412,6 +413,8 @@ def test_cli_ctrl_c_stops_cleanly_and_frees_the_workers(head_node, tmp_path, tin
         "2",
         "--max-texts",
         str(24 * copies),
+        "--max-tokens",
+        str(1_000_000),
         "--ray-timeout",
         str(CONNECT_S),
     ]
@@ -428,7 +431,8 @@ def test_cli_ctrl_c_stops_cleanly_and_frees_the_workers(head_node, tmp_path, tin
     reader.start()
     try:
         deadline = time.monotonic() + 400
-        while not re.search(rb"\| [1-9]\d*/2400 \[", bytes(err)):  # a part is done, others run
+        done_part = re.compile(rb"\| [1-9]\d*/%d \[" % (24 * copies))
+        while not done_part.search(bytes(err)):  # a part is done, others run
             assert process.poll() is None, bytes(err).decode(errors="replace")[-2000:]
             assert time.monotonic() < deadline, "no part finished"
             time.sleep(0.2)
