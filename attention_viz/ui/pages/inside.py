@@ -2,7 +2,7 @@
 
 A head or layer step (the keys, the ‹ › buttons, the Layer and Head boxes the map's element draws) runs nothing
 on the server while the element holds the layer: it draws the title, the steps, the score over distance and
-the parity or entropy line of the head it shows (:mod:`attention_viz.ui.attention_map.inside_steps`), and the
+the parity or entropy line of the head it shows (:mod:`attention_viz.analysis.step_bundles`), and the
 next run learns the view (:mod:`attention_viz.ui.attention_map.page_view`). The query token, the scaling, the
 temperature and the masked keys change the computation: a change of them runs the page."""
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from attention_viz import analysis, figures
-from attention_viz.analysis import presets, steps
+from attention_viz.analysis import presets, step_bundles, steps
 from attention_viz.extraction import export
 from attention_viz.models.decoder import Decoder
 from attention_viz.models.encoder import PARITY_BOUND
@@ -401,10 +401,10 @@ def _map(loaded, selection, settings: _Settings, style, labels, server: tuple) -
         )
 
     def make() -> bytes:  # in any thread: no session read here
-        return inside_steps.payload(layer_steps, layers, words, labels, found, pretrained.weights)
+        return step_bundles.payload(layer_steps, layers, words, labels, found, pretrained.weights)
 
     content = (recipe.kind, recipe.key, settings.query, i18n.language())
-    title = inside_steps.segments(words, "inside.title", ("layer", "head"), query=token)
+    title = step_bundles.segments(words, "inside.title", ("layer", "head"), query=token)
     extra = {
         "controls": page_view.controls(plain("inside.title", layer="{layer}", head="{head}", query=token)),
         "follow": page_view.follow(("layer", "head")),
