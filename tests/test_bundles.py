@@ -102,3 +102,21 @@ def test_inside_steps_texts_leave_a_tokens_braces_as_they_are():
     assert text["bold"] == "The query."
     assert ["head"] in text["text"] and text["text"].count(["head"]) == 1
     assert "{head}" in text["text"]  # the token: a literal part, never filled
+
+
+def test_the_line_under_the_steps_is_parity_as_the_model_computes_else_the_entropy_change():
+    model = np.array([[0.5, 0.5], [0.25, 0.75]])
+    ours = np.array([[0.5, 0.5], [0.5, 0.5]])
+    assert step_bundles.check_line(model, model, 1, True) == (
+        "success",
+        "inside.parity",
+        {"worst": "0.0e+00", "bound": "1e-05"},
+    )
+    kind, key, values = step_bundles.check_line(ours, model, 1, True)
+    assert (kind, key, values["worst"]) == ("error", "inside.parity", "2.5e-01")  # |0.5 - 0.25|
+    # row 1: the model's (0.25, 0.75) has 0.811 bits, ours (0.5, 0.5) one bit
+    assert step_bundles.check_line(ours, model, 1, False) == (
+        "info",
+        "inside.changed",
+        {"model_bits": "0.811", "our_bits": "1.000"},
+    )

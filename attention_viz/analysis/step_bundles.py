@@ -22,7 +22,8 @@ header's ``layers`` is a list of one entry per held layer::
 ``text`` is a list of literal strings and one-name lists (``["head"]``, ``["total"]``): the fields the browser
 fills for the head shown, so that no token's text is ever read as a field. The words come from a translation
 table passed in (:func:`attention_viz.ui.text.i18n.table`'s): no Streamlit and no session here, so the bundle
-may be made in a request handler's thread. Offers: :func:`payload`, :func:`segments`, :func:`check`.
+may be made in a request handler's thread. Offers: :func:`payload`, :func:`segments`, :func:`check`,
+:func:`check_line`.
 """
 
 from __future__ import annotations
@@ -64,20 +65,28 @@ def segments(words: dict, key: str, varying: Sequence[str] = (), **fixed: object
     return {"bold": bold, "text": parts}
 
 
+def check_line(
+    all_weights: np.ndarray, model_weights: np.ndarray, query: int, as_model: bool
+) -> tuple[str, str, dict[str, str]]:
+    """``(kind, text key, values)`` of the line under the steps for one head: with the model's own computation,
+    the largest difference of the steps' ``(t, t)`` weights from the model's (parity: ``success`` within
+    :data:`~attention_viz.models.encoder.PARITY_BOUND`, else ``error``; ``inside.parity`` with ``worst`` and
+    ``bound``); else how the settings changed the query token's attention entropy in bits (``info``;
+    ``inside.changed`` with ``model_bits`` and ``our_bits``, the text's ``token`` being the caller's)."""
+    if as_model:
+        worst = max_abs_difference(all_weights, model_weights)
+        kind = "success" if worst <= PARITY_BOUND else "error"
+        return kind, "inside.parity", {"worst": f"{worst:.1e}", "bound": f"{PARITY_BOUND:g}"}
+    model_bits, our_bits = (float(row_entropy(m[query])) for m in (model_weights, all_weights))
+    return "info", "inside.changed", {"model_bits": f"{model_bits:.3f}", "our_bits": f"{our_bits:.3f}"}
+
+
 def check(
     words: dict, all_weights: np.ndarray, model_weights: np.ndarray, query: int, as_model: bool, token: str
 ) -> dict:
-    """The line under the steps for one head (plain text): with the model's own computation, the largest
-    difference of the steps' weights from the model's (parity, ``success`` within
-    :data:`~attention_viz.models.encoder.PARITY_BOUND`, else ``error``); else how the settings changed the
-    query token's attention entropy (``info``)."""
-    if as_model:
-        worst = max_abs_difference(all_weights, model_weights)
-        text = words["inside.parity"].format(worst=f"{worst:.1e}", bound=f"{PARITY_BOUND:g}")
-        return {"kind": "success" if worst <= PARITY_BOUND else "error", "text": text}
-    model_bits, our_bits = (float(row_entropy(m[query])) for m in (model_weights, all_weights))
-    text = words["inside.changed"].format(token=token, model_bits=f"{model_bits:.3f}", our_bits=f"{our_bits:.3f}")
-    return {"kind": "info", "text": text}
+    """The line under the steps for one head as plain text (:func:`check_line`): ``{"kind", "text"}``."""
+    kind, key, values = check_line(all_weights, model_weights, query, as_model)
+    return {"kind": kind, "text": words[key].format(token=token, **values)}
 
 
 def _heatmap_patch(matrix) -> dict:

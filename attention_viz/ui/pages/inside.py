@@ -10,11 +10,10 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from attention_viz import analysis, figures
+from attention_viz import figures
 from attention_viz.analysis import presets, step_bundles, steps
 from attention_viz.extraction import export
 from attention_viz.models.decoder import Decoder
-from attention_viz.models.encoder import PARITY_BOUND
 from attention_viz.ui.attention_map import element as attention_map
 from attention_viz.ui.attention_map import inside_steps, page_view
 from attention_viz.ui.frame import feedback, fragment
@@ -46,8 +45,7 @@ class _Settings:
 
 
 def _show() -> None:
-    selection = state.selection()
-    loaded = cache.model(selection.model)
+    selection, loaded = controls.shown_model()
     info = loaded.info
     layer, head = selection.layer, selection.head
     encoding, (queries, keys, values) = feedback.or_stop(
@@ -135,15 +133,7 @@ def _controls(info, encoding, own_scaling: float) -> _Settings:
         return f"{i}: {figures.isolate(labels[i])}"
 
     left, right = st.columns(2)
-    query_index = state.control(
-        left.selectbox,
-        t("inside.query"),
-        "inside_query",
-        range(n),
-        labels=token,
-        decode=lambda stored: stored if 0 <= stored < n else default_query(),
-        note=False,
-    )
+    query_index = controls.token_choice(left, "inside_query", labels, default_query(), t("inside.query"))
     scaling_kind = state.control(
         left.radio,
         t("inside.scaling"),
@@ -333,15 +323,8 @@ def _step(number: int, text: Markdown, figure, key: str, config: dict) -> None:
 def _check(result, model_weights, settings: _Settings, token: str) -> None:
     """As the model computes it: the steps' weights against the model's own (parity); else how the
     settings changed the query token's attention entropy."""
-    if settings.as_bert:
-        worst = analysis.max_abs_difference(result.all_weights, model_weights)
-        message = t("inside.parity", worst=f"{worst:.1e}", bound=f"{PARITY_BOUND:g}")
-        (st.success if worst <= PARITY_BOUND else st.error)(message)
-    else:
-        model_bits, our_bits = (
-            float(analysis.row_entropy(m[settings.query])) for m in (model_weights, result.all_weights)
-        )
-        st.info(t("inside.changed", token=token, model_bits=f"{model_bits:.3f}", our_bits=f"{our_bits:.3f}"))
+    kind, key, values = step_bundles.check_line(result.all_weights, model_weights, settings.query, settings.as_bert)
+    getattr(st, kind)(t(key, token=token, **values))
 
 
 def _map(loaded, selection, settings: _Settings, style, labels, server: tuple) -> None:
