@@ -1,9 +1,8 @@
-"""The map element's Python side: its bundles (binary layout, budget, store), the view it accepts from the
-browser, and the figure it reads back for AppTest."""
+"""The map element's Python side: its bundles (store, inline, neighbours; their format: test_bundles.py), the
+view it accepts from the browser, and the figure it reads back for AppTest."""
 
 import asyncio
 import json
-import struct
 
 import numpy as np
 import pytest
@@ -12,45 +11,10 @@ from replay import browser_report, browser_step, element_state, replay
 
 from attention_viz import figures
 from attention_viz.extraction import extract
+from attention_viz.figures import bundles
 from attention_viz.ui.attention_map import apptest_view, bundle, components, element, serving
 from attention_viz.ui.frame import screen
 from attention_viz.ui.view import state
-
-
-def test_a_bundle_is_its_header_and_little_endian_float32_maps():
-    maps = np.arange(2 * 3 * 4 * 4, dtype=np.float32).reshape(2, 3, 4, 4) / 100
-    payload = bundle.bundle(maps, (1, 2), ["a", "b", "a", "<s>"], ["a", "b", "a", "<s>"], overview=False)
-    assert payload[:4] == b"AVM1"
-    (length,) = struct.unpack("<I", payload[4:8])
-    header = json.loads(payload[8 : 8 + length])
-    start = 8 + length + (-(8 + length) % 4)
-    assert start % 4 == 0 and len(payload) == start + maps.nbytes
-    assert np.array_equal(np.frombuffer(payload[start:], dtype="<f4").reshape(maps.shape), maps)
-    assert header["layers"] == [1, 2] and header["maps"] == {"offset": 0, "shape": [2, 3, 4, 4]}
-    assert len(set(header["y"])) == 4  # repeated labels stay distinct rows
-    assert header["y_text"][3] == "\u2068&lt;s&gt;\u2069"  # written for plotly, isolated
-    again, values = serving.unpack(payload)
-    assert again == header and np.array_equal(values.reshape(maps.shape), maps)
-
-
-def test_the_overview_is_pooled_rows_that_still_sum_to_one():
-    rng = np.random.default_rng(0)
-    weights = rng.random((1, 2, 100, 100)).astype(np.float32)
-    weights /= weights.sum(-1, keepdims=True)
-    labels = [f"t{i}" for i in range(100)]
-    header, values = serving.unpack(bundle.bundle(weights, (0,), labels, labels, overview=True))
-    entry = header["overview"]
-    pooled = values[entry["offset"] // 4 :].reshape(entry["shape"])
-    assert entry["shape"] == [1, 2, bundle.OVERVIEW_BINS, bundle.OVERVIEW_BINS]
-    np.testing.assert_allclose(pooled.sum(-1), 1, atol=1e-5)
-
-
-def test_the_budget_holds_every_layer_of_a_sentence_and_one_layer_of_512_tokens():
-    assert bundle.held_layers(6, 12, 16, 16, 3) == tuple(range(6))  # 74 KB
-    assert bundle.held_layers(6, 12, 512, 512, 3) == (3,)  # 75 MB for all: the layer's 12.6 MB
-    assert bundle.holds_heads(12, 512, 512) and not bundle.holds_heads(16, 1024, 1024)
-    with pytest.raises(ValueError, match="not finite"):
-        serving.pack({}, [np.array([np.nan], dtype=np.float32)])
 
 
 def test_the_store_gives_a_bundle_back_by_id_and_drops_the_oldest_past_its_budget():
@@ -172,14 +136,14 @@ def test_a_new_sentences_maps_travel_once_inside_the_data_and_a_step_names_them_
     first = data()
     stored = serving.STORE.get(first["bundle"].rsplit("/", 1)[-1])
     assert first["inline"] is not None and base64.b64decode(first["inline"]) == stored
-    header, _ = serving.unpack(stored)
+    header, _ = bundles.unpack(stored)
     assert header["layers"] == list(range(bundled.info.num_layers))  # every layer of the sentence
     browser_step(at, head=state.EXAMPLE_HEAD + 1)
     assert data()["bundle"] == first["bundle"] and data()["inline"] is None
     at.text_area(key="text").input("The dog sat on the mat.").run()
     changed = data()
     assert changed["bundle"] != first["bundle"] and changed["inline"] is not None
-    header, values = serving.unpack(base64.b64decode(changed["inline"]))
+    header, values = bundles.unpack(base64.b64decode(changed["inline"]))
     weights = extract(bundled, "The dog sat on the mat.").weights
     np.testing.assert_array_equal(values[: weights.size].reshape(weights.shape), weights.astype(np.float32))
 
@@ -291,7 +255,7 @@ def test_the_pages_hand_the_map_element_data_from_the_cache_and_compute_no_map()
 def test_the_apptest_reading_is_made_from_the_drawing_the_browser_gets():
     """One function builds the drawing data; a map kind the element switches to itself looks as a map drawn with
     that scale, and the AppTest reading picks its colours, title and file name from that data as the browser does."""
-    from attention_viz.ui.attention_map import drawing
+    from attention_viz.figures import map_drawing as drawing
 
     spec = element.MapSpec(
         layers=2,
@@ -310,7 +274,7 @@ def test_the_apptest_reading_is_made_from_the_drawing_the_browser_gets():
         name: look[name] for name in ("colorscale", "zrange", "zmid", "value_format")
     }
     maps = np.full((2, 1, 3, 3), 0.25, np.float32)
-    path = f"{serving.ROUTE}/maps/{serving.STORE.put(bundle.bundle(maps, (0, 1), labels, labels, False))}"
+    path = f"{serving.ROUTE}/maps/{serving.STORE.put(bundles.bundle(maps, (0, 1), labels, labels, False))}"
     view = {"layer": 1, "head": 0, "focus": -1, "query_start": 0, "key_start": 0}
     shown = apptest_view.as_figure({**data, "bundle": path, "view": view})
     assert shown["data"][0]["colorscale"] == data["colorscale"] and shown["data"][0]["zmid"] == 0.0
@@ -321,63 +285,3 @@ def test_the_apptest_reading_is_made_from_the_drawing_the_browser_gets():
     switched = {**data, "kinds": kinds, "bundle": path, "view": {**view, "map_view": "pretrained"}}
     assert drawing.look(switched)["colorscale"] == kinds["pretrained"]["colorscale"] != data["colorscale"]
     assert apptest_view.as_figure(switched)["layout"]["title"]["text"] == "both"
-
-
-def test_inside_steps_bundle_holds_each_heads_charts_as_the_page_draws_them(bundled):
-    """What the element draws for a head it steps to: that head's numbers (float32, as the steps give them) and
-    the charts' fields that follow them, equal to the figures the page draws for that head."""
-    from attention_viz import figures
-    from attention_viz.analysis import steps
-    from attention_viz.extraction import encode
-    from attention_viz.ui.attention_map import inside_steps
-    from attention_viz.ui.attention_map.serving import unpack
-    from attention_viz.ui.text import i18n
-
-    encoding = encode(bundled.tokenizer, "The cat sat on the mat.")
-    labels = encoding.labels
-    hidden = steps.layer_inputs(bundled.encoder, encoding)
-    model = np.stack(
-        [steps.layer_weights(steps.layer_vectors(bundled.encoder, h, i), 2, 0.2) for i, h in enumerate(hidden)]
-    )
-    settings = {"query": 2, "masked": (1,), "scaling": 0.2, "temperature": 2.0, "as_model": False, "theta": 0.0}
-    made = lambda layer: steps.layer_steps(bundled.encoder, hidden[layer], layer, 2, 0.2, 2.0, (1,))  # noqa: E731
-    header, values = unpack(inside_steps.payload(made, (2, 3), i18n.table("en"), labels, settings, model))
-    entry = header["layers"][1]
-    assert [e["layer"] for e in header["layers"]] == [2, 3] and entry["error"] is None
-    own = steps.head_steps(*steps.head_vectors(bundled.encoder, hidden[3], 3, 5), 2, 0.2, 2.0, (1,))
-    by_key = {step["key"]: step for step in entry["steps"]}
-    assert list(by_key) == [
-        f"step_{name}" for name in ("query", "keys", "dots", "scores", "weights", "values", "context")
-    ]
-
-    def head_values(step, head=5):
-        array = step["array"]
-        count = int(np.prod(array["shape"][1:]))
-        start = array["offset"] // 4 + head * count
-        return values[start : start + count].reshape(array["shape"][1:])
-
-    assert np.array_equal(head_values(by_key["step_weights"]), own.weights)
-    assert np.array_equal(head_values(by_key["step_keys"]), own.keys)
-    assert np.array_equal(head_values(by_key["step_context"]), own.context[None])
-    bars = figures.key_bars(own.weights, labels, "w", (1,), ".3f", 2, "masked").to_plotly_json()
-    patch = by_key["step_weights"]["patches"][5]
-    assert patch["trace"]["text"] == list(bars["data"][0]["text"]) and patch["trace"]["text"][1] == "masked"
-    assert patch["layout"]["yaxis"]["range"] == list(bars["layout"]["yaxis"]["range"])
-    assert patch["layout"]["margin"]["l"] == bars["layout"]["margin"]["l"]
-    keys = figures.step_heatmap(own.keys, labels, "k").to_plotly_json()["data"][0]
-    heat = by_key["step_keys"]["patches"][5]["trace"]
-    assert (heat["zmin"], heat["zmax"]) == (keys["zmin"], keys["zmax"])
-    assert heat["colorbar"]["ticktext"] == list(keys["colorbar"]["ticktext"])
-    assert entry["values"]["total"][5] == f"{own.weights.sum():.6f}"
-    assert entry["check"][5]["kind"] == "info" and '"cat"' in entry["check"][5]["text"]
-
-
-def test_inside_steps_texts_leave_a_tokens_braces_as_they_are():
-    """A token that looks like a field stays text: only the template's own fields are filled in the browser."""
-    from attention_viz.ui.attention_map import inside_steps
-    from attention_viz.ui.text import i18n
-
-    text = inside_steps.segments(i18n.table("en"), "inside.step_query", ("head",), token="{head}", layer=3, d=32)
-    assert text["bold"] == "The query."
-    assert ["head"] in text["text"] and text["text"].count(["head"]) == 1
-    assert "{head}" in text["text"]  # the token: a literal part, never filled

@@ -23,9 +23,10 @@ from PIL import Image
 from playwright.sync_api import expect
 
 from attention_viz.extraction import extract
+from attention_viz.figures import bundles
 from attention_viz.figures.layout import DENSE
 from attention_viz.models.loading import bundled_model_path
-from attention_viz.ui.attention_map import bundle, serving
+from attention_viz.ui.attention_map import serving
 from attention_viz.ui.text import i18n
 from attention_viz.ui.view import state
 
@@ -230,7 +231,7 @@ def test_a_layer_step_at_a_long_input_paints_from_the_neighbours_fetched_ahead(s
     url, _, _ = server
     text = " ".join("abcdefg"[i % 7] for i in range(250))  # 252 tokens (a link's text: 1000 characters at most)
     result = extract(bundled, text)
-    assert 6 * 12 * result.encoding.num_tokens**2 * 4 > bundle.BUDGET
+    assert 6 * 12 * result.encoding.num_tokens**2 * 4 > bundles.BUDGET
     page = _open(chromium, url, "?" + urllib.parse.urlencode({"text": text}))
     layer, head = state.EXAMPLE_LAYER, state.EXAMPLE_HEAD
     ahead = lambda: page.eval_on_selector(ELEMENT, "e => e.dataset.ahead")  # noqa: E731

@@ -131,11 +131,11 @@ def test_decode_bundle_reads_the_map_elements_format():
 def test_a_bundle_inside_the_elements_data_is_read_from_there_as_the_browser_does(bundled):
     """The browser paints a bundle that came inside the run's data (``inline``) and never asks the server for it;
     a bundle named without its bytes is fetched once."""
-    from attention_viz.ui.attention_map import serving
+    from attention_viz.figures import bundles
 
     maps = np.arange(2 * 3 * 2 * 2, dtype="<f4").reshape(2, 3, 2, 2) / 100
     header = {"layers": [0, 1], "heads": 3, "y": ["a", "b"], "maps": {"offset": 0, "shape": [2, 3, 2, 2]}}
-    payload = serving.pack(header, [maps])
+    payload = bundles.pack(header, [maps])
     student, fetched = Student(0, "http://127.0.0.1:1", STEPS["browser"](), bundled, {}), []
     student._get = lambda path: fetched.append(path) or payload
     view = {"layer": 1, "head": 2}

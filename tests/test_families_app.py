@@ -182,7 +182,8 @@ def test_inside_the_element_holds_every_layers_decoder_steps_for_its_own_steps(f
     window): a template of each chart kind any held layer has, and each layer's own steps, bit for bit."""
     from replay import map_data
 
-    from attention_viz.ui.attention_map.serving import STORE, unpack
+    from attention_viz.figures.bundles import unpack
+    from attention_viz.ui.attention_map.serving import STORE
 
     folder = family_dir("gemma2")
     at = _inside(folder, 1, 2, 6)  # layer 1: global and capped

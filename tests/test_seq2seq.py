@@ -267,3 +267,36 @@ def test_an_encoder_decoder_given_to_the_encoder_loader_gets_a_clear_message(tmp
 
         load_seq2seq(make_tiny_bert(tmp_path / "bert", hidden_size=32, num_hidden_layers=1, num_attention_heads=4))
     assert refused.value.code == "not_bert" and refused.value.fields["families"] == "t5, bart"
+
+
+def test_labels_of_each_kind_mark_the_written_target_tokens(seq2seq):
+    from attention_viz.extraction.seq2seq import WRITTEN
+
+    result = generate_seq2seq(seq2seq("bart"), SOURCE, max_new_tokens=3)
+    source, target = result.source.labels, result.target.labels
+    marked = (target[0], *(WRITTEN + label for label in target[1:]))  # the start token read, then 3 written
+    assert result.labels("encoder") == (tuple(source), tuple(source))
+    assert result.labels("decoder") == (marked, marked)
+    assert result.labels("cross") == (marked, tuple(source))  # target queries (rows) over source keys
+    typed = extract_seq2seq(seq2seq("bart"), SOURCE, TARGET, "pretrained")
+    assert typed.labels("decoder")[0] == tuple(typed.target.labels)  # a given target: nothing marked
+    with pytest.raises(ValueError, match="unknown attention kind"):
+        result.labels("self")
+
+
+def test_kind_statistics_read_each_kind_as_its_own_tokens(seq2seq):
+    from attention_viz.analysis import stats
+
+    loaded = seq2seq("bart")
+    result = extract_seq2seq(loaded, SOURCE, TARGET, "pretrained")
+    cross = stats.kind_statistics(result, "cross", "<s>", "</s>")
+    end = np.array([token == "</s>" for token in result.source.tokens])
+    expected = result.cross.astype(np.float64)[..., end].sum(-1).mean(-1).reshape(-1)
+    np.testing.assert_allclose(cross["sep"], expected)  # the source's end token, averaged over target queries
+    assert len(cross) == 3 * loaded.info.decoder_heads and "self" not in cross
+    decoder = stats.kind_statistics(result, "decoder", "<s>", "</s>")
+    assert decoder["next"].isna().all() and decoder["previous"].notna().all()  # causal: no next token
+    assert not {"tags", "a_to_b", "b_to_a"} & set(decoder.columns)
+    kinds = stats.TokenKinds.from_encoding(result.source, "<s>", "</s>")
+    encoder = stats.kind_statistics(result, "encoder", "<s>", "</s>")
+    np.testing.assert_array_equal(encoder["entropy"], stats.head_statistics(result.encoder, kinds)["entropy"])

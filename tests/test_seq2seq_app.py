@@ -226,7 +226,7 @@ def test_inside_a_head_shows_the_steps_of_each_kind_with_the_cores_weights(seq2s
         if chosen == "decoder":
             assert np.all(shown[3:] == 0) and np.all(shown[:3] > 0)  # causal: nothing above the query
         assert "give transformers' map of this head" in at.success[0].value, chosen
-        assert i18n.t("inside.title", layer=1, head=1, query=seq2seq_ui.labels(expected, chosen)[0][2]) in [
+        assert i18n.t("inside.title", layer=1, head=1, query=expected.labels(chosen)[0][2]) in [
             h.value for h in at.header
         ]
 

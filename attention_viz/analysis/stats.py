@@ -268,3 +268,26 @@ def cross_statistics(weights: np.ndarray, key_kinds: TokenKinds) -> pd.DataFrame
         {"layer": np.repeat(np.arange(layers), heads), "head": np.tile(np.arange(heads), layers)}
         | {name: means[name].reshape(-1) for name in CROSS_STATISTICS}
     )
+
+
+def kind_statistics(result, kind: str, start: str = "", end: str = "") -> pd.DataFrame:
+    """Per-head statistics of one kind of an encoder–decoder's attention (one row per head, layer-major).
+
+    The encoder's and the decoder's are :func:`head_statistics`' (the decoder causal; no pair, so no tags and no
+    ``a_to_b``/``b_to_a``), the cross-attention's those read off the source's tokens (:func:`cross_statistics`).
+
+    Args:
+        result: a :class:`~attention_viz.extraction.seq2seq.Seq2SeqResult`.
+        kind: ``"encoder"``, ``"decoder"`` or ``"cross"``.
+        start, end: the tokenizer's start and end tokens: a start token (BART's ``<s>``) counts as ``cls``, the
+            end token ``</s>`` as ``sep`` ("" for none).
+
+    Raises:
+        ValueError: an unknown kind.
+    """
+    weights = result.maps(kind)
+    if kind == "cross":
+        return cross_statistics(weights, TokenKinds.from_encoding(result.source, start, end))
+    kinds = TokenKinds.from_encoding(result.source if kind == "encoder" else result.target, start, end)
+    frame = head_statistics(weights, kinds, causal=kind == "decoder")
+    return frame.drop(columns=["tags", "a_to_b", "b_to_a"])

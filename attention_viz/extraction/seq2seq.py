@@ -25,6 +25,7 @@ from attention_viz.models.loading import LoadedSeq2Seq
 # server's own token limit, when lower).
 T5_MAX_TOKENS = 512
 KINDS = ("encoder", "decoder", "cross")
+WRITTEN = "▸ "  # before the label of a target token the model wrote (:meth:`Seq2SeqResult.labels`)
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,23 @@ class Seq2SeqResult:
         if kind not in KINDS:
             raise ValueError(f"unknown attention kind {kind!r}: choose one of {', '.join(KINDS)}")
         return getattr(self, kind)
+
+    def labels(self, kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``(row labels, column labels)`` of a kind's maps: the target's tokens for the decoder's queries, the
+        source's for the encoder's and for the cross-attention's keys. A target token the model wrote has
+        :data:`WRITTEN` before its label.
+
+        Raises:
+            ValueError: an unknown kind, naming the three.
+        """
+        self.maps(kind)  # checks the kind
+        target = tuple(
+            WRITTEN + label if written else label
+            for label, written in zip(self.target.labels, self.generated, strict=True)
+        )
+        rows = self.source.labels if kind == "encoder" else target
+        columns = target if kind == "decoder" else self.source.labels
+        return tuple(rows), tuple(columns)
 
 
 def _max_tokens(loaded: LoadedSeq2Seq) -> int:

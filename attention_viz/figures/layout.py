@@ -58,6 +58,7 @@ NORMAL = MapStyle(font_size=12, window=readable_window(12), side=480)
 DENSE = MapStyle(font_size=10, window=readable_window(10), side=480)
 # A projector's 16 px labels still leave 16 px cells for an 18-token sentence, drawn whole, on a 300 px plot.
 PRESENTATION = MapStyle(font_size=16, window=18, side=560, overview_side=200)
+PRESENTATION_SCALE = 1.2  # Presentation's text size over a browser's 16 px (the app's page text and titles)
 
 
 def map_style(presentation: bool = False, tokens: int = 0) -> MapStyle:

@@ -3,9 +3,9 @@ JSON, for AppTest (the tests' ``chart(at, "map")``) and for protocol-level clien
 
 Under AppTest there is no browser: the element is recorded as an unknown element and draws nothing; the page
 around it runs as in a browser (the view comes from the session's settings). :func:`as_figure` takes the
-element's data as sent (the drawing dict of :func:`attention_viz.ui.attention_map.drawing.drawing`, the view,
+element's data as sent (the drawing dict of :func:`attention_viz.figures.map_drawing.drawing`, the view,
 the bundle's path) and the bundle it names, and picks from them as the browser does
-(:func:`~attention_viz.ui.attention_map.drawing.look`, :func:`~attention_viz.ui.attention_map.drawing.png_name`).
+(:func:`~attention_viz.figures.map_drawing.look`, :func:`~attention_viz.figures.map_drawing.png_name`).
 
 Offers: :func:`as_figure`.
 """
@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from attention_viz.figures import map_drawing as drawing
+from attention_viz.figures.bundles import unpack
 from attention_viz.figures.layout import window_slice
-from attention_viz.ui.attention_map import drawing
-from attention_viz.ui.attention_map.serving import STORE, unpack
+from attention_viz.ui.attention_map.serving import STORE
 
 
 def as_figure(data: dict) -> dict:

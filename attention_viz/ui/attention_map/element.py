@@ -10,9 +10,11 @@ Python computes every number; the browser only draws them.
 A page hands the element data: the maps of the layers it holds (:func:`held` names them), as a cache wrapper
 gave them (:func:`attention_viz.ui.server.cache_maps.held_maps`), and the maps' recipe
 (:class:`attention_viz.analysis.layer_maps.Recipe`: the map kind and its arguments), from which the other layers'
-bundles are made when the browser asks for them (:mod:`.bundle`: what a bundle holds, its format, the neighbours).
-What the element draws besides the maps is the page's :class:`~.drawing.MapSpec`, turned into the drawing data by
-:func:`~.drawing.drawing`; :func:`~.apptest_view.as_figure` reads it back for AppTest.
+bundles are made when the browser asks for them (:mod:`attention_viz.figures.bundles`: what a bundle holds, its
+format; :mod:`.bundle`: the neighbours).
+What the element draws besides the maps is the page's :class:`~attention_viz.figures.map_drawing.MapSpec` (its words:
+:func:`texts`), turned into the drawing data by :func:`~attention_viz.figures.map_drawing.drawing`;
+:func:`~.apptest_view.as_figure` reads it back for AppTest.
 
 What the element sends to the server on a step depends on the page.
 
@@ -50,14 +52,15 @@ from __future__ import annotations
 import streamlit as st
 
 from attention_viz.analysis.layer_maps import HeldMaps, Recipe
+from attention_viz.figures import bundles
+from attention_viz.figures.map_drawing import MapSpec, drawing
+from attention_viz.figures.map_drawing import kind_look as kind_look  # the pages' words for the spec
+from attention_viz.figures.map_drawing import scale as scale
 from attention_viz.ui.attention_map import bundle
 from attention_viz.ui.attention_map.components import COMPONENT, mount
 from attention_viz.ui.attention_map.components import svg_buttons as svg_buttons  # app.py draws it once a run
-from attention_viz.ui.attention_map.drawing import MapSpec, drawing
-from attention_viz.ui.attention_map.drawing import kind_look as kind_look  # the pages' words for the spec
-from attention_viz.ui.attention_map.drawing import scale as scale
-from attention_viz.ui.attention_map.drawing import texts as texts
 from attention_viz.ui.attention_map.serving import PLOTLY_PATH, ROUTE, STORE
+from attention_viz.ui.text.i18n import plain
 from attention_viz.ui.view import browser_view, state
 
 COMPARE_KEY = "attention_map"  # the Compare map's element key
@@ -65,6 +68,25 @@ INSIDE_KEY = "inside_map"  # Inside a head's map of every query
 ROLLOUT_KEY = "rollout_chart"  # Rollout & norms: one map per layer (the page's radio is "rollout_map")
 ARTICLE_KEYS = ("article_correct", "article_changed", "article_difference")  # the article's layer: keys on the first
 VIEW_KEYS = ("layer", "head", "focus", "query_start", "key_start")
+
+
+def texts(title: str, colorbar: str = "", head_axis: bool = True) -> dict:
+    """The element's words in the user's language (:attr:`MapSpec.texts`), for a map titled ``title``
+    (``head_axis`` false: one map per layer, its title names the layer alone)."""
+    return {
+        "title": title,
+        "query_axis": plain("figures.axis_query"),
+        "key_axis": plain("figures.axis_key"),
+        "loading": plain("attention_map.loading", layer="{layer}"),
+        "head": plain("attention_map.head", layer="{layer}", head="{head}")
+        if head_axis
+        else plain("attention_map.layer", layer="{layer}"),
+        "window": plain("attention_map.window", q0="{q0}", q1="{q1}", k0="{k0}", k1="{k1}"),
+        "hover_index": plain("attention_map.hover_index"),
+        "colorbar": colorbar,
+        "png": plain("attention_map.png_button"),
+        "svg": plain("attention_map.svg_button"),
+    }
 
 
 def _stored(spec: MapSpec) -> dict:
@@ -139,8 +161,9 @@ def _on_view(key: str, shape: tuple[int, int, int, int], spec: MapSpec, kinds: b
 
 def held(spec: MapSpec, queries: int, keys: int) -> tuple[int, ...]:
     """The layers the element holds at the session's view, for maps of ``queries × keys``: the ``layers`` a page
-    asks :func:`attention_viz.ui.server.cache_maps.held_maps` for (:func:`.bundle.held_layers`)."""
-    return bundle.held_layers(spec.layers, spec.heads, queries, keys, _view(spec)["layer"])
+    asks :func:`attention_viz.ui.server.cache_maps.held_maps` for
+    (:func:`attention_viz.figures.bundles.held_layers`)."""
+    return bundles.held_layers(spec.layers, spec.heads, queries, keys, _view(spec)["layer"])
 
 
 def draw(
@@ -156,8 +179,8 @@ def draw(
         recipe: how ``maps`` were made: the element makes the other layers' bundles from it when the browser
             asks (in a request handler's thread); its kind and key name the content (a new one: new bundles).
         extra: more of the element's data (Compare's controls and details: :mod:`attention_viz.ui.pages.compare`).
-        kinds: the maps the element switches between itself (:func:`.drawing.kind_look` by kind: Compare's
-            pretrained, from scratch and difference; ``maps`` then has ``scratch``).
+        kinds: the maps the element switches between itself (:func:`~attention_viz.figures.map_drawing.kind_look` by
+            kind: Compare's pretrained, from scratch and difference; ``maps`` then has ``scratch``).
 
     Raises:
         ValueError: ``maps`` are not of the layers the element holds.
@@ -167,22 +190,22 @@ def draw(
         view["map_view"] = st.session_state["map_view"]
     row_labels, key_labels = maps.query_labels, maps.key_labels
     queries, keys = len(row_labels), len(key_labels)
-    layers = bundle.held_layers(spec.layers, spec.heads, queries, keys, view["layer"])
+    layers = bundles.held_layers(spec.layers, spec.heads, queries, keys, view["layer"])
     if tuple(maps.layers) != layers:
         raise ValueError(f"maps of layers {maps.layers}, the element holds {layers}")
-    only_head = None if bundle.holds_heads(spec.heads, queries, keys) else view["head"]  # a head step asks the server
+    only_head = None if bundles.holds_heads(spec.heads, queries, keys) else view["head"]  # a head step asks the server
     windowed = max(queries, keys) > spec.style.window
 
     def make(other: tuple) -> bytes:  # another layer's bundle, made from the recipe (any thread)
-        return bundle.from_maps(recipe.maps(other), windowed, only_head)
+        return bundles.from_maps(recipe.maps(other), windowed, only_head)
 
     memo = bundle.memo(key, (recipe.kind, recipe.key), only_head)
     made: list[bytes] = []  # the bundle, when this run makes it
 
     def register() -> str:
-        made.append(bundle.from_maps(maps, windowed, only_head))
+        made.append(bundles.from_maps(maps, windowed, only_head))
         if len(made[0]) <= bundle.INLINE_MAX:  # it travels in the element's data: the server keeps how to make it
-            return STORE.put_recipe(made[0], lambda: bundle.from_maps(maps, windowed, only_head))
+            return STORE.put_recipe(made[0], lambda: bundles.from_maps(maps, windowed, only_head))
         return STORE.put(made[0])
 
     path = f"{ROUTE}/maps/{bundle.bundle_id(memo, layers, register)}"

@@ -1,6 +1,7 @@
 // Inside a head: the steps of the head the map shows, drawn in the browser as the map steps (no run of the page).
 //
-// Data (the map's data.steps, from attention_viz/ui/attention_map/inside_steps.py, which gives the bundle's format):
+// Data (the map's data.steps, from attention_viz/ui/attention_map/inside_steps.py; the bundle's format:
+// attention_viz/analysis/step_bundles.py):
 //   bundle          the path of the steps' bundle of the held layers (fetched at the map's first paint)
 //   slots           the page's containers: server / server_check (the page's own steps and line, for the server's
 //                   view) and browser / check (this module's, for another view): one of each pair is shown

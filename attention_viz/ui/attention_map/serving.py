@@ -5,12 +5,12 @@ background), to give ``st.App`` its routes.
 
 - ``/attention-viz/plotly-<version>.min.js``: the plotly package's own ``plotly.min.js`` (the one copy a
   page loads; nothing comes from another host), cached by the browser for good.
-- ``/attention-viz/maps/<id>``: a bundle of maps (:func:`pack`), kept in :data:`STORE`. A bundle the page
-  made is named by its content (:func:`content_id`, the BLAKE2b digest of its bytes): every session that
-  shows the same sentence the same way names the same bundle, the server keeps it once, and a browser that
-  has it never fetches it again (``Cache-Control: immutable``, the id as its ``ETag``, ``304`` to
-  ``If-None-Match``). A bundle registered to be made on request has a random id until then; it is served
-  with its digest as ``ETag`` and cached for an hour.
+- ``/attention-viz/maps/<id>``: a bundle of maps (:func:`attention_viz.figures.bundles.pack`), kept in :data:`STORE`.
+  A bundle the page made is named by its content (:func:`content_id`, the BLAKE2b digest of its bytes): every session
+  that shows the same sentence the same way names the same bundle, the server keeps it once, and a browser that has
+  it never fetches it again (``Cache-Control: immutable``, the id as its ``ETag``, ``304`` to ``If-None-Match``). A
+  bundle registered to be made on request has a random id until then; it is served with its digest as ``ETag`` and
+  cached for an hour.
 - any other ``/attention-viz/...``: 404. Without it, Streamlit's front end would answer such a path with its
   page (``index.html``, 200: the fallback of a single-page app), which a script or a bundle request would
   take for its file.
@@ -33,12 +33,10 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
-import json
 import secrets
-import struct
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 ROUTE = "attention-viz"  # the first segment of the app's own paths
@@ -46,7 +44,6 @@ STORE_BUDGET = 512 * 2**20  # bytes of bundles the server keeps for the browsers
 PLOTLY_JS = Path(importlib.util.find_spec("plotly").origin).parent / "package_data" / "plotly.min.js"
 PLOTLY_PATH = f"{ROUTE}/plotly-{importlib.metadata.version('plotly')}.min.js"
 PENDING_MAX = 64  # bundles registered to be made on request (each holds its maps' source, not their bytes)
-MAGIC = b"AVM1"
 
 
 def content_id(payload: bytes) -> str:
@@ -150,37 +147,6 @@ class _Store:
 
 
 STORE = _Store(STORE_BUDGET)
-
-
-def pack(header: dict, arrays: Sequence) -> bytes:
-    """A bundle: ``"AVM1"``, the header's length (uint32 LE), the header as UTF-8 JSON, zero padding to a
-    multiple of 4, then ``arrays`` as little-endian float32, one after another.
-
-    Each array's byte offset (from the first array) is given in the header by the caller; see
-    :func:`bundle` for the header's fields. Raises ``ValueError`` for a non-finite value.
-    """
-    import numpy as np
-
-    head = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    parts = [MAGIC, struct.pack("<I", len(head)), head, b"\0" * (-(8 + len(head)) % 4)]
-    for array in arrays:
-        values = np.ascontiguousarray(array, dtype="<f4")
-        if not np.isfinite(values).all():
-            raise ValueError("a map to draw has a value that is not finite")
-        parts.append(values.tobytes())
-    return b"".join(parts)
-
-
-def unpack(payload: bytes) -> tuple[dict, object]:
-    """The header and the float32 values of a bundle made by :func:`pack` (for tests and benchmarks)."""
-    import numpy as np
-
-    if payload[:4] != MAGIC:
-        raise ValueError("not an attention-map bundle")
-    (length,) = struct.unpack("<I", payload[4:8])
-    header = json.loads(payload[8 : 8 + length].decode("utf-8"))
-    base = 8 + length + (-(8 + length) % 4)
-    return header, np.frombuffer(payload[base:], dtype="<f4")
 
 
 def _serve_plotly(request):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from attention_viz.figures.layout import PRESENTATION_SCALE
 from attention_viz.ui.internals import (
     COLUMN,
     EXPAND_SIDEBAR_BUTTON,
@@ -28,7 +29,6 @@ from attention_viz.ui.internals import (
     SIDEBAR_NAV,
 )
 
-PRESENTATION_SCALE = 1.2  # Presentation's text size over Streamlit's 16 px
 NAV_ZOOM = 0.9  # the list of pages at 14.4 px: with nine pages, the Sentence, Examples and link stay in a 720 px window
 NOMINAL_MAP_HEIGHT = 640  # the map box's height where CSS does not apply (AppTest, a print)
 NARROW = 620  # px of main area below which a map and its controls stack (800 px wide with the sidebar open)

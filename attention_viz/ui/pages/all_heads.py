@@ -25,8 +25,7 @@ def _on_thumbnail(heads: int) -> None:
 
 
 def _show() -> None:
-    selection = state.selection()
-    loaded = cache.model(selection.model)
+    selection, loaded = controls.shown_model()
     info = loaded.info
     if state.head_to_open():
         st.switch_page(COMPARE)

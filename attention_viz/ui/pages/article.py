@@ -28,8 +28,7 @@ TABLE_ROWS = ("projections", "scaling", "mask", "output", "returned", "inputs")
 
 
 def _show() -> None:
-    selection = state.selection()
-    loaded = cache.model(selection.model)
+    selection, loaded = controls.shown_model()
     layer, head = selection.layer, selection.head
     # The first map's element draws the title and the Layer and Head boxes here, and answers the arrow keys.
     top = st.container(horizontal=True, vertical_alignment="center", gap="small")

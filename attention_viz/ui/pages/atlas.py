@@ -8,7 +8,7 @@ import streamlit as st
 from attention_viz import analysis, figures
 from attention_viz.analysis import atlas as atlas_module
 from attention_viz.figures.atlas import head_scatter
-from attention_viz.ui.server import cache, cache_heads
+from attention_viz.ui.server import cache_heads
 from attention_viz.ui.shared import controls
 from attention_viz.ui.shared.corpus_picker import CORPUS_BATCH_SIZE, run_corpus, run_stoppable
 from attention_viz.ui.text.i18n import counted, t
@@ -27,8 +27,7 @@ def _number_label(name: str) -> str:
 
 def _show() -> None:
     head_links.follow()
-    selection = state.selection()
-    loaded = cache.model(selection.model)
+    selection, loaded = controls.shown_model()
     info = loaded.info
     controls.title_row("atlas_title", t("atlas.title"), t("atlas.intro"))
     built, corpus = _atlas(loaded)
@@ -66,14 +65,7 @@ def _show() -> None:
 def _atlas(loaded) -> tuple[atlas_module.Atlas, str | None]:
     """The atlas shown and its corpus: the bundled corpus's, built on demand with progress and Stop, or an
     uploaded file's (its corpus None: the file holds only the texts of its events)."""
-    source = state.control(
-        st.radio,
-        t("atlas.source"),
-        "atlas_source",
-        state.ATLAS_SOURCES,
-        labels=lambda s: t(f"atlas.source_{s}"),
-        horizontal=True,
-    )
+    source = state.choice_row(st, "atlas.source", "atlas_source", state.ATLAS_SOURCES)
     if source == "bundled":
         corpus = analysis.bundled_corpus()
         digest = hashlib.sha256(corpus.encode("utf-8")).hexdigest()
@@ -166,14 +158,7 @@ def _events(built: atlas_module.Atlas, layer: int, head: int, same_model: bool) 
             top_weight=f"{row['top_weight']:.3f}",
         )
     )
-    kind = state.control(
-        st.radio,
-        t("atlas.kind"),
-        "atlas_kind",
-        atlas_module.KINDS,
-        labels=lambda k: t(f"atlas.kind_{k}"),
-        horizontal=True,
-    )
+    kind = state.choice_row(st, "atlas.kind", "atlas_kind", atlas_module.KINDS)
     events = built.head_events(layer, head, kind)
     if events.empty:
         st.info(t("atlas.no_events"))

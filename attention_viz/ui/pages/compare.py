@@ -30,8 +30,7 @@ SERVER_VIEW, OTHER_VIEW = page_view.SERVER_VIEW, page_view.OTHER_VIEW
 
 
 def _show() -> None:
-    selection = state.selection()
-    loaded = cache.model(selection.model)
+    selection, loaded = controls.shown_model()
     if selection.presentation:  # the map takes the whole width (and height); its controls go under it
         map_column, side = st.container(), st.container()
     else:

@@ -9,13 +9,11 @@ from attention_viz.ui.frame import feedback
 from attention_viz.ui.server import cache, cache_experiments
 from attention_viz.ui.shared import controls
 from attention_viz.ui.text.i18n import plain, t
-from attention_viz.ui.text.safe_text import Markdown
 from attention_viz.ui.view import state
 
 
 def _show() -> None:
-    selection = state.selection()
-    loaded = cache.model(selection.model)
+    selection, loaded = controls.shown_model()
     controls.title_row(
         "experiments_title",
         t("experiments.title"),
@@ -35,24 +33,11 @@ def _show() -> None:
     views[experiment or "knockout"](loaded, selection)
 
 
-def _token_choice(place, key: str, labels, default: int, label: Markdown, options=None) -> int:
-    options = list(range(len(labels))) if options is None else options
-    return state.control(
-        place.selectbox,
-        label,
-        key,
-        options,
-        labels=lambda i: f"{i}: {figures.isolate(labels[i])}",
-        decode=lambda stored: stored if stored in options else default,
-        note=False,
-    )
-
-
 def _knockout_choice(encoding, place, layer: int, head: int) -> tuple[int, str]:
     labels, n = encoding.labels, encoding.num_tokens
     first = 1 if n > 1 else 0
     row = place.columns(2)
-    key = _token_choice(row[0], "knockout_key", labels, min(first + 1, n - 1), t("experiments.key"))
+    key = controls.token_choice(row[0], "knockout_key", labels, min(first + 1, n - 1), t("experiments.key"))
     scope = state.control(
         row[1].radio,
         t("experiments.scope"),
@@ -104,15 +89,8 @@ def _pairs_view(loaded, selection) -> None:
     default = next((i for i in queries if labels_a[i].lower() == about), None)  # the preset's token, if any
     default = next((i for i in queries if i in pair.changed_a), queries[0]) if default is None else default
     row = st.columns(2)
-    query = _token_choice(row[0], "pairs_query", labels_a, default, t("experiments.query"), queries)
-    by = state.control(
-        row[1].radio,
-        t("experiments.measure"),
-        "pairs_measure",
-        minimal_pairs.MEASURES,
-        labels=lambda m: t(f"experiments.measure_{m}"),
-        horizontal=True,
-    )
+    query = controls.token_choice(row[0], "pairs_query", labels_a, default, t("experiments.query"), queries)
+    by = state.choice_row(row[1], "experiments.measure", "pairs_measure", minimal_pairs.MEASURES)
     ranking = minimal_pairs.head_ranking(pair.a.weights, pair.b.weights, pair.pairs, query, by)
     left, right = st.columns([2, 3])
     _pair_ranking(left, ranking, labels_a[query])
@@ -132,14 +110,8 @@ def _pairs_view(loaded, selection) -> None:
 
 def _pair_sentences(loaded):
     """The preset, the two sentences and how they align; the pair (:class:`minimal_pairs.MinimalPair`)."""
-    preset = state.control(
-        st.radio,
-        t("experiments.preset"),
-        "pairs_preset",
-        ("custom", *minimal_pairs.PRESETS),
-        labels=lambda p: t(f"experiments.preset_{p}"),
-        horizontal=True,
-        then=lambda chosen: _load_preset(chosen),
+    preset = state.choice_row(
+        st, "experiments.preset", "pairs_preset", ("custom", *minimal_pairs.PRESETS), then=_load_preset
     )
     del preset  # the choice fills both sentences (its callback); what is drawn below is the sentences
     row = st.columns(2)
@@ -238,7 +210,7 @@ def _predictions_view(loaded, selection) -> None:
     st.caption(t(f"experiments.lm_{head_module.kind}", mask=mask))
     default, masked = _prediction_position(head_module.kind, encoding, tokenizer, (selection.text, selection.pair))
     row = st.columns(2)
-    position = _token_choice(row[0], "predict_position", labels, default, t("experiments.position"))
+    position = controls.token_choice(row[0], "predict_position", labels, default, t("experiments.position"))
     if head_module.kind == "masked" and not masked:
         st.info(t("experiments.no_mask", mask=mask, position=position, token=labels[position]))
     key, scope = _knockout_choice(encoding, st, layer, head)

@@ -6,19 +6,18 @@ import streamlit as st
 from attention_viz import figures
 from attention_viz.extraction import export
 from attention_viz.ui.frame import feedback
-from attention_viz.ui.server import cache, cache_heads
+from attention_viz.ui.server import cache_heads
 from attention_viz.ui.shared import controls, downloads
 from attention_viz.ui.shared.corpus_picker import corpus_scope, run_corpus
 from attention_viz.ui.text.i18n import t
-from attention_viz.ui.view import head_links, state
+from attention_viz.ui.view import head_links
 
 CHART_KEY = "similarity_map"
 
 
 def _show() -> None:
     head_links.follow()
-    selection = state.selection()
-    loaded = cache.model(selection.model)
+    selection, loaded = controls.shown_model()
     info = loaded.info
 
     controls.title_row("similarity_title", t("similarity.title"), t("similarity.intro"))

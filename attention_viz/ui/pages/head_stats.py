@@ -7,7 +7,7 @@ from attention_viz import analysis, figures
 from attention_viz.analysis import published
 from attention_viz.ui.frame import feedback
 from attention_viz.ui.frame.screen import header_width
-from attention_viz.ui.server import cache, cache_heads
+from attention_viz.ui.server import cache_heads
 from attention_viz.ui.shared import controls, model_notes, scores_ui
 from attention_viz.ui.shared.corpus_picker import corpus_caption, corpus_scope, run_corpus
 from attention_viz.ui.text.i18n import plain, t
@@ -44,8 +44,7 @@ def _header_width(column: str) -> int:
 
 def _show() -> None:
     head_links.follow()
-    selection = state.selection()
-    loaded = cache.model(selection.model)
+    selection, loaded = controls.shown_model()
     info = loaded.info
     controls.title_row("stats_title", t("stats.title", layers=info.num_layers, heads=info.num_heads), t("stats.intro"))
     scope, frame = _statistics(loaded, selection)
@@ -137,22 +136,11 @@ def _table(frame, statistic: str, scope: str) -> None:
     shown = frame[list(dict.fromkeys(first + list(frame.columns)))]  # the chosen statistic next to the head
     shown = shown.assign(tags=[_shown_tags(tags, "tag") for tags in shown["tags"]])  # a copy: the CSV stays English
     numbers = [c for c in shown.columns if c not in ("layer", "head", "tags")]
-    st.dataframe(
-        shown,
-        hide_index=True,
-        placeholder=figures.MISSING_TEXT,  # a statistic that does not apply: "—", never "None" or 0
-        height=min(38 + 35 * len(frame), 420),
-        column_config={
-            "layer": st.column_config.NumberColumn(t("stats.col_layer")),
-            "head": st.column_config.NumberColumn(t("stats.col_head")),
-            "tags": st.column_config.TextColumn(t("stats.col_tags"), width="medium"),
-            **{
-                c: st.column_config.NumberColumn(t(f"stats.col_{c}"), format="%.3f", width=_header_width(c))
-                for c in numbers
-            },
-        },
-        key="_stats_table",
-    )
+    columns = {
+        c: st.column_config.NumberColumn(t(f"stats.col_{c}"), format="%.3f", width=_header_width(c)) for c in numbers
+    }
+    tags = st.column_config.TextColumn(t("stats.col_tags"), width="medium")
+    controls.head_table(shown, {"tags": tags, **columns}, "_stats_table")
     st.caption(t("stats.table_caption"))
     st.download_button(
         t("stats.download"),

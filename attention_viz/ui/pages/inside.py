@@ -2,7 +2,7 @@
 
 A head or layer step (the keys, the ‹ › buttons, the Layer and Head boxes the map's element draws) runs nothing
 on the server while the element holds the layer: it draws the title, the steps, the score over distance and
-the parity or entropy line of the head it shows (:mod:`attention_viz.ui.attention_map.inside_steps`), and the
+the parity or entropy line of the head it shows (:mod:`attention_viz.analysis.step_bundles`), and the
 next run learns the view (:mod:`attention_viz.ui.attention_map.page_view`). The query token, the scaling, the
 temperature and the masked keys change the computation: a change of them runs the page."""
 
@@ -10,11 +10,10 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from attention_viz import analysis, figures
-from attention_viz.analysis import presets, steps
+from attention_viz import figures
+from attention_viz.analysis import presets, step_bundles, steps
 from attention_viz.extraction import export
 from attention_viz.models.decoder import Decoder
-from attention_viz.models.encoder import PARITY_BOUND
 from attention_viz.ui.attention_map import element as attention_map
 from attention_viz.ui.attention_map import inside_steps, page_view
 from attention_viz.ui.frame import feedback, fragment
@@ -46,8 +45,7 @@ class _Settings:
 
 
 def _show() -> None:
-    selection = state.selection()
-    loaded = cache.model(selection.model)
+    selection, loaded = controls.shown_model()
     info = loaded.info
     layer, head = selection.layer, selection.head
     encoding, (queries, keys, values) = feedback.or_stop(
@@ -135,15 +133,7 @@ def _controls(info, encoding, own_scaling: float) -> _Settings:
         return f"{i}: {figures.isolate(labels[i])}"
 
     left, right = st.columns(2)
-    query_index = state.control(
-        left.selectbox,
-        t("inside.query"),
-        "inside_query",
-        range(n),
-        labels=token,
-        decode=lambda stored: stored if 0 <= stored < n else default_query(),
-        note=False,
-    )
+    query_index = controls.token_choice(left, "inside_query", labels, default_query(), t("inside.query"))
     scaling_kind = state.control(
         left.radio,
         t("inside.scaling"),
@@ -333,15 +323,8 @@ def _step(number: int, text: Markdown, figure, key: str, config: dict) -> None:
 def _check(result, model_weights, settings: _Settings, token: str) -> None:
     """As the model computes it: the steps' weights against the model's own (parity); else how the
     settings changed the query token's attention entropy."""
-    if settings.as_bert:
-        worst = analysis.max_abs_difference(result.all_weights, model_weights)
-        message = t("inside.parity", worst=f"{worst:.1e}", bound=f"{PARITY_BOUND:g}")
-        (st.success if worst <= PARITY_BOUND else st.error)(message)
-    else:
-        model_bits, our_bits = (
-            float(analysis.row_entropy(m[settings.query])) for m in (model_weights, result.all_weights)
-        )
-        st.info(t("inside.changed", token=token, model_bits=f"{model_bits:.3f}", our_bits=f"{our_bits:.3f}"))
+    kind, key, values = step_bundles.check_line(result.all_weights, model_weights, settings.query, settings.as_bert)
+    getattr(st, kind)(t(key, token=token, **values))
 
 
 def _map(loaded, selection, settings: _Settings, style, labels, server: tuple) -> None:
@@ -401,10 +384,10 @@ def _map(loaded, selection, settings: _Settings, style, labels, server: tuple) -
         )
 
     def make() -> bytes:  # in any thread: no session read here
-        return inside_steps.payload(layer_steps, layers, words, labels, found, pretrained.weights)
+        return step_bundles.payload(layer_steps, layers, words, labels, found, pretrained.weights)
 
     content = (recipe.kind, recipe.key, settings.query, i18n.language())
-    title = inside_steps.segments(words, "inside.title", ("layer", "head"), query=token)
+    title = step_bundles.segments(words, "inside.title", ("layer", "head"), query=token)
     extra = {
         "controls": page_view.controls(plain("inside.title", layer="{layer}", head="{head}", query=token)),
         "follow": page_view.follow(("layer", "head")),

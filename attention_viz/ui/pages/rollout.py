@@ -25,8 +25,7 @@ KIND_NAMES = {"raw": "head average", "rollout": "attention rollout", "norm": "no
 
 
 def _show() -> None:
-    selection = state.selection()
-    loaded = cache.model(selection.model)
+    selection, loaded = controls.shown_model()
     map_column, side = st.columns([3, 2], gap="medium")
     layer = selection.layer
     # The map's element draws the title and the Layer box with ‹ › here, and answers ↑/↓.
@@ -41,14 +40,7 @@ def _show() -> None:
         for kind in state.ROLLOUT_MAPS
     }
     # one map at a time, drawn as large and labelled as Compare's: three side by side squash the cells
-    shown = state.control(
-        side.radio,
-        t("rollout.view"),
-        "rollout_map",
-        state.ROLLOUT_MAPS,
-        labels=lambda m: t(f"rollout.view_{m}"),
-        horizontal=True,
-    )
+    shown = state.choice_row(side, "rollout.view", "rollout_map", state.ROLLOUT_MAPS)
     view = views[shown]
     style = figures.map_style(selection.presentation, max(len(view.query_labels), len(view.key_labels)))
     _window_sliders(side, len(view.query_labels), len(view.key_labels), style.window)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from attention_viz import figures
 from attention_viz.models import sizes
 from attention_viz.models.loading import BUNDLED_MODEL, LoadedModel, ModelLoadError
 from attention_viz.ui.frame import feedback
@@ -69,6 +70,13 @@ def _model() -> LoadedModel | None:
     return loaded
 
 
+def shown_model() -> tuple[state.Selection, LoadedModel]:
+    """The page's start: the view's :class:`~attention_viz.ui.view.state.Selection` and the model it shows
+    (loaded once per process, :func:`attention_viz.ui.server.cache.model`)."""
+    selection = state.selection()
+    return selection, cache.model(selection.model)
+
+
 def model_box() -> None:
     """The Model box: the bundled model, the models found on this machine, or a name or folder typed in."""
     options, shown = model_choices(st.session_state["model"])
@@ -82,21 +90,27 @@ def model_box() -> None:
     )
 
 
-def _model_info(loaded: LoadedModel) -> None:
+def _model_info(loaded) -> None:
+    """The sidebar's captions of the model's shape (an encoder–decoder's: both stacks), size and reload."""
     info = loaded.info
-    st.caption(
-        t(
-            "sidebar.model_info",
-            name=feedback.literal(info.name),
-            layers=info.num_layers,
-            heads=info.num_heads,
-            hidden=info.hidden_size,
-            head_dim=info.head_dim,
-            vocab=f"{info.vocab_size:,}",
-            max_tokens=cache.app_settings().limits.tokens_for(info.max_positions),
-            dtype=info.checkpoint_dtype,
-        )
+    named = dict(
+        name=feedback.literal(info.name),
+        hidden=info.hidden_size,
+        vocab=f"{info.vocab_size:,}",
+        dtype=info.checkpoint_dtype,
     )
+    if seq2seq_ui.is_seq2seq(loaded):
+        stacks = dict(
+            encoder_layers=info.encoder_layers,
+            encoder_heads=info.encoder_heads,
+            decoder_layers=info.decoder_layers,
+            decoder_heads=info.decoder_heads,
+        )
+        st.caption(t("seq2seq.model_info", family=info.family_name, **stacks, **named))
+        return
+    tokens = cache.app_settings().limits.tokens_for(info.max_positions)
+    shape = dict(layers=info.num_layers, heads=info.num_heads, head_dim=info.head_dim, max_tokens=tokens)
+    st.caption(t("sidebar.model_info", **shape, **named))
     if info.heads_per_group > 1:
         groups = info.num_heads // info.heads_per_group
         st.caption(t("sidebar.model_groups", heads=info.num_heads, groups=groups, size=info.heads_per_group))
@@ -157,9 +171,7 @@ def sidebar(places: dict | None = None) -> LoadedModel | None:
         for key, old, new in state.keep_in_model(shape):
             last = shape[0 if key == "layer" else 1] - 1
             st.caption(t("sidebar.model_clamped", control=t(f"sidebar.{key}"), old=old, last=last, new=new))
-        if seq2seq_ui.is_seq2seq(loaded):
-            seq2seq_ui.model_info(loaded)
-        elif loaded is not None:
+        if loaded is not None:
             _model_info(loaded)
         st.toggle(t("sidebar.fit_range"), key="fit_range", help=t("sidebar.fit_range_help"))
     return loaded
@@ -225,3 +237,37 @@ def head_picker(
     if explanation:
         explain(row, *explanation)
     return chosen_layer, chosen_head
+
+
+def head_table(frame, columns: dict, key: str) -> None:
+    """A table of every head, one row per head (``layer`` and ``head`` first, numbered from 0), at most 420 px
+    tall; ``columns``: the other columns' ``st.column_config`` entries. A number that does not apply shows as
+    :data:`attention_viz.figures.MISSING_TEXT` ("—"), never "None" or 0."""
+    st.dataframe(
+        frame,
+        hide_index=True,
+        placeholder=figures.MISSING_TEXT,
+        height=min(38 + 35 * len(frame), 420),
+        column_config={
+            "layer": st.column_config.NumberColumn(t("stats.col_layer")),
+            "head": st.column_config.NumberColumn(t("stats.col_head")),
+            **columns,
+        },
+        key=key,
+    )
+
+
+def token_choice(place, key: str, labels, default: int, label: Markdown, options=None) -> int:
+    """A select box in ``place`` of one token of ``labels`` (shown ``"3: cat"``), bound to the setting ``key``;
+    ``options``: the token positions offered (default all). A stored position that is not offered (a shorter
+    text, or -1: none chosen yet) becomes ``default``, without a note. Returns the position chosen."""
+    options = list(range(len(labels))) if options is None else options
+    return state.control(
+        place.selectbox,
+        label,
+        key,
+        options,
+        labels=lambda i: f"{i}: {figures.isolate(labels[i])}",
+        decode=lambda stored: stored if stored in options else default,
+        note=False,
+    )

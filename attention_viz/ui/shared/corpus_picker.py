@@ -34,9 +34,7 @@ def corpus_scope(key: str) -> tuple[str, str | None]:
 
     Stops the page with a message when an uploaded file is missing or not UTF-8.
     """
-    scope = state.control(
-        st.radio, t("views.scope"), f"{key}_scope", SCOPES, labels=lambda s: t(f"views.scope_{s}"), horizontal=True
-    )
+    scope = state.choice_row(st, "views.scope", f"{key}_scope", SCOPES)
     if scope == "text":
         return scope, None
     if scope == "bundled":

@@ -185,26 +185,16 @@ def _table(scores: head_scores.HeadScores, count: int, length: int, seed: int) -
     """Every head's scores (and their controls) as a table, and as a CSV named after the run's settings."""
     frame = head_scores.scores_frame(scores)
     frame = frame[[c for c in frame.columns if frame[c].notna().any()]]
-    st.dataframe(
-        frame,
-        hide_index=True,
-        placeholder=figures.MISSING_TEXT,  # a score that does not apply: "—", never "None" or 0
-        height=min(38 + 35 * len(frame), 420),
-        column_config={
-            "layer": st.column_config.NumberColumn(t("stats.col_layer")),
-            "head": st.column_config.NumberColumn(t("stats.col_head")),
-            **{
-                c: st.column_config.NumberColumn(
-                    t(f"scores.col_{c.removesuffix('_control')}")
-                    + (t("scores.control_suffix") if c.endswith("_control") else ""),
-                    format="%.3f",
-                )
-                for c in frame.columns
-                if c not in ("layer", "head")
-            },
-        },
-        key="_scores_table",
-    )
+    columns = {
+        c: st.column_config.NumberColumn(
+            t(f"scores.col_{c.removesuffix('_control')}")
+            + (t("scores.control_suffix") if c.endswith("_control") else ""),
+            format="%.3f",
+        )
+        for c in frame.columns
+        if c not in ("layer", "head")
+    }
+    controls.head_table(frame, columns, "_scores_table")
     st.download_button(
         t("scores.download"),
         head_scores.scores_frame(scores).to_csv(index=False, float_format="%.8g"),

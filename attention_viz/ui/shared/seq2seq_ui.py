@@ -26,8 +26,9 @@ import numpy as np
 import streamlit as st
 
 from attention_viz import analysis, figures
+from attention_viz.analysis import stats
 from attention_viz.extraction import export
-from attention_viz.extraction.seq2seq import KINDS
+from attention_viz.extraction.seq2seq import KINDS, WRITTEN
 from attention_viz.models.encoder import PARITY_BOUND
 from attention_viz.models.loading import LoadedSeq2Seq
 from attention_viz.ui.attention_map import element as attention_map
@@ -40,7 +41,6 @@ from attention_viz.ui.view import state
 KIND_KEY = "attention_kind"
 TARGET_KEY = "target"
 GENERATE_KEY = "generate"  # target tokens the model writes itself in place of the target text (0: the text)
-WRITTEN = "▸ "  # before the label of a target token the model wrote
 MAP_KEY = "seq2seq_map"  # the map element's key on Compare for an encoder–decoder
 PAGES = ("compare", "all_heads", "head_stats", "inside")  # the pages that show an encoder–decoder's maps
 _SHOWN = "_seq2seq_inputs"  # whether the last run drew the encoder–decoder's input area
@@ -104,34 +104,7 @@ def _typed_target() -> None:
 def kind_switch(place) -> str:
     """The attention-kind switch (a radio group: Tab reaches it, the arrow keys choose), in ``place``; returns the
     kind chosen. Each page that shows an encoder–decoder's maps draws it under its title, in view at 1280 × 720."""
-    return state.control(
-        place.radio,
-        t("seq2seq.kind"),
-        KIND_KEY,
-        KINDS,
-        labels=lambda chosen: t(f"seq2seq.kind_{chosen}"),
-        help=t("seq2seq.kind_help"),
-        horizontal=True,
-    )
-
-
-def model_info(loaded: LoadedSeq2Seq) -> None:
-    """The sidebar's caption of an encoder–decoder's shape."""
-    info = loaded.info
-    st.caption(
-        t(
-            "seq2seq.model_info",
-            name=feedback.literal(info.name),
-            family=info.family_name,
-            encoder_layers=info.encoder_layers,
-            encoder_heads=info.encoder_heads,
-            decoder_layers=info.decoder_layers,
-            decoder_heads=info.decoder_heads,
-            hidden=info.hidden_size,
-            vocab=f"{info.vocab_size:,}",
-            dtype=info.checkpoint_dtype,
-        )
-    )
+    return state.choice_row(place, "seq2seq.kind", KIND_KEY, KINDS, help=t("seq2seq.kind_help"))
 
 
 def _results(loaded: LoadedSeq2Seq):
@@ -156,19 +129,6 @@ def _results(loaded: LoadedSeq2Seq):
 def axes(chosen: str) -> tuple[str, str]:
     """The map's axis titles for a kind: ``(query axis, key axis)``, which text each side's tokens are from."""
     return plain(f"seq2seq.axis_query_{chosen}"), plain(f"seq2seq.axis_key_{chosen}")
-
-
-def labels(result, chosen: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``(row labels, column labels)`` of a kind's maps: the target's tokens for the decoder's queries, the
-    source's for the encoder's and for the cross-attention's keys. A target token the model wrote has
-    :data:`WRITTEN` before its label."""
-    target = tuple(
-        WRITTEN + label if written else label
-        for label, written in zip(result.target.labels, result.generated, strict=True)
-    )
-    rows = result.source.labels if chosen == "encoder" else target
-    columns = target if chosen == "decoder" else result.source.labels
-    return tuple(rows), tuple(columns)
 
 
 def page(name: str, loaded: LoadedSeq2Seq) -> None:
@@ -211,19 +171,12 @@ def _compare(loaded: LoadedSeq2Seq) -> None:
     layers, heads = shape(loaded)
     row = st.container(horizontal=True, gap="large", vertical_alignment="bottom")
     kind_switch(row)  # the kind and the map side by side: the map stays in view at 1280 × 720
-    view = state.control(
-        row.radio,
-        t("compare.view"),
-        "map_view",
-        state.MAP_VIEWS,
-        labels=lambda v: t(f"compare.view_{v}"),
-        horizontal=True,
-    )
+    view = state.choice_row(row, "compare.view", "map_view", state.MAP_VIEWS)
     from attention_viz.ui.shared import controls
 
     layer, head = controls.head_picker(shortcuts=False)  # the map answers the arrow keys itself
     first, second = pretrained.maps(chosen), scratch.maps(chosen)  # (L, h, q, k)
-    rows, columns = labels(pretrained, chosen)
+    rows, columns = pretrained.labels(chosen)
     queries, keys = len(rows), len(columns)
     style = figures.map_style(selection.presentation, max(queries, keys))
     state.set_window("compare", queries, keys, style.window)
@@ -335,30 +288,14 @@ def _all_heads(loaded: LoadedSeq2Seq) -> None:
     )
 
 
-def statistics(loaded: LoadedSeq2Seq, result, chosen: str):
-    """Per-head statistics of one kind (one row per head, layer-major): the encoder's and the decoder's as Head
-    statistics computes an encoder's and a decoder's (:func:`attention_viz.analysis.head_statistics`, the decoder
-    causal); the cross-attention's those read off the source's tokens (:func:`attention_viz.analysis.stats.
-    cross_statistics`). A start token (BART's ``<s>``) counts as ``cls``, the end token ``</s>`` as ``sep``."""
-    from attention_viz.analysis import stats
-
-    tokenizer = loaded.tokenizer
-    start, end = tokenizer.bos_token or "", tokenizer.eos_token or ""
-    if chosen == "cross":
-        return stats.cross_statistics(result.cross, stats.TokenKinds.from_encoding(result.source, start, end))
-    encoding = result.source if chosen == "encoder" else result.target
-    kinds = stats.TokenKinds.from_encoding(encoding, start, end)
-    frame = analysis.head_statistics(result.maps(chosen), kinds, causal=chosen == "decoder")
-    return frame.drop(columns=["tags", "a_to_b", "b_to_a"])
-
-
 def _head_stats(loaded: LoadedSeq2Seq) -> None:
     """Head statistics of the chosen kind on the sidebar's texts: a table, one row per head."""
     chosen = kind()
     pretrained, _ = _results(loaded)
     layers, heads = shape(loaded)
     _title(loaded, "seq2seq_stats_title", t("stats.title", layers=layers, heads=heads))
-    frame = statistics(loaded, pretrained, chosen)
+    tokenizer = loaded.tokenizer
+    frame = stats.kind_statistics(pretrained, chosen, tokenizer.bos_token or "", tokenizer.eos_token or "")
     empty = [t(f"stats.col_{c}") for c in frame.columns[2:] if frame[c].isna().all()]
     shown = frame.rename(columns={c: plain(f"stats.col_{c}") for c in frame.columns})
     st.dataframe(shown, hide_index=True)
@@ -376,22 +313,13 @@ def _inside(loaded: LoadedSeq2Seq) -> None:
 
     chosen, info = kind(), loaded.info
     pretrained, scratch = _results(loaded)
-    rows, columns = labels(pretrained, chosen)
+    rows, columns = pretrained.labels(chosen)
     header = st.empty()
     kind_switch(st)
     layer, head = controls.head_picker(
         explanation=(t(f"seq2seq.kind_intro_{chosen}"), t("seq2seq.inside_intro", family=info.family_name))
     )
-    n = len(rows)
-    query = state.control(
-        st.columns(2)[0].selectbox,
-        t("inside.query"),
-        "inside_query",
-        range(n),
-        labels=lambda i: f"{i}: {figures.isolate(rows[i])}",
-        decode=lambda stored: stored if 0 <= stored < n else min(1, n - 1),
-        note=False,
-    )
+    query = controls.token_choice(st.columns(2)[0], "inside_query", rows, min(1, len(rows) - 1), t("inside.query"))
     header.header(t("inside.title", layer=layer, head=head, query=rows[query]))
     inputs = cache_seq2seq.seq2seq_inputs(loaded, scratch)
     result = feedback.or_stop(seq2seq_steps, loaded.twin, inputs, chosen, layer, head, query)

@@ -56,6 +56,7 @@ from attention_viz.ui.view.widgets import (  # noqa: F401
     begin_fragment_run,
     begin_run,
     callback_failed,
+    choice_row,
     control,
     guarded,
     set_text,

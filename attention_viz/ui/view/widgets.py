@@ -228,6 +228,21 @@ def control(
     return result
 
 
+def choice_row(place, words: str, key: str, options: Sequence, **widget_options):
+    """A horizontal radio group in ``place`` bound to the setting ``key`` (:func:`control`): its label is the
+    text ``words`` (``"atlas.kind"``), each option's the text ``words`` + ``"_"`` + the option
+    (``"atlas.kind_attention"``); returns the option chosen. ``widget_options`` as :func:`control`'s."""
+    return control(
+        place.radio,
+        t(words),
+        key,
+        options,
+        labels=lambda option: t(f"{words}_{option}"),
+        horizontal=True,
+        **widget_options,
+    )
+
+
 def text_box(draw: Callable, label: str, key: str) -> str:
     """A free-text box (``st.text_input``, ``column.text_area``) bound to the setting ``key``; returns its text.
 

@@ -4,9 +4,10 @@
 words, the keys it takes); ``attention_map.js`` draws from that dict, and
 :func:`attention_viz.ui.attention_map.apptest_view.as_figure` reads the same dict back (through :func:`look` and
 :func:`png_name`, which pick from it exactly as the browser does), so the two cannot drift. The layout numbers
-(margins) come from :func:`attention_viz.figures.heatmaps.margins`, the static figures' own.
+(margins) come from :func:`attention_viz.figures.heatmaps.margins`, the static figures' own. The words come from
+the page (:func:`attention_viz.ui.attention_map.element.texts`: the user's language); no Streamlit here.
 
-Offers: :class:`MapSpec`, :func:`scale`, :func:`kind_look`, :func:`texts`, :func:`drawing`, :func:`look`,
+Offers: :class:`MapSpec`, :func:`scale`, :func:`kind_look`, :func:`drawing`, :func:`look`, :func:`kind`,
 :func:`png_name`.
 """
 
@@ -16,8 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from attention_viz.figures import heatmaps, plotting
-from attention_viz.figures.layout import FONT_FAMILY, NORMAL, MapStyle
-from attention_viz.ui.frame.screen import PRESENTATION_SCALE
+from attention_viz.figures.layout import FONT_FAMILY, NORMAL, PRESENTATION_SCALE, MapStyle
 
 
 @dataclass(frozen=True)
@@ -29,10 +29,10 @@ class MapSpec:
         style: font and window (:func:`attention_viz.figures.map_style`).
         colorscale: a plotly.py colour scale name; zrange its ``(low, high)``; zmid 0.0 for a diverging map.
         value_format: the hover's number format (``".4f"``).
-        texts: the element's words: ``title`` (``{layer}`` in it: the layer shown), ``query_axis``,
-            ``key_axis``, ``loading`` (with ``{layer}``), ``head`` (``{layer}``, ``{head}``), ``window``
-            (``{q0}`` ... ``{k1}``), ``hover_index``, ``colorbar``, ``png`` and ``svg`` (the toolbar's
-            download buttons).
+        texts: the element's words (:func:`attention_viz.ui.attention_map.element.texts`): ``title``
+            (``{layer}`` in it: the layer shown), ``query_axis``, ``key_axis``, ``loading`` (with ``{layer}``),
+            ``head`` (``{layer}``, ``{head}``), ``window`` (``{q0}`` ... ``{k1}``), ``hover_index``,
+            ``colorbar``, ``png`` and ``svg`` (the toolbar's download buttons).
         png_prefix, png_what: the name of the PNG and of the SVG: ``<prefix>_layer<L>_head<H>[_<what>]``.
         keys: whether the map answers the arrow keys.
         follow: a map beside the one with the keys (``keys`` false): it shows that map's layer and head in
@@ -95,27 +95,6 @@ def _colours(fields: dict) -> dict:
         "colorscale": plotting.colorscale(fields["colorscale"]),
         "zrange": [float(low), float(high)],
         "zmid": fields["zmid"],
-    }
-
-
-def texts(title: str, colorbar: str = "", head_axis: bool = True) -> dict:
-    """The element's words in the user's language (:class:`MapSpec`), for a map titled ``title``
-    (``head_axis`` false: one map per layer, its title names the layer alone)."""
-    from attention_viz.ui.text.i18n import plain
-
-    return {
-        "title": title,
-        "query_axis": plain("figures.axis_query"),
-        "key_axis": plain("figures.axis_key"),
-        "loading": plain("attention_map.loading", layer="{layer}"),
-        "head": plain("attention_map.head", layer="{layer}", head="{head}")
-        if head_axis
-        else plain("attention_map.layer", layer="{layer}"),
-        "window": plain("attention_map.window", q0="{q0}", q1="{q1}", k0="{k0}", k1="{k1}"),
-        "hover_index": plain("attention_map.hover_index"),
-        "colorbar": colorbar,
-        "png": plain("attention_map.png_button"),
-        "svg": plain("attention_map.svg_button"),
     }
 
 
