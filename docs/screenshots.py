@@ -111,7 +111,7 @@ def take(page_factory, url: str, shot: Shot, decoder: str | None = None) -> Path
 
 
 def main(argv: list[str]) -> int:
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]  # the tests' builders, which use benchmarks/' tokenizers
     from browser import CHROMIUM_ARGS, chromium_path, streamlit_server
     from playwright.sync_api import sync_playwright
 
