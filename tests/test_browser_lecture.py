@@ -349,6 +349,25 @@ def _draw_every_chart(page) -> None:
     settled(page, ".js-plotly-plot")
 
 
+# The options of every row of pills or segmented control that reach past the main area's right edge.
+OPTIONS_PAST_THE_EDGE = """() => {
+    const edge = document.querySelector('[data-testid="stMain"]').getBoundingClientRect().right;
+    return Array.from(document.querySelectorAll('[data-testid="stMain"] [data-testid="stButtonGroup"] button'))
+        .filter(b => b.getBoundingClientRect().right > edge + 1).map(b => b.innerText);
+}"""
+
+
+@pytest.mark.parametrize("page_name", ["article", "experiments"])
+def test_every_option_of_a_row_of_pills_is_in_view_at_800x600(server, chromium, page_name):
+    """The article's three differences (and the experiments' three) are all in view in a narrow main area: the
+    row wraps instead of scrolling sideways with its last option cut at the window's edge."""
+    url, _, _ = server
+    page = _open(chromium, url, 800, 600, f"?page={page_name}")
+    assert page.locator("[data-testid='stButtonGroup'] button").count() >= 3
+    assert page.evaluate(OPTIONS_PAST_THE_EDGE) == []
+    page.close()
+
+
 @pytest.mark.parametrize("mode", ["en", "zh-presentation"])
 @pytest.mark.parametrize("viewport", ["1280x720", "800x600"])
 def test_every_page_fetches_only_from_its_own_origin_and_has_no_cut_label_overlap_tiny_text_or_blank_band(

@@ -9,6 +9,8 @@ no blank band under the map. Streamlit's own layout is kept; only spacing and fo
   1280 × 720 with the sidebar open the map of an 18-token sentence fits beside its controls; in a
   main area narrower than :data:`NARROW` (800 px wide with the sidebar open) columns stack, as
   Streamlit stacks them on a phone, so a map keeps the whole width;
+- a row of pills or a segmented control wraps in a main area too narrow for it (Streamlit scrolls it
+  sideways, which cuts the last options at the edge: the article's third difference at 800 × 600);
 - Presentation scales every rem-based size (headings, text, sidebar, controls) by :data:`PRESENTATION_SCALE`.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import streamlit as st
 
 from attention_viz.ui.internals import (
+    BUTTON_GROUP,
     COLUMN,
     EXPAND_SIDEBAR_BUTTON,
     HEADER,
@@ -39,6 +42,7 @@ _FRAME = f"""
 {SIDEBAR_NAV} {{ padding-top: 0; zoom: {NAV_ZOOM}; }}
 {SIDEBAR_HEADER} {{ height: 2.5rem; margin-bottom: 0; }}
 {MAIN}:focus, {MAIN}:focus-visible {{ outline: none; }}
+{BUTTON_GROUP} > div {{ flex-wrap: wrap; }}
 {MAIN}:focus::before, {MAIN}:focus-visible::before {{ box-shadow: none; }}
 @container main (max-width: {NARROW}px) {{
   {HORIZONTAL_BLOCK} {{ flex-wrap: wrap; }}
