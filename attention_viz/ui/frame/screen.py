@@ -56,9 +56,12 @@ _FRAME = f"""
 # Presentation: the page starts at the top of the window under a see-through header (its menu stays), so a
 # map can take the window's height; while the sidebar is closed, the content starts right of the header's »
 # (which opens it again) instead of under it. The list of pages keeps its size: it is the lecturer's, and at
-# 1.2× its nine rows would push the Sentence box and the link below a 720 px window.
+# 1.2× its nine rows would push the Sentence box and the link below a 720 px window. A heading keeps clear of the
+# header's menu (⋮, top right) that it now starts beside: a page's long title (the article's, in Chinese, at
+# 800 × 600) wraps before it instead of running under it (!important: the map element's title sets its padding).
 _PRESENTATION = f"""
 {MAIN_BLOCK} {{ padding-top: 0.25rem; }}
+{MAIN_BLOCK} h2 {{ padding-right: 2.5rem !important; }}
 body:has({EXPAND_SIDEBAR_BUTTON}) {MAIN_BLOCK} {{ padding-left: 3.5rem; }}
 {HEADER} {{ background: transparent; pointer-events: none; }}
 {HEADER} * {{ pointer-events: auto; }}
