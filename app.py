@@ -89,6 +89,7 @@ def main() -> None:
                 seq2seq_ui.page(page, loaded)
             else:
                 navigation.run()
+            state.settle_view(page)  # a setting the page reset to fit the text goes into the address too
     finally:  # also when the page stops early (st.stop) to show a message
         if link_note is not None:
             sharing.opened_link(link_note)  # after the page: it names the settings the page had to change too

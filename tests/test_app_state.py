@@ -207,6 +207,17 @@ def test_a_setting_that_no_longer_fits_is_reset_with_a_note(bundled):
     assert any("14" in caption.value and "none" in caption.value for caption in at.caption)
 
 
+def test_a_setting_reset_to_fit_a_shorter_text_leaves_the_address_too(bundled):
+    """The page resets the focus and the window after the address was written: the address (what a lecturer
+    copies for the class) says what the page shows, not the settings that no longer fit."""
+    at = run_app(text="hello " * 40, focus=26, query_start=7, key_start=5)
+    assert (at.query_params["focus"], at.query_params["query_start"], at.query_params["key_start"]) == ("26", "7", "5")
+    at.text_area(key="text").input("The cat sat.").run()
+    no_errors(at)
+    assert (at.session_state["focus"], at.session_state["query_start"], at.session_state["key_start"]) == (-1, 0, 0)
+    assert (at.query_params["focus"], at.query_params["query_start"], at.query_params["key_start"]) == ("-1", "0", "0")
+
+
 def test_an_older_links_scaling_names_still_open():
     values, notes = links.from_query({"scaling": "bert"}, state.link_rules())
     assert values == {"scaling": "exact"} and not notes

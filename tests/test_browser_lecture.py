@@ -349,6 +349,52 @@ def _draw_every_chart(page) -> None:
     settled(page, ".js-plotly-plot")
 
 
+# The options of every row of pills or segmented control that reach past the main area's right edge.
+OPTIONS_PAST_THE_EDGE = """() => {
+    const edge = document.querySelector('[data-testid="stMain"]').getBoundingClientRect().right;
+    return Array.from(document.querySelectorAll('[data-testid="stMain"] [data-testid="stButtonGroup"] button'))
+        .filter(b => b.getBoundingClientRect().right > edge + 1).map(b => b.innerText);
+}"""
+
+
+@pytest.mark.parametrize("page_name", ["article", "experiments"])
+def test_every_option_of_a_row_of_pills_is_in_view_at_800x600(server, chromium, page_name):
+    """The article's three differences (and the experiments' three) are all in view in a narrow main area: the
+    row wraps instead of scrolling sideways with its last option cut at the window's edge."""
+    url, _, _ = server
+    page = _open(chromium, url, 800, 600, f"?page={page_name}")
+    assert page.locator("[data-testid='stButtonGroup'] button").count() >= 3
+    assert page.evaluate(OPTIONS_PAST_THE_EDGE) == []
+    page.close()
+
+
+# The lines of a heading's text that run under the header's menu (⋮), which Presentation's see-through header
+# leaves at the top right of the page.
+HEADINGS_UNDER_THE_MENU = """() => {
+    const menu = document.querySelector('[data-testid="stMainMenu"]').getBoundingClientRect();
+    const under = [];
+    for (const h of document.querySelectorAll('.stMainBlockContainer h1, .stMainBlockContainer h2')) {
+        const range = document.createRange();
+        range.selectNodeContents(h);
+        for (const r of range.getClientRects()) {
+            if (r.left < menu.right && r.right > menu.left && r.top < menu.bottom && r.bottom > menu.top) {
+                under.push(h.innerText);
+            }
+        }
+    }
+    return under;
+}"""
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+@pytest.mark.parametrize("page_name", ["article", "inside", "rollout"])
+def test_a_long_page_title_in_presentation_keeps_clear_of_the_menu_at_800x600(server, chromium, page_name, language):
+    url, _, _ = server
+    page = _open(chromium, url, 800, 600, f"?page={page_name}&lang={language}&presentation=1")
+    assert page.evaluate(HEADINGS_UNDER_THE_MENU) == []
+    page.close()
+
+
 @pytest.mark.parametrize("mode", ["en", "zh-presentation"])
 @pytest.mark.parametrize("viewport", ["1280x720", "800x600"])
 def test_every_page_fetches_only_from_its_own_origin_and_has_no_cut_label_overlap_tiny_text_or_blank_band(

@@ -186,3 +186,22 @@ def test_the_live_reload_options_in_the_docs_are_the_ones_their_test_runs():
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "LIVE_RELOAD"
     )
     assert f".venv/bin/streamlit run app.py {' '.join(options)}" in (DOCS / "getting-started.md").read_text()
+
+
+def test_the_help_lines_in_the_docs_name_every_command_of_the_cli():
+    """A ``attention-viz --help`` line in the docs whose comment lists the commands lists all of them, in order."""
+    import argparse
+
+    from attention_viz.cli import build_parser
+
+    (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    expected = ", ".join(commands.choices)
+    found = [
+        (page.name, line)
+        for page in [README, *_docs_pages()]
+        for line in page.read_text(encoding="utf-8").splitlines()
+        if re.search(r"attention-viz --help\s+#", line)
+    ]
+    assert found
+    for name, line in found:
+        assert line.split("#", 1)[1].strip() == expected, (name, line)

@@ -38,6 +38,9 @@ HORIZONTAL_BLOCK = '[data-testid="stHorizontalBlock"]'  # the row of an st.colum
 COLUMN = '[data-testid="stColumn"]'
 CODE = '[data-testid="stCode"]'  # an st.code box (the link box keeps its copy button shown)
 TOOLBAR_BUTTON = '[data-testid="stElementToolbarButton"]'  # a button of an element's hover toolbar
+# st.pills and st.segmented_control: their options sit in one row that scrolls sideways, so in a narrow main area
+# the last ones are cut at its edge; the frame lets the row wrap instead.
+BUTTON_GROUP = '[data-testid="stButtonGroup"]'
 # The same names in the map element's own script (attention_viz/ui/attention_map/attention_map.js), which
 # collapses the sidebar for Presentation on a narrow screen; the test checks the script uses these only.
 MAP_SCRIPT_SELECTORS = (SIDEBAR, SIDEBAR_COLLAPSE_BUTTON)
@@ -51,6 +54,7 @@ TEST_IDS = (
     "stExpandSidebarButton",
 )
 TEST_IDS += ("stHeader", "stHorizontalBlock", "stColumn", "stCode", "stElementToolbarButton", "stPlotlyChart")
+TEST_IDS += ("stButtonGroup",)
 CLASS_NAMES = ("stMainBlockContainer",)
 
 # --- plotly.js's DOM in the map element's script ------------------------------------------------------------

@@ -37,4 +37,4 @@ def page_body(page: str) -> Iterator[None]:
         with recovery.on_error(page):
             yield
     finally:
-        state.settle_view()  # the view as the page left it: the next run tells Back from a change
+        state.settle_view(page)  # the view as the page left it: the next run tells Back from a change

@@ -9,6 +9,8 @@ no blank band under the map. Streamlit's own layout is kept; only spacing and fo
   1280 × 720 with the sidebar open the map of an 18-token sentence fits beside its controls; in a
   main area narrower than :data:`NARROW` (800 px wide with the sidebar open) columns stack, as
   Streamlit stacks them on a phone, so a map keeps the whole width;
+- a row of pills or a segmented control wraps in a main area too narrow for it (Streamlit scrolls it
+  sideways, which cuts the last options at the edge: the article's third difference at 800 × 600);
 - Presentation scales every rem-based size (headings, text, sidebar, controls) by :data:`PRESENTATION_SCALE`.
 """
 
@@ -18,6 +20,7 @@ import streamlit as st
 
 from attention_viz.figures.layout import PRESENTATION_SCALE
 from attention_viz.ui.internals import (
+    BUTTON_GROUP,
     COLUMN,
     EXPAND_SIDEBAR_BUTTON,
     HEADER,
@@ -39,6 +42,7 @@ _FRAME = f"""
 {SIDEBAR_NAV} {{ padding-top: 0; zoom: {NAV_ZOOM}; }}
 {SIDEBAR_HEADER} {{ height: 2.5rem; margin-bottom: 0; }}
 {MAIN}:focus, {MAIN}:focus-visible {{ outline: none; }}
+{BUTTON_GROUP} > div {{ flex-wrap: wrap; }}
 {MAIN}:focus::before, {MAIN}:focus-visible::before {{ box-shadow: none; }}
 @container main (max-width: {NARROW}px) {{
   {HORIZONTAL_BLOCK} {{ flex-wrap: wrap; }}
@@ -52,9 +56,12 @@ _FRAME = f"""
 # Presentation: the page starts at the top of the window under a see-through header (its menu stays), so a
 # map can take the window's height; while the sidebar is closed, the content starts right of the header's »
 # (which opens it again) instead of under it. The list of pages keeps its size: it is the lecturer's, and at
-# 1.2× its nine rows would push the Sentence box and the link below a 720 px window.
+# 1.2× its nine rows would push the Sentence box and the link below a 720 px window. A heading keeps clear of the
+# header's menu (⋮, top right) that it now starts beside: a page's long title (the article's, in Chinese, at
+# 800 × 600) wraps before it instead of running under it (!important: the map element's title sets its padding).
 _PRESENTATION = f"""
 {MAIN_BLOCK} {{ padding-top: 0.25rem; }}
+{MAIN_BLOCK} h2 {{ padding-right: 2.5rem !important; }}
 body:has({EXPAND_SIDEBAR_BUTTON}) {MAIN_BLOCK} {{ padding-left: 3.5rem; }}
 {HEADER} {{ background: transparent; pointer-events: none; }}
 {HEADER} * {{ pointer-events: auto; }}

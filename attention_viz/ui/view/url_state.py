@@ -119,12 +119,24 @@ def view_query(page: str, root: str | None = None) -> tuple[dict[str, str], list
     return links.to_query({**_view_values(), PAGE_KEY: page}, link_rules(), room)
 
 
-def settle_view() -> None:
+def settle_view(page: str) -> None:
     """Remember the view as the page left it (after its boxes fitted the settings to the text: Inside a head's
     query token of an address that names none), so that the next run tells the browser's Back from a change of
-    the view (:func:`_follow_history`)."""
-    if _URL_WRITTEN_VIEW in st.session_state:
-        st.session_state[_URL_WRITTEN_VIEW] = _view_values()
+    the view (:func:`_follow_history`).
+
+    A setting the address names that the page had to reset (a token in focus past the end of a shorter text, a
+    window start past it) goes into the address again: else the address, and a link copied from it, would keep
+    the old value, and the link would open with a note that it does not fit the text. A setting the address
+    left at its default (Inside a head's query token, fitted to the text) is only remembered, as before: a new
+    address, a new entry in the browser's history."""
+    written = st.session_state.get(_URL_WRITTEN_VIEW)
+    if written is None:
+        return
+    view = _view_values()
+    if any(view[key] != value and value != DEFAULTS[key] for key, value in written.items()):
+        write_url(page)
+    else:
+        st.session_state[_URL_WRITTEN_VIEW] = view
 
 
 def write_url(page: str) -> None:
