@@ -49,6 +49,14 @@ def test_unknown_model_names_what_was_tried():
         load_model("no-such-model-xyz")
 
 
+@pytest.mark.parametrize("name", ["/no/such/folder", "./typo-folder/", "C:\\models\\bert"])
+def test_a_missing_folder_is_named_as_neither_a_folder_nor_a_hub_name(name):
+    """A mistyped path is not a hub id: the message says so instead of the hub's naming rules."""
+    with pytest.raises(ModelLoadError, match=r"there is no folder .*, and it is not a hub name") as raised:
+        load_model(name)
+    assert raised.value.code == "not_found" and "alphanumeric" not in str(raised.value)
+
+
 def test_hub_is_not_asked_when_its_host_does_not_resolve(monkeypatch):
     from huggingface_hub import constants
 

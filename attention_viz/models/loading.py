@@ -336,12 +336,31 @@ def _source_of(name: str | None, policy: settings.ModelPolicy) -> tuple[str, str
 _READ_ERRORS = (OSError, ValueError, KeyError, TypeError, RuntimeError, SafetensorError)
 
 
+def _is_hub_name(name: str) -> bool:
+    """Whether ``name`` is a valid hub repository id (huggingface_hub's own rule: ``name`` or ``org/name``)."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        return False
+    return True
+
+
 def _read(shown: str, source: str, local: bool, read) -> tuple[object, object]:
     """``read(source, local_only)`` from local files, then from the hub when it can be reached.
 
     Raises:
-        ModelLoadError: ``unreadable`` (a folder) or ``not_found`` (a hub name), with the library's first line.
+        ModelLoadError: ``unreadable`` (a folder) or ``not_found`` (a hub name, or a name that is neither a
+            folder nor a hub name), with the library's first line.
     """
+    if not local and not _is_hub_name(source):  # e.g. a mistyped path: say so, not the hub's naming rules
+        raise ModelLoadError(
+            f"could not load model {shown!r}: there is no folder {source!r}, and it is not a hub name "
+            "(such as 'bert-base-uncased' or 'org/name')",
+            "not_found",
+            name=shown,
+        )
     try:
         return read(source, True)
     except _READ_ERRORS as exc:
