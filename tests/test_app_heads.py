@@ -11,6 +11,7 @@ import pandas as pd
 from apptools import decode, downloaded, figures, no_errors, run_app, title, z
 from numpy.testing import assert_allclose
 from replay import control
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
 from attention_viz import analysis
 from attention_viz.extraction import extract
@@ -67,6 +68,19 @@ def test_head_statistics_leave_what_does_not_apply_missing_and_say_where_the_tag
     caption = next(c.value for c in at.caption if c.value.startswith("Rows are layers"))
     assert "below the mark in even-numbered columns and above it in odd-numbered ones" in caption
     assert "under a mark" not in caption
+
+
+def test_the_head_statistics_csv_is_named_by_its_model_as_every_download(bundled, monkeypatch):
+    names = []
+    original = MemoryMediaFileStorage.load_and_get_id
+
+    def keep(self, path_or_data, mimetype, kind, filename=None):
+        names.append(filename)
+        return original(self, path_or_data, mimetype, kind, filename)
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", keep)
+    _page(STATS)
+    assert "attention_all-MiniLM-L6-v2_head_statistics_text.csv" in names, names
 
 
 def test_a_corpus_caption_counts_one_text_token_and_skipped_line_in_the_singular(monkeypatch):

@@ -5,6 +5,7 @@ import streamlit as st
 
 from attention_viz import analysis, figures
 from attention_viz.analysis import published
+from attention_viz.extraction import export
 from attention_viz.ui.frame import feedback
 from attention_viz.ui.frame.screen import header_width
 from attention_viz.ui.server import cache_heads
@@ -63,7 +64,7 @@ def _show() -> None:
     model_notes.not_applicable(info, [t(f"stats.col_{c}") for c in analysis.STATISTICS if frame[c].isna().all()])
     if found:
         _published(found)
-    _table(frame, statistic, scope)
+    _table(frame, statistic, export.file_stem(info.name, "head_statistics", scope))
     st.divider()
     scores_ui.section(loaded, (selection.layer, selection.head))  # previous-token, induction, ... on random tokens
 
@@ -130,8 +131,8 @@ def _published(found) -> None:
     )
 
 
-def _table(frame, statistic: str, scope: str) -> None:
-    """Every head's statistics as a table (the chosen one next to the head) and as a CSV download."""
+def _table(frame, statistic: str, stem: str) -> None:
+    """Every head's statistics as a table (the chosen one next to the head) and as a CSV download ``stem``.csv."""
     first = ["layer", "head", statistic] + (["importance"] if "importance" in frame else []) + ["tags"]
     shown = frame[list(dict.fromkeys(first + list(frame.columns)))]  # the chosen statistic next to the head
     shown = shown.assign(tags=[_shown_tags(tags, "tag") for tags in shown["tags"]])  # a copy: the CSV stays English
@@ -145,7 +146,7 @@ def _table(frame, statistic: str, scope: str) -> None:
     st.download_button(
         t("stats.download"),
         frame.to_csv(index=False, float_format="%.8g"),
-        file_name=f"head-statistics-{scope}.csv",
+        file_name=f"{stem}.csv",
         mime="text/csv",
         icon=":material/download:",
     )
