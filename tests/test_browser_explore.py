@@ -554,3 +554,24 @@ def test_rollouts_map_switch_and_pan_run_nothing_and_a_new_sentence_keeps_them(s
     np.testing.assert_allclose(_plotly_z_once_close(page, expected), expected, rtol=1e-6, atol=1e-6)
     expect(page.locator(".st-key-at_server_view")).to_be_visible()  # the server drew this kind: its files
     page.close()
+
+
+def test_a_pan_on_the_articles_layer_and_inside_a_head_runs_nothing(server, chromium):
+    """The other pages' maps pan their window in the browser too: the window's keys are the view's own."""
+    url, _, _ = server
+    for name, lead in (("article", ARTICLE_LEAD), ("inside", MAP_ELEMENT)):
+        page, socket = _open(chromium, f"{url}/?page={name}&text={urllib.parse.quote_plus(LONG)}")
+        page.locator(lead).click(position={"x": 5, "y": 5})  # the page has the keys (not a text box)
+        mark = socket.mark()
+        page.keyboard.press("Shift+ArrowDown")
+        page.keyboard.press("Shift+ArrowRight")
+        page.wait_for_function(
+            """s => { const d = document.querySelector(s).dataset, a = new URLSearchParams(location.search);
+                return d.ready === '1' && d.queryStart !== '0' && a.get('query_start') === d.queryStart
+                    && a.get('key_start') === d.keyStart; }""",
+            arg=lead,
+            timeout=30_000,
+        )
+        idle(page)
+        assert socket.since(mark) == (0, 0), name
+        page.close()

@@ -19,15 +19,17 @@ What the element draws besides the maps is the page's :class:`~attention_viz.fig
 What the element sends to the server on a step depends on the page.
 
 Compare, the article's layer, Rollout & norms and Inside a head (:attr:`MapSpec.told`; data ``told``: the view's
-names the box carries) send nothing: the element draws its own controls (:mod:`.page_view`: title, Layer and Head
-boxes with ‹ ›; on Compare the map switch and the token in focus) and what follows the view (numbers, notes; on
-Compare bars, lines, the example's note; on Inside a head the steps, :mod:`.inside_steps`; the address), and leaves
-the view in the hidden box of :mod:`attention_viz.ui.view.browser_view`, which the next run takes, whatever causes
-it; the maps beside the one with the keys (the article's) follow it and pass their clicks and pans to it. A pan of a
-window the page keeps under its own names (Rollout's) still asks for a run. It asks for a run only for a head it
-cannot fetch itself (a long input's bundles that hold one head) and while the "link to this view" box is open (its
-link is the server's); every other layer's bundle is named in the data (``neighbours``) and fetched by the browser
-when it needs it.
+settings the box carries, ``{session key: view field}``) send nothing: the element draws its own controls
+(:mod:`.page_view`: title, Layer and Head boxes with ‹ ›; on Compare and Rollout & norms the map switch, on Compare
+the token in focus) and what follows the view (numbers, notes; on Compare bars, lines, the example's note; on Inside
+a head the steps, :mod:`.inside_steps`; the address), and leaves the view in the hidden box of
+:mod:`attention_viz.ui.view.browser_view`, which the next run takes, whatever causes it; the maps beside the one with
+the keys (the article's) follow it and pass their clicks and pans to it. Rollout & norms keeps its window and map
+kind under its own keys (``rollout_query_start``, ``rollout_key_start``, ``rollout_map``: :attr:`MapSpec.window_keys`,
+:attr:`MapSpec.kind_key`), and each kind is its own bundle (``kind_bundles``: the others made when the browser asks).
+It asks for a run only for a head it cannot fetch itself (a long input's bundles that hold one head) and while the
+"link to this view" box is open (its link is the server's); every other layer's bundle is named in the data
+(``neighbours``) and fetched by the browser when it needs it.
 
 The other pages' maps report each step as one state value, under the element's key (a page's run follows):
 
