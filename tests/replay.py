@@ -95,7 +95,7 @@ def control(at: AppTest, kind: str, key: str):
 # --- A map with its own controls (Compare, the article's layer, Rollout & norms): they are the browser's ------
 
 # the map's data that holds each control (a view setting): the Layer box is every such map's
-CONTROL_DATA = {"layer": "layer", "head": "head", "focus": "focus_labels", "map_view": "kinds"}
+CONTROL_DATA = {"layer": "layer", "head": "head", "focus": "focus_labels", "map_view": "kinds", "rollout_map": "kinds"}
 
 
 def map_data(at: AppTest) -> dict | None:
@@ -138,8 +138,10 @@ def browser_report(at: AppTest, **changes) -> None:
     box = at.text_input(key=browser_view.KEY)
     adopted = at.session_state["_browser_view_seq"] if "_browser_view_seq" in at.session_state else 0  # noqa: SIM401
     pending = browser_view.reported(box.value)  # moves made since the last run, not yet told
-    seq, base = (pending[0], pending[1]) if pending and pending[0] > adopted else (adopted, map_view(at))
-    base = {name: value for name, value in base.items() if name in map_data(at)["told"]}  # what the box carries
+    told = map_data(at)["told"]  # what the box carries: {session key: the map's view field}
+    shown = {name: map_view(at)[field] for name, field in told.items()}
+    seq, base = (pending[0], pending[1]) if pending and pending[0] > adopted else (adopted, shown)
+    base = {name: value for name, value in base.items() if name in told}
     box.set_value(json.dumps({"seq": seq + 1, "view": {**base, **changes}}))
 
 
@@ -171,11 +173,11 @@ class MapControl:
     @property
     def label(self) -> str:
         controls = map_data(self.at)["controls"]
-        return controls["map" if self.key == "map_view" else self.key]
+        return controls["map" if self.key in ("map_view", "rollout_map") else self.key]
 
     @property
     def value(self):
-        return map_view(self.at)[self.key]
+        return map_view(self.at)[map_data(self.at)["told"].get(self.key, self.key)]
 
     def set_value(self, value) -> MapControl:
         browser_report(self.at, **{self.key: value})
@@ -190,7 +192,7 @@ class MapControl:
         data = map_data(self.at)
         if self.key == "focus":
             values = [-1, *range(len(data["controls"]["focus_labels"]))]
-        elif self.key == "map_view":
+        elif self.key in ("map_view", "rollout_map"):
             values = list(data["controls"]["kinds"])
         else:
             values = list(range(data["shape"][0 if self.key == "layer" else 1]))
@@ -200,6 +202,6 @@ class MapControl:
         controls = map_data(self.at)["controls"]
         if self.key == "focus":
             return controls["focus_none"] if value < 0 else controls["focus_labels"][value]
-        if self.key == "map_view":
+        if self.key in ("map_view", "rollout_map"):
             return controls["kinds"][value]
         return str(value)

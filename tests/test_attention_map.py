@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 from apptools import _drawn, chart, no_errors, run_app, title
-from replay import browser_report, browser_step, element_state, replay
+from replay import browser_report, browser_step, element_state, map_data, replay
 
-from attention_viz import figures
+from attention_viz import analysis, figures
 from attention_viz.extraction import extract
 from attention_viz.figures import bundles
 from attention_viz.ui.attention_map import apptest_view, bundle, components, element, serving
@@ -285,3 +285,29 @@ def test_the_apptest_reading_is_made_from_the_drawing_the_browser_gets():
     switched = {**data, "kinds": kinds, "bundle": path, "view": {**view, "map_view": "pretrained"}}
     assert drawing.look(switched)["colorscale"] == kinds["pretrained"]["colorscale"] != data["colorscale"]
     assert apptest_view.as_figure(switched)["layout"]["title"]["text"] == "both"
+
+
+def test_rollouts_element_holds_every_kinds_bundle_and_draws_the_one_the_browser_switched_to(bundled):
+    """Rollout & norms' map switch is the browser's: the data names each kind's bundle (the kinds not shown made
+    when asked for), the view read back at another kind is that kind's map, with its title and colour bar, and the
+    hidden box carries the kind and the window under the page's own keys."""
+    at = run_app()
+    at.switch_page("attention_viz/ui/pages/rollout.py").run()
+    no_errors(at)
+    data = map_data(at)
+    assert (
+        set(data["kind_bundles"]) == set(state.ROLLOUT_MAPS) and data["bundle"] == data["kind_bundles"]["raw"]["bundle"]
+    )
+    assert data["told"] == {
+        "layer": "layer",
+        "rollout_query_start": "query_start",
+        "rollout_key_start": "key_start",
+        "rollout_map": "map_view",
+    }
+    layer = state.EXAMPLE_LAYER
+    maps = analysis.rollout_and_norms(bundled.encoder, extract(bundled, state.EXAMPLE_TEXT).encoding, layer)
+    for kind in state.ROLLOUT_MAPS:  # as the browser draws each kind after a switch, no run between
+        shown = apptest_view.as_figure({**data, "view": {**data["view"], "map_view": kind}})
+        np.testing.assert_allclose(shown["data"][0]["z"], getattr(maps, kind), rtol=1e-6, atol=1e-6)
+        assert shown["layout"]["title"]["text"] == data["kinds"][kind]["title"].replace("{layer}", str(layer))
+        assert ("colorbar" in shown["data"][0]) == (kind == "norm")  # the norms' unit

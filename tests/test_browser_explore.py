@@ -471,3 +471,107 @@ def test_inside_twenty_steps_then_a_new_query_token_keeps_the_head(server, chrom
     weights = page.eval_on_selector(".st-key-step_weights .js-plotly-plot", "e => Array.from(e._fullData[0].y)")
     np.testing.assert_allclose(weights, expected.weights, atol=1e-6)
     page.close()
+
+
+# --- Rollout & norms: the map switch and the window's pan in the browser too -------------------------------------
+
+
+def _rollout_reported(page) -> None:
+    """Until the address names the map kind and the window Rollout's map shows (its report of the last move has
+    left, and with it anything the move asks of the server), then until the page is idle."""
+    reported = """s => { const d = document.querySelector(s).dataset, a = new URLSearchParams(location.search);
+        return d.ready === '1' && (a.get('rollout_map') || 'raw') === d.mapView
+            && (a.get('rollout_query_start') || '0') === d.queryStart
+            && (a.get('rollout_key_start') || '0') === d.keyStart; }"""
+    page.wait_for_function(reported, arg=MAP_ELEMENT, timeout=30_000)
+    idle(page)
+
+
+def _rollout_window(page) -> tuple[int, int]:
+    data = page.locator(MAP_ELEMENT).evaluate("e => ({...e.dataset})")
+    return int(data["queryStart"]), int(data["keyStart"])
+
+
+def _core_map(bundled, text: str, kind: str, window: tuple[int, int], size: int) -> np.ndarray:
+    """The core's map of ``kind`` (float64) at the example's layer, in the window from ``window``."""
+    from attention_viz import analysis
+
+    maps = analysis.rollout_and_norms(bundled.encoder, extract(bundled, text).encoding, state.EXAMPLE_LAYER)
+    q0, k0 = window
+    return getattr(maps, kind)[q0 : q0 + size, k0 : k0 + size]
+
+
+def test_rollouts_map_switch_and_pan_run_nothing_and_a_new_sentence_keeps_them(server, chromium, bundled):
+    from attention_viz import figures
+
+    url, _, _ = server
+    page, socket = _open(chromium, f"{url}/?page=rollout&text={urllib.parse.quote_plus(LONG)}")
+    tokens = len(extract(bundled, LONG).encoding.labels)
+    size = figures.map_style(False, tokens).window
+    assert tokens > size  # a window: the pan has room
+    page.locator(MAP_ELEMENT).click(position={"x": 5, "y": 5})  # the page has the keys (not a text box)
+    mark = socket.mark()
+    page.locator(".av-kinds button[data-kind=norm]").click()
+    page.keyboard.press("Shift+ArrowDown")  # the window a quarter down, then a quarter right
+    page.keyboard.press("Shift+ArrowRight")
+    _rollout_reported(page)
+    assert socket.since(mark) == (0, 0)
+    window = _rollout_window(page)
+    assert window[0] > 0 and window[1] > 0
+    expected = _core_map(bundled, LONG, "norm", window, size)
+    np.testing.assert_allclose(_plotly_z_once_close(page, expected), expected, rtol=1e-6, atol=1e-6)
+    colorbar = page.eval_on_selector(f"{MAP_ELEMENT} .js-plotly-plot", "e => e.data[0].colorbar.title.text")
+    assert colorbar == "‖α f(x)‖ (hidden units)"  # the norms' unit, the kind's own colour bar
+    expect(page.locator(".av-notes")).to_contain_text("Norm-based attention: each weight times")
+    mark = socket.mark()
+    page.locator(".av-kinds button[data-kind=rollout]").click()
+    _rollout_reported(page)
+    assert socket.since(mark) == (0, 0)
+    assert _rollout_window(page) == window  # the switch keeps the window
+    expected = _core_map(bundled, LONG, "rollout", window, size)
+    np.testing.assert_allclose(_plotly_z_once_close(page, expected), expected, rtol=1e-6, atol=1e-6)
+    expect(page.locator(".av-status")).to_contain_text("Rollout: layers 0 to")
+    expect(page.locator(".av-kinds button[data-kind=rollout]")).to_have_attribute("aria-pressed", "true")
+    expect(page.locator(".st-key-off_server_view button")).to_be_visible()  # the files are the server's kind's
+    address = _address(page)
+    assert address["rollout_map"] == "rollout" and address["rollout_query_start"] == str(window[0])
+    page.screenshot(path=ARTIFACTS / "explore_rollout_after_switch_and_pan.png")
+    # a run of the server (a new sentence) learns the kind and the window, and draws the new sentence's map there
+    other = " ".join(f"x{i % 41}" for i in range(60))
+    box = page.get_by_label("Sentence", exact=True)
+    box.fill(other)
+    box.press("Control+Enter")
+    page.wait_for_function(
+        "s => { const p = document.querySelector(s); return !!p?.data && p.data[0].y.join(' ').includes('x'); }",
+        arg=f"{MAP_ELEMENT} .js-plotly-plot",
+        timeout=60_000,
+    )
+    idle(page)
+    count = len(extract(bundled, other).encoding.labels)
+    kept = (figures.window_start(window[0], count, size), figures.window_start(window[1], count, size))
+    assert _view(page)["map_view"] == "rollout" and _rollout_window(page) == kept
+    expected = _core_map(bundled, other, "rollout", kept, size)
+    np.testing.assert_allclose(_plotly_z_once_close(page, expected), expected, rtol=1e-6, atol=1e-6)
+    expect(page.locator(".st-key-at_server_view")).to_be_visible()  # the server drew this kind: its files
+    page.close()
+
+
+def test_a_pan_on_the_articles_layer_and_inside_a_head_runs_nothing(server, chromium):
+    """The other pages' maps pan their window in the browser too: the window's keys are the view's own."""
+    url, _, _ = server
+    for name, lead in (("article", ARTICLE_LEAD), ("inside", MAP_ELEMENT)):
+        page, socket = _open(chromium, f"{url}/?page={name}&text={urllib.parse.quote_plus(LONG)}")
+        page.locator(lead).click(position={"x": 5, "y": 5})  # the page has the keys (not a text box)
+        mark = socket.mark()
+        page.keyboard.press("Shift+ArrowDown")
+        page.keyboard.press("Shift+ArrowRight")
+        page.wait_for_function(
+            """s => { const d = document.querySelector(s).dataset, a = new URLSearchParams(location.search);
+                return d.ready === '1' && d.queryStart !== '0' && a.get('query_start') === d.queryStart
+                    && a.get('key_start') === d.keyStart; }""",
+            arg=lead,
+            timeout=30_000,
+        )
+        idle(page)
+        assert socket.since(mark) == (0, 0), name
+        page.close()

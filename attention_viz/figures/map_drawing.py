@@ -46,6 +46,8 @@ class MapSpec:
             and at under 1000 px the sidebar collapsed once (it opens again with its button).
         told: the element steps without a run of the page and the next run learns the view from the hidden
             box (:mod:`attention_viz.ui.view.browser_view`); always so for an element with ``controls`` (Compare's).
+        kind_key: the session key of the map kind shown, when the element switches kinds itself (``kinds``):
+            Compare's ``map_view``, Rollout & norms' ``rollout_map``.
     """
 
     layers: int
@@ -65,6 +67,7 @@ class MapSpec:
     window_keys: tuple[str, str] = ("query_start", "key_start")
     presentation: bool = False
     told: bool = False
+    kind_key: str = "map_view"
 
 
 def scale(difference: bool = False) -> dict:
@@ -80,12 +83,14 @@ def scale(difference: bool = False) -> dict:
     return {"colorscale": heatmaps.ATTENTION_COLORSCALE, "zrange": (0.0, 1.0), "zmid": None, "value_format": ".4f"}
 
 
-def kind_look(difference: bool, title: str, what: str) -> dict:
+def kind_look(difference: bool, title: str, what: str, colorbar: str | None = None) -> dict:
     """One entry of the drawing's ``kinds`` (a map the element switches to itself: Compare's pretrained, from
-    scratch, difference): its colours as the browser takes them (:func:`scale`), its ``title`` and the files'
-    ``what``."""
+    scratch, difference; Rollout & norms' raw, rollout, norm): its colours as the browser takes them
+    (:func:`scale`), its ``title``, the files' ``what`` and, when given, its colour bar's title (else the
+    element's ``texts.colorbar``)."""
     colours = _colours(scale(difference))
-    return {**colours, "value_format": scale(difference)["value_format"], "title": title, "what": what}
+    look = {**colours, "value_format": scale(difference)["value_format"], "title": title, "what": what}
+    return look if colorbar is None else {**look, "colorbar": colorbar}
 
 
 def _colours(fields: dict) -> dict:

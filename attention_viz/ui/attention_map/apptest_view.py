@@ -31,12 +31,13 @@ def as_figure(data: dict) -> dict:
     Raises:
         KeyError: the bundle is no longer in :data:`~attention_viz.ui.attention_map.serving.STORE`.
     """
-    payload = STORE.get(data["bundle"].rsplit("/", 1)[-1])
-    if payload is None:
-        raise KeyError(data["bundle"])
-    header, values = unpack(payload)
     view, size = data["view"], data["window"]
     kind = drawing.kind(data) or "pretrained"
+    path = data.get("kind_bundles", {}).get(kind, data)["bundle"]  # Rollout & norms: each kind its own bundle
+    payload = STORE.get(path.rsplit("/", 1)[-1])
+    if payload is None:
+        raise KeyError(path)
+    header, values = unpack(payload)
     look = drawing.look(data)
     shape = header["maps"]["shape"]
     maps = _array(values, header["maps"])
@@ -67,8 +68,9 @@ def as_figure(data: dict) -> dict:
     }
     if look["zmid"] is not None:
         trace["zmid"] = look["zmid"]
-    if texts["colorbar"]:
-        trace["colorbar"] = {"title": {"text": texts["colorbar"]}}
+    colorbar = look.get("colorbar", texts["colorbar"])  # the kind's own, else the map's
+    if colorbar:
+        trace["colorbar"] = {"title": {"text": colorbar}}
     shapes = []
     focus = view["focus"] - q0
     if view["focus"] >= 0 and 0 <= focus < nq:

@@ -40,7 +40,11 @@
 //   kinds       (Compare) {pretrained|scratch|difference: {title, what, colorscale, zrange, zmid, value_format}}:
 //               the bundle holds both maps (header.scratch) and the element switches between them and their
 //               difference (scratch − pretrained, in float32 as numpy subtracts) itself; view.map_view is the
-//               one shown
+//               one shown. (Rollout & norms) {raw|rollout|norm: {..., colorbar}} with `kind_bundles`
+//   kind_bundles (Rollout & norms) {kind: {bundle, inline, neighbours}}: each kind's own bundle (its own labels:
+//               a word-level head average beside token-level norms); the shown kind's are the data's bundle,
+//               inline and neighbours; the others are fetched once the shown one is drawn, so a switch paints
+//               from maps held
 //   controls    (Compare, the article's layer, Rollout & norms) the words of the element's own controls: the title
 //               ("{layer}", "{head}" in it), the layer stepper, the head stepper (when `head` is given), the map
 //               switch (`kinds`) and the token in focus (`focus_labels`), drawn in the page's slot for them
@@ -51,7 +55,8 @@
 //   follow      (with controls) {server_view, keys, example: [layer, head] or null}: the page's containers it
 //               fills, shows or hides as it steps (the server's downloads or the button that brings the server
 //               to the view shown; Compare's example note or its "back" button)
-//   told        the view's names the hidden box carries (attention_viz/ui/attention_map/page_view.py), or absent
+//   told        the view's settings the hidden box carries, {session key: view field} (Rollout & norms: its window
+//               and map under its own keys), or absent (attention_viz/ui/attention_map/page_view.py)
 //   steps       (Inside a head) the steps of every held head, drawn above the map for the head shown
 //               (inside_steps.js)
 //
@@ -76,6 +81,17 @@ const LINK_BOX = ".st-key-share_link";
 const REPORT_AFTER_MS = 60; // reports of fast presses are merged: the view sent is always the whole view
 const PLOTLY_AFTER_MS = 150; // plotly redraws (hover, ticks) once the keys stop
 const bundles = new Map(); // path -> Promise<bundle>, shared by the instances of a page
+const parsed = new Map(); // path -> bundle, once it has arrived (a map switch paints a held kind at once)
+const BUNDLES_KEPT = 6; // the shown bundle, its neighbours, Rollout & norms' other kinds
+
+function keep(path, promise) {
+  bundles.set(path, promise);
+  while (bundles.size > BUNDLES_KEPT) {
+    const oldest = bundles.keys().next().value;
+    bundles.delete(oldest);
+    parsed.delete(oldest);
+  }
+}
 let keyTarget = null; // the instance that answers the arrow keys
 
 function parseBundle(buffer) {
@@ -101,10 +117,12 @@ function fetchBundle(path) {
     const promise = fetch(appUrl(path), { credentials: "same-origin" }).then((response) => {
       if (!response.ok) throw new Error("the map's data is gone: " + response.status);
       return response.arrayBuffer();
-    }).then(parseBundle);
+    }).then(parseBundle).then((bundle) => {
+      if (bundles.get(path) === promise) parsed.set(path, bundle);
+      return bundle;
+    });
     promise.catch(() => bundles.delete(path));
-    bundles.set(path, promise);
-    while (bundles.size > 4) bundles.delete(bundles.keys().next().value);
+    keep(path, promise);
   }
   return bundles.get(path);
 }
@@ -115,8 +133,8 @@ function inlineBundle(path, text) {
   const bytes = new Uint8Array(binary.length);
   for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
   const bundle = parseBundle(bytes.buffer);
-  bundles.set(path, Promise.resolve(bundle));
-  while (bundles.size > 4) bundles.delete(bundles.keys().next().value);
+  keep(path, Promise.resolve(bundle));
+  parsed.set(path, bundle);
   return bundle;
 }
 
@@ -226,17 +244,37 @@ class AttentionMap {
     if (data.controls) this.buildControls();
     if (data.details) this.buildDetails();
     if (data.keys) keyTarget = this;
-    if (data.bundle !== this.bundlePath) {
-      this.bundlePath = data.bundle;
-      const path = data.bundle;
+    for (const source of Object.values(data.kind_bundles || {})) { // the other kinds' small bundles, at once
+      if (source.inline && !bundles.has(source.bundle)) inlineBundle(source.bundle, source.inline);
+    }
+    this.useSource(false);
+    this.layoutAndPaint();
+    plotly(data.plotly).then((Plotly) => { this.Plotly = Plotly; this.schedulePlotly(0); if (data.details) this.drawDetails(); });
+  }
+
+  // the bundle of the map kind shown: Rollout & norms' kind's own, else the data's
+  source() {
+    const kinds = this.data.kind_bundles;
+    return (kinds && this.view && kinds[this.kind]) || this.data;
+  }
+
+  // the shown kind's bundle made the one drawn (from the bundles held, else fetched); `switched`: the kind changed
+  // in the browser, so the other kind's maps are not drawn while this one arrives
+  useSource(switched) {
+    const source = this.source(), path = source.bundle;
+    if (path !== this.bundlePath) {
+      this.bundlePath = path;
       const adopt = (bundle) => {
         this.main = bundle;
         this.mainPath = path;
         this.clampView();
       };
-      if (data.inline && !bundles.has(path)) {
-        adopt(inlineBundle(path, data.inline)); // painted below, in this call
+      if (source.inline && !bundles.has(path)) {
+        adopt(inlineBundle(path, source.inline)); // painted by the caller
+      } else if (parsed.has(path)) {
+        adopt(parsed.get(path));
       } else {
+        if (switched) this.main = null;
         fetchBundle(path).then((bundle) => {
           if (this.bundlePath !== path) return;
           adopt(bundle);
@@ -245,17 +283,19 @@ class AttentionMap {
         }).catch((error) => { this.status.textContent = String(error.message || error); });
       }
     }
-    const named = new Set([data.bundle, ...Object.values(data.neighbours || {})]);
+    const named = new Set([path, ...Object.values(source.neighbours || {})]);
     for (const [layer, entry] of this.ahead) if (!named.has(entry.path)) this.ahead.delete(layer);
-    if (this.main && this.mainPath === data.bundle) this.fetchAhead(); // else once it is drawn
-    this.layoutAndPaint();
-    plotly(data.plotly).then((Plotly) => { this.Plotly = Plotly; this.schedulePlotly(0); if (data.details) this.drawDetails(); });
+    if (this.main && this.mainPath === path) this.fetchAhead(); // else once it is drawn
   }
 
   // the bundles of the layers above and below the one shown (and of the one shown, when a step reached a
   // layer the browser lacks), fetched over HTTP without a run of the page; at most those three kept
   fetchAhead() {
-    const all = this.data.neighbours || {}, count = this.data.shape[0], at = this.view ? this.view.layer : 0;
+    const source = this.source();
+    for (const other of Object.values(this.data.kind_bundles || {})) { // the other kinds' bundles (Rollout & norms)
+      if (other.bundle !== source.bundle) fetchBundle(other.bundle).catch(() => {});
+    }
+    const all = source.neighbours || {}, count = this.data.shape[0], at = this.view ? this.view.layer : 0;
     const near = new Set([at, (at + 1) % count, (at + count - 1) % count]);
     for (const layer of [...this.ahead.keys()]) if (!near.has(layer)) this.ahead.delete(layer);
     const wanted = Object.entries(all).filter(([layer]) => near.has(+layer)).sort(([a], [b]) => (+a === at ? -1 : +b === at ? 1 : 0));
@@ -263,7 +303,8 @@ class AttentionMap {
       const known = this.ahead.get(+layer);
       if (known && known.path === path) continue;
       fetchBundle(path).then((bundle) => {
-        if (!Object.values(this.data.neighbours || {}).includes(path) && this.data.bundle !== path) return;
+        const now = this.source();
+        if (!Object.values(now.neighbours || {}).includes(path) && now.bundle !== path) return;
         this.ahead.set(+layer, { path, bundle });
         this.root.dataset.ahead = [...this.ahead.keys()].sort((x, y) => x - y).join(",");
         if (this.view.layer === +layer && !(this.main && this.main.layers.indexOf(+layer) >= 0)) {
@@ -354,7 +395,8 @@ class AttentionMap {
       return lead.changed(now);
     }
     this.seq += 1;
-    if (this.data.controls && this.data.neighbours && Object.keys(this.data.neighbours).length) this.fetchAhead();
+    const neighbours = this.source().neighbours;
+    if (this.data.controls && neighbours && Object.keys(neighbours).length) this.fetchAhead();
     this.paint();
     if (this.data.keys) {
       const { layer, head, focus, query_start, key_start } = this.view;
@@ -369,14 +411,15 @@ class AttentionMap {
       const told = this.data.told;
       if (!told) { this.send("view", { ...view, seq: this.seq }); return; }
       const settled = {};
-      for (const name of told) settled[name] = name === "map_view" ? v.map_view : view[name];
+      for (const [name, field] of Object.entries(told)) settled[name] = field === "map_view" ? v.map_view : view[field];
       reportView(settled, true); // no run: the next one the page makes takes it
       // a head the browser cannot fetch itself (a long input's bundles hold one head): the page's run makes it;
       // while the "link to this view" box is open, the run writes the link the box shows (the server's); and a
       // pan of a window the page keeps under its own names (not the box's) is the page's to store
-      const unheld = (!this.held(v.layer, v.head) && !(this.data.neighbours || {})[v.layer]) ||
+      const unheld = (!this.held(v.layer, v.head) && !(this.source().neighbours || {})[v.layer]) ||
         (this.data.steps && !stepsHeld(this)); // Inside a head: a layer whose steps the browser lacks
-      const untold = ["query_start", "key_start"].some((name) => !told.includes(name) && view[name] !== this.toldWindow[name]);
+      const fields = Object.values(told);
+      const untold = ["query_start", "key_start"].some((name) => !fields.includes(name) && view[name] !== this.toldWindow[name]);
       if (unheld || untold || document.querySelector(LINK_BOX)) this.send("view", { ...view, seq: this.seq });
     };
     if (now) report();
@@ -504,6 +547,7 @@ class AttentionMap {
   setKind(kind) {
     if (this.view.map_view === kind) return;
     this.view.map_view = kind;
+    if (this.data.kind_bundles) this.useSource(true); // Rollout & norms: the kind's own bundle
     this.changed(false);
   }
 
@@ -542,7 +586,8 @@ class AttentionMap {
     if (!d.details) return;
     // notes: the page's sentences that name the layer or head shown (plain text)
     const notes = this.details.querySelector(".av-notes");
-    const texts = (d.details.notes || []).map((text) => text.replace(/\{layer\}/g, v.layer).replace(/\{head\}/g, v.head));
+    const given = [...(d.details.notes || []), ...((d.details.kind_notes || {})[this.kind] || [])]; // and the kind's
+    const texts = given.map((text) => text.replace(/\{layer\}/g, v.layer).replace(/\{head\}/g, v.head));
     if (notes.childElementCount !== texts.length) {
       notes.replaceChildren(...texts.map(() => {
         const note = document.createElement("p"); // as Streamlit's captions: small, grey
@@ -670,7 +715,7 @@ class AttentionMap {
   valuesOf(b, overview) {
     const first = overview ? b.overviewValues : b.mapValues;
     const kind = this.kind;
-    if (!kind || kind === "pretrained") return (i) => first[i];
+    if (!kind || kind === "pretrained" || !b.scratch) return (i) => first[i]; // a kind's own bundle: its maps
     const second = overview ? b.overviewScratch : b.scratchValues;
     if (kind === "scratch") return (i) => second[i];
     return (i) => Math.fround(second[i] - first[i]);
@@ -742,7 +787,7 @@ class AttentionMap {
   range() {
     const b = this.bundle, v = this.view;
     let ranges = b.ranges;
-    if (ranges && this.kind) ranges = ranges[this.kind === "difference" ? "difference" : "attention"];
+    if (ranges && this.kind && !Array.isArray(ranges)) ranges = ranges[this.kind === "difference" ? "difference" : "attention"];
     if (!ranges) return this.look.zrange;
     return ranges[b.layers.indexOf(v.layer)][b.maps.shape[1] === 1 ? 0 : v.head];
   }
@@ -896,6 +941,7 @@ class AttentionMap {
     const { q0, k0, nq, nk } = this.windowOf();
     const base = this.headOffset(v.layer, v.head, b.maps);
     const value = this.valuesOf(b, false), look = this.look;
+    const colorbar = look.colorbar ?? d.texts.colorbar; // the kind's own (Rollout & norms' norms), else the map's
     const z = [], custom = [];
     for (let i = 0; i < nq; i++) {
       const start = base + (q0 + i) * b.keys + k0;
@@ -919,7 +965,7 @@ class AttentionMap {
       colorbar: {
         orientation: "h", thickness: 10, lenmode: "pixels", len: this.colorbarLength(),
         x: (this.colorbarEnd() - m.l) / side, xanchor: "right", xpad: 0, y: 1, yanchor: "bottom", ypad: 6, ticklabelposition: "outside top", tickfont: { size: font },
-        ...(d.texts.colorbar ? { title: { text: d.texts.colorbar, side: "right", font: { size: font } } } : {}),
+        ...(colorbar ? { title: { text: colorbar, side: "right", font: { size: font } } } : {}),
       },
     };
     if (look.zmid !== null && look.zmid !== undefined) trace.zmid = look.zmid;

@@ -9,7 +9,9 @@
 // setter, an "input" event, then Enter, which commits it). The DOM names it uses are in
 // attention_viz/ui/internals.py (BROWSER_VIEW_DOM), checked there against the installed Streamlit.
 const BOX_INPUT = ".st-key-browser_view input";
-const VIEW_KEYS = ["layer", "head", "focus", "query_start", "key_start", "map_view"];
+// attention_viz/ui/view/browser_view.py's VIEW_KEYS (Rollout & norms keeps its window and map under its own names)
+const VIEW_KEYS = ["layer", "head", "focus", "query_start", "key_start", "map_view",
+  "rollout_query_start", "rollout_key_start", "rollout_map"];
 
 function shared() {
   if (!window.__avView) window.__avView = { seq: 0 };

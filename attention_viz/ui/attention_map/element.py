@@ -19,15 +19,17 @@ What the element draws besides the maps is the page's :class:`~attention_viz.fig
 What the element sends to the server on a step depends on the page.
 
 Compare, the article's layer, Rollout & norms and Inside a head (:attr:`MapSpec.told`; data ``told``: the view's
-names the box carries) send nothing: the element draws its own controls (:mod:`.page_view`: title, Layer and Head
-boxes with ‹ ›; on Compare the map switch and the token in focus) and what follows the view (numbers, notes; on
-Compare bars, lines, the example's note; on Inside a head the steps, :mod:`.inside_steps`; the address), and leaves
-the view in the hidden box of :mod:`attention_viz.ui.view.browser_view`, which the next run takes, whatever causes
-it; the maps beside the one with the keys (the article's) follow it and pass their clicks and pans to it. A pan of a
-window the page keeps under its own names (Rollout's) still asks for a run. It asks for a run only for a head it
-cannot fetch itself (a long input's bundles that hold one head) and while the "link to this view" box is open (its
-link is the server's); every other layer's bundle is named in the data (``neighbours``) and fetched by the browser
-when it needs it.
+settings the box carries, ``{session key: view field}``) send nothing: the element draws its own controls
+(:mod:`.page_view`: title, Layer and Head boxes with ‹ ›; on Compare and Rollout & norms the map switch, on Compare
+the token in focus) and what follows the view (numbers, notes; on Compare bars, lines, the example's note; on Inside
+a head the steps, :mod:`.inside_steps`; the address), and leaves the view in the hidden box of
+:mod:`attention_viz.ui.view.browser_view`, which the next run takes, whatever causes it; the maps beside the one with
+the keys (the article's) follow it and pass their clicks and pans to it. Rollout & norms keeps its window and map
+kind under its own keys (``rollout_query_start``, ``rollout_key_start``, ``rollout_map``: :attr:`MapSpec.window_keys`,
+:attr:`MapSpec.kind_key`), and each kind is its own bundle (``kind_bundles``: the others made when the browser asks).
+It asks for a run only for a head it cannot fetch itself (a long input's bundles that hold one head) and while the
+"link to this view" box is open (its link is the server's); every other layer's bundle is named in the data
+(``neighbours``) and fetched by the browser when it needs it.
 
 The other pages' maps report each step as one state value, under the element's key (a page's run follows):
 
@@ -107,18 +109,27 @@ def _view(spec: MapSpec) -> dict:
     return {name: view[name] for name in VIEW_KEYS}
 
 
-def _revision(key: str, view: dict) -> int:
+def _told(spec: MapSpec, kinds: bool) -> dict[str, str]:
+    """The view's settings the hidden box carries for this element: ``{session key: view field}`` (Rollout &
+    norms keeps its window and map kind under its own keys: ``rollout_query_start``, ``rollout_map``)."""
+    names = {stored: name for name, stored in _stored(spec).items()}
+    if kinds:
+        names[spec.kind_key] = "map_view"
+    return names
+
+
+def _revision(key: str, view: dict, told_names: dict[str, str]) -> int:
     """The view's revision for the element ``key``: raised when the server moved the view itself, that is when
     the view is not the one the element shows: the one it last told (its report, or the hidden box's view the
-    run took, when that came after the last send), else the one last sent or reported. Back and Forward (the
-    address's view) always raise it."""
+    run took, when that came after the last send; ``told_names`` maps its session keys to the view's fields),
+    else the one last sent or reported. Back and Forward (the address's view) always raise it."""
     s = st.session_state
     rev = s.get(f"_{key}_rev", 0)
     told, told_seq = browser_view.last(), browser_view.adopted_seq()
     if browser_view.took_address():
         rev += 1
     elif told is not None and told_seq > s.get(f"_{key}_sent_seq", -1):  # the browser moved since the last send
-        if any(told.get(name, value) != value for name, value in view.items()):
+        if any(told.get(name, view[field]) != view[field] for name, field in told_names.items()):
             rev += 1
     elif view not in (s.get(f"_{key}_sent"), s.get(f"_{key}_reported")):
         rev += 1
@@ -156,7 +167,7 @@ def _on_view(key: str, shape: tuple[int, int, int, int], spec: MapSpec, kinds: b
     if view is None:
         return
     s.update({stored: view[name] for name, stored in _stored(spec).items()})
-    s[f"_{key}_reported"] = {**_view(spec), **({"map_view": s["map_view"]} if kinds else {})}
+    s[f"_{key}_reported"] = {**_view(spec), **({"map_view": s[spec.kind_key]} if kinds else {})}
 
 
 def held(spec: MapSpec, queries: int, keys: int) -> tuple[int, ...]:
@@ -166,8 +177,47 @@ def held(spec: MapSpec, queries: int, keys: int) -> tuple[int, ...]:
     return bundles.held_layers(spec.layers, spec.heads, queries, keys, _view(spec)["layer"])
 
 
+def _source(memo_key: str, spec: MapSpec, view: dict, recipe: Recipe, shape: tuple, maps: HeldMaps | None) -> dict:
+    """The element's bundle of ``recipe``'s maps (``shape``: their queries and keys) for the layers it holds at
+    ``view``: ``{bundle, inline, neighbours}``. With ``maps`` (this run's, of those layers) the bundle is packed now
+    (inline when small); without, it is made when the browser asks for it (another kind than the one shown)."""
+    queries, keys = shape
+    layers = bundles.held_layers(spec.layers, spec.heads, queries, keys, view["layer"])
+    if maps is not None and tuple(maps.layers) != layers:
+        raise ValueError(f"maps of layers {maps.layers}, the element holds {layers}")
+    only_head = None if bundles.holds_heads(spec.heads, queries, keys) else view["head"]  # a head step asks the server
+    windowed = max(queries, keys) > spec.style.window
+
+    def make(other: tuple) -> bytes:  # another layer's bundle, made from the recipe (any thread)
+        return bundles.from_maps(recipe.maps(other), windowed, only_head)
+
+    memo = bundle.memo(memo_key, (recipe.kind, recipe.key), only_head)
+    made: list[bytes] = []  # the bundle, when this run makes it
+
+    def register() -> str:
+        if maps is None:
+            return STORE.put_later(lambda: make(layers))
+        made.append(bundles.from_maps(maps, windowed, only_head))
+        if len(made[0]) <= bundle.INLINE_MAX:  # it travels in the element's data: the server keeps how to make it
+            return STORE.put_recipe(made[0], lambda: bundles.from_maps(maps, windowed, only_head))
+        return STORE.put(made[0])
+
+    return {
+        "bundle": f"{ROUTE}/maps/{bundle.bundle_id(memo, layers, register)}",
+        "inline": bundle.inline(made),
+        "neighbours": bundle.neighbours(memo, spec.layers, view["layer"], layers, make),
+    }
+
+
 def draw(
-    place, key: str, spec: MapSpec, maps: HeldMaps, recipe: Recipe, extra: dict | None = None, kinds: dict | None = None
+    place,
+    key: str,
+    spec: MapSpec,
+    maps: HeldMaps,
+    recipe: Recipe,
+    extra: dict | None = None,
+    kinds: dict | None = None,
+    others: dict | None = None,
 ) -> None:
     """Draw the map element ``key`` in ``place`` for the session's view (layer, head, focus, window).
 
@@ -180,54 +230,48 @@ def draw(
             asks (in a request handler's thread); its kind and key name the content (a new one: new bundles).
         extra: more of the element's data (Compare's controls and details: :mod:`attention_viz.ui.pages.compare`).
         kinds: the maps the element switches between itself (:func:`~attention_viz.figures.map_drawing.kind_look` by
-            kind: Compare's pretrained, from scratch and difference; ``maps`` then has ``scratch``).
+            kind; the one shown is the session's ``spec.kind_key``): Compare's pretrained, from scratch and
+            difference, all in one bundle (``maps`` then has ``scratch``); or, with ``others``, Rollout & norms'
+            raw, rollout and norm, each its own bundle.
+        others: the kinds not shown, each its own bundle made when the browser asks for it: ``{kind: (recipe,
+            queries, keys)}`` (the data's ``kind_bundles``, the shown kind's included); ``maps`` and ``recipe``
+            are then the shown kind's.
 
     Raises:
         ValueError: ``maps`` are not of the layers the element holds.
     """
     view = _view(spec)
     if kinds is not None:  # the map switch is the element's too
-        view["map_view"] = st.session_state["map_view"]
+        view["map_view"] = st.session_state[spec.kind_key]
     row_labels, key_labels = maps.query_labels, maps.key_labels
-    queries, keys = len(row_labels), len(key_labels)
-    layers = bundles.held_layers(spec.layers, spec.heads, queries, keys, view["layer"])
-    if tuple(maps.layers) != layers:
-        raise ValueError(f"maps of layers {maps.layers}, the element holds {layers}")
-    only_head = None if bundles.holds_heads(spec.heads, queries, keys) else view["head"]  # a head step asks the server
-    windowed = max(queries, keys) > spec.style.window
-
-    def make(other: tuple) -> bytes:  # another layer's bundle, made from the recipe (any thread)
-        return bundles.from_maps(recipe.maps(other), windowed, only_head)
-
-    memo = bundle.memo(key, (recipe.kind, recipe.key), only_head)
-    made: list[bytes] = []  # the bundle, when this run makes it
-
-    def register() -> str:
-        made.append(bundles.from_maps(maps, windowed, only_head))
-        if len(made[0]) <= bundle.INLINE_MAX:  # it travels in the element's data: the server keeps how to make it
-            return STORE.put_recipe(made[0], lambda: bundles.from_maps(maps, windowed, only_head))
-        return STORE.put(made[0])
-
-    path = f"{ROUTE}/maps/{bundle.bundle_id(memo, layers, register)}"
+    shape = (len(row_labels), len(key_labels))
+    if others is None:
+        sources = {}
+        shown = _source(key, spec, view, recipe, shape, maps)
+    else:  # each kind its own memo of bundle ids: a switch back finds the bundle the browser holds
+        sources = {
+            kind: _source(f"{key}.{kind}", spec, view, other, (queries, keys), None)
+            for kind, (other, queries, keys) in others.items()
+        }
+        shown = sources[view["map_view"]] = _source(f"{key}.{view['map_view']}", spec, view, recipe, shape, maps)
+    told_names = _told(spec, "map_view" in view)
     data = {
-        "bundle": path,
-        "inline": bundle.inline(made),
-        "neighbours": bundle.neighbours(memo, spec.layers, view["layer"], layers, make),
+        **shown,
         "plotly": PLOTLY_PATH,
-        "rev": _revision(key, view),
+        "rev": _revision(key, view, told_names),
         "view": view,
         **drawing(spec, row_labels, key_labels, kinds),
         **(extra or {}),
     }
-    if spec.told or "controls" in data:  # the view's names the hidden box carries (the page's own, not a window's)
-        data["told"] = [name for name, stored in _stored(spec).items() if stored == name] + (
-            ["map_view"] if "map_view" in view else []
-        )
+    if sources:
+        data["kind_bundles"] = sources
+    if spec.told or "controls" in data:  # the view's settings the hidden box carries, by session key
+        data["told"] = told_names
     with place:
         mount(COMPONENT, "attention_map.js")(
             key=key,
             data=data,
             on_view_change=state.guarded(
-                lambda: _on_view(key, (spec.layers, spec.heads, queries, keys), spec, "map_view" in view)
+                lambda: _on_view(key, (spec.layers, spec.heads, *shape), spec, "map_view" in view)
             ),
         )

@@ -3,7 +3,8 @@ server's files, which follow the view the server knows.
 
 A map element whose data has ``controls`` (Compare, the article's layer, Rollout & norms, Inside a head) steps
 through heads and layers without a run of the page: it draws its own title, Layer and Head boxes with ‹ › (in the
-page's :data:`CONTROLS_SLOT`), and what follows the view under the map (numbers, notes: in :data:`DETAILS_SLOT`),
+page's :data:`CONTROLS_SLOT`; Compare's and Rollout & norms' map switch too), and what follows the view under the
+map (numbers, notes: in :data:`DETAILS_SLOT`),
 and tells the server the view with the next run (:mod:`attention_viz.ui.view.browser_view`). What the server makes
 for a view (the downloads) stays the server's: after steps in the browser the element hides it and shows a button
 that brings the server to the view shown (one run); the files then follow (``attention_map.js``, ``follow``).
@@ -11,7 +12,7 @@ that brings the server to the view shown (one run); the files then follow (``att
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 import streamlit as st
 
@@ -32,13 +33,15 @@ def slot(container) -> None:
     container.html('<div class="av-slot"></div>')
 
 
-def server_view(names: Iterable[str]) -> dict:
-    """The session's view settings ``names`` (``layer``, ``head``, ...): the view this run draws the page's
-    server-made parts for."""
-    return {name: st.session_state[name] for name in names}
+def server_view(names: Iterable[str] | Mapping[str, str]) -> dict:
+    """The session's view settings ``names`` (``layer``, ``head``, ...; or ``{view field: session key}`` for a
+    setting the page keeps under its own key, Rollout & norms' ``{"map_view": "rollout_map"}``): the view this run
+    draws the page's server-made parts for, by the map's view fields."""
+    pairs = names.items() if isinstance(names, Mapping) else ((name, name) for name in names)
+    return {field: st.session_state[stored] for field, stored in pairs}
 
 
-def follow(names: Iterable[str], **more) -> dict:
+def follow(names: Iterable[str] | Mapping[str, str], **more) -> dict:
     """The element's ``follow`` data: the server's view (:func:`server_view` of ``names``) and the keys of the
     page's containers it fills, shows or hides (``more``: Compare's example and its keys)."""
     keys = {"server": SERVER_VIEW, "other": OTHER_VIEW, "controls": CONTROLS_SLOT, "details": DETAILS_SLOT}

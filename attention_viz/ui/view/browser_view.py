@@ -1,8 +1,9 @@
 """The view the browser moved to on its own, told to the server with the next run that something else causes.
 
 Compare's map element steps through heads and layers, focuses a query, pans its window and switches between
-the pretrained map, the from-scratch one and their difference in the browser, from the maps it holds: none of
-these moves runs the app's script on the server. The element writes the view it shows into one hidden text
+the pretrained map, the from-scratch one and their difference in the browser, from the maps it holds (Rollout &
+norms' between the head average, rollout and norm-based attention): none of these moves runs the app's script on
+the server. The element writes the view it shows into one hidden text
 box (:data:`KEY`, ``on_change="ignore"``: setting it asks for no run) and into the browser's address. Streamlit
 sends every widget's value with every run, so the next run, whatever caused it (a new sentence, a toggle, a
 page switch, the browser's Back), brings the view along, and :func:`adopt` makes it the session's view before
@@ -11,6 +12,9 @@ anything is drawn: nothing the student did in the browser is lost.
 The box's value, written by ``browser_view.js``, is JSON::
 
     {"seq": n, "view": {"layer": L, "head": H, "focus": F, "query_start": Q, "key_start": K, "map_view": "..."}}
+
+(Rollout & norms' map carries ``rollout_query_start``, ``rollout_key_start`` and ``rollout_map`` instead of the
+window's and the map's names: :data:`VIEW_KEYS`.)
 
 ``seq`` counts the element's reports in this page load; a value already adopted (the same or a lower ``seq``)
 changes nothing, so a view the server moved itself afterwards (an example, a link, Back) stays. A value that
@@ -30,7 +34,9 @@ from attention_viz.ui.view.view_schema import CHOICES, RANGES
 
 KEY = "browser_view"  # the hidden text box's widget key (its container's class: st-key-browser_view_box)
 BOX = "browser_view_box"
+# Compare's (and the other maps') view, and Rollout & norms' own window and map kind
 VIEW_KEYS = ("layer", "head", "focus", "query_start", "key_start", "map_view")
+VIEW_KEYS += ("rollout_query_start", "rollout_key_start", "rollout_map")
 _ADOPTED = "_browser_view_seq"
 _LAST = "_browser_view_last"
 _ADDRESS_TAKEN = "_browser_view_address_taken"
