@@ -485,11 +485,13 @@ class AttentionMap {
       kinds.className = "av-kinds";
       kinds.setAttribute("role", "group");
       kinds.setAttribute("aria-label", c.map);
-      kinds.style.cssText = "display:inline-flex;gap:0;align-items:center";
+      // a narrow column (a projector's large text at 800 px) wraps the buttons; none is cut or squeezed
+      kinds.style.cssText = "display:inline-flex;flex-wrap:wrap;max-width:100%;gap:0;align-items:stretch";
       for (const [kind, text] of Object.entries(c.kinds)) {
         const b = button(text, text, () => this.setKind(kind));
         b.dataset.kind = kind;
         b.style.borderRadius = "0";
+        b.style.flex = "0 0 auto";
         kinds.append(b);
       }
       kinds.firstChild.style.borderRadius = "8px 0 0 8px";
@@ -735,23 +737,31 @@ class AttentionMap {
     const width = this.root.parentElement ? this.root.parentElement.clientWidth : 600;
     const top = this.root.getBoundingClientRect().top + window.scrollY;
     const fill = d.presentation;
-    const status = fill ? 0 : this.status.offsetHeight;
-    const room = Math.max(200, window.innerHeight - Math.max(0, Math.min(top, fill ? 40 : 120)) - (fill ? 4 : 16) - status);
     const n = this.bundle ? Math.max(this.windowOf().nq, this.windowOf().nk) : d.window;
-    let side = Math.min(width - m.l - m.r, room - m.t - m.b, d.max_side);
-    side = Math.max(80, Math.floor(side / n) * n); // whole-pixel cells
-    this.side = side;
-    const bar = this.colorbarLength();
     const plot = this.root.querySelector(".av-plot");
-    plot.style.width = m.l + side + m.r + "px";
-    plot.style.height = m.t + side + m.b + "px";
-    if (fill) {
+    const size = (status) => { // the plot's side in whole-pixel cells, under a status line `status` px tall
+      const room = Math.max(200, window.innerHeight - Math.max(0, Math.min(top, fill ? 40 : 120)) - (fill ? 4 : 16) - status);
+      const side = Math.min(width - m.l - m.r, room - m.t - m.b, d.max_side);
+      this.side = Math.max(80, Math.floor(side / n) * n);
+      plot.style.width = m.l + this.side + m.r + "px";
+      plot.style.height = m.t + this.side + m.b + "px";
+    };
+    const inFlow = () => {
+      Object.assign(this.status.style, { position: "", left: "", top: "", width: "", maxHeight: "", overflow: "" });
+      if (this.status.parentElement !== this.root) this.root.prepend(this.status);
+    };
+    size(fill ? 0 : this.status.offsetHeight);
+    if (fill) { // a projector's title beside the colour bar, in the plot's top margin; above the plot if it is cut there
+      const bar = this.colorbarLength();
       Object.assign(this.status.style, { position: "absolute", left: "8px", top: "0px", zIndex: 2,
         width: Math.max(120, this.colorbarEnd() - bar - 24 - 8) + "px", maxHeight: m.t + "px", overflow: "hidden" });
       if (this.status.parentElement !== plot) plot.prepend(this.status);
-    } else if (this.status.parentElement !== this.root) {
-      Object.assign(this.status.style, { position: "", left: "", top: "", width: "", maxHeight: "" });
-      this.root.prepend(this.status);
+      if (this.status.scrollHeight > this.status.clientHeight + 1) {
+        inFlow();
+        size(this.status.offsetHeight);
+      }
+    } else {
+      inFlow();
     }
     collapseSidebar(fill);
     this.paint();
