@@ -575,3 +575,57 @@ def test_a_pan_on_the_articles_layer_and_inside_a_head_runs_nothing(server, chro
         idle(page)
         assert socket.since(mark) == (0, 0), name
         page.close()
+
+
+GRID = ".st-key-head_grid .js-plotly-plot"
+
+
+def _click_thumbnail(page, layer: int, head: int) -> None:
+    """A click at the middle of All heads' thumbnail of ``(layer, head)`` (its click target, point
+    ``layer * heads + head``), where plotly's axes put it on the screen."""
+    point = page.eval_on_selector(
+        GRID,
+        """(g, [layer, head]) => { const t = g._fullData[1], l = g._fullLayout;
+            const heads = new Set(t.x).size, n = layer * heads + head, box = g.getBoundingClientRect();
+            return { x: box.left + l.xaxis._offset + l.xaxis.d2p(t.x[n]),
+                     y: box.top + l.yaxis._offset + l.yaxis.d2p(t.y[n]) }; }""",
+        [layer, head],
+    )
+    page.mouse.click(point["x"], point["y"])
+
+
+def test_a_click_on_a_thumbnail_is_one_history_entry_and_back_and_forward_step_over_it(server, chromium):
+    """All heads at its opening head; a click on another head's thumbnail opens it in Compare: one new entry in
+    the browser's history. Back shows All heads at the old head (the address and the page), Forward the clicked
+    head in Compare."""
+    url, _, _ = server
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(f"{url}/?page=all_heads")
+    page.wait_for_selector(f"{GRID} .heatmaplayer", timeout=120_000)
+    idle(page)
+    old = (state.EXAMPLE_LAYER, state.EXAMPLE_HEAD)
+    opened = (old[0] + 1, (old[1] + 2) % 12)
+    old_link = page.get_by_text(f"Open layer {old[0]}, head {old[1]} in Compare")
+    expect(old_link).to_be_visible(timeout=60_000)
+    page.wait_for_function(f"() => new URLSearchParams(location.search).get('head') === '{old[1]}'", timeout=30_000)
+    entries = page.evaluate("history.length")
+    _click_thumbnail(page, *opened)
+    wait_for_map_view(page, *opened, timeout_ms=120_000)
+    wait_for_header(page, f"Layer {opened[0]}, head {opened[1]}")
+    _address_shows(page, opened[1])
+    idle(page)
+    assert page.evaluate("history.length") == entries + 1
+    assert (_address(page)["layer"], _address(page)["head"]) == tuple(map(str, opened))
+    page.go_back()  # one press: All heads at the old head
+    page.wait_for_function("() => location.pathname.endsWith('/all_heads')", timeout=30_000)
+    idle(page)
+    assert (_address(page)["layer"], _address(page)["head"]) == tuple(map(str, old))
+    expect(old_link).to_be_visible(timeout=60_000)
+    assert page.evaluate("history.length") == entries + 1
+    page.go_forward()  # and back to the clicked head in Compare
+    wait_for_map_view(page, *opened, timeout_ms=120_000)
+    wait_for_header(page, f"Layer {opened[0]}, head {opened[1]}")
+    idle(page)
+    assert (_address(page)["layer"], _address(page)["head"]) == tuple(map(str, opened))
+    assert not page.evaluate("location.pathname.endsWith('/all_heads')")
+    page.close()

@@ -47,7 +47,8 @@ def svg_buttons() -> None:
     the PNG's name (``svg_buttons.js``; the DOM names it uses: :data:`attention_viz.ui.internals.SVG_BUTTON_DOM`).
 
     Call once per run, before the page draws (a page may stop its run early). The element, at the top of the
-    sidebar, draws nothing: its container is hidden, so it takes no room. Sends nothing back.
+    sidebar, draws nothing: its container is hidden, so it takes no room. Sends nothing back. Being on every
+    page, it also makes one action of the person one entry in the browser's history (``history_entries.js``).
     """
     from attention_viz.ui.internals import SVG_BUTTON_DOM
     from attention_viz.ui.text.i18n import plain

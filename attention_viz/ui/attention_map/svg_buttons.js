@@ -6,7 +6,9 @@
 //               SVG_BUTTON_DOM: chart, modebar, group, button, icon)}.
 // A click saves the chart as an SVG named as its camera names the PNG (the config's
 // toImageButtonOptions.filename, else plotly's "newplot"), drawn anew by the app's own plotly.js from the
-// chart's data and layout (Plotly.downloadImage). Sends nothing back.
+// chart's data and layout (Plotly.downloadImage). Sends nothing back. Being on every page, it also installs
+// history_entries.js (one action of the person, one entry in the browser's history).
+import { oneEntryPerAction } from "./history_entries.js";
 import { plotly } from "./plotly_loader.js";
 
 const MARK = "avSvg"; // data-av-svg on the group this script adds
@@ -95,6 +97,7 @@ function addButtons(state) {
 }
 
 export default function (component) {
+  oneEntryPerAction(); // the element is on every page: one action of the person, one history entry
   const state = shared();
   state.data = component.data;
   if (!state.observer) {
