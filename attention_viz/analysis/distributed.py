@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import signal
 import socket
 import threading
 import time
@@ -342,6 +343,24 @@ def _actors(model, address, workers, retries: int, threads, cpus_per_worker: flo
                 ray.kill(worker)
 
 
+@contextlib.contextmanager
+def _ctrl_c_noted():
+    """While parts run on the main thread, Ctrl+C (SIGINT) is noted in the list yielded instead of raised at once:
+    the loop raises ``KeyboardInterrupt`` itself at its next turn (every :data:`WAIT_S`). Raised inside Ray's
+    blocking calls, an interrupt could be lost there and the run went on to its end. Elsewhere, as it was."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not (
+        signal.default_int_handler
+    ):
+        yield []
+        return
+    noted: list[bool] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: noted.append(True))
+    try:
+        yield noted
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def _run(ray, texts: Texts, spans, actors, task: tuple, progress, stop, retries: int, call=None):
     """Every part on the actors (two in flight each) once each has started, merged in corpus order. With
     ``call(actor, start, end)`` (the task of one part) the parts' results are returned in corpus order
@@ -349,6 +368,11 @@ def _run(ray, texts: Texts, spans, actors, task: tuple, progress, stop, retries:
 
     An actor takes parts only after its first call has answered: one still waiting for a CPU holds none, so
     the parts run on the actors that have started and the run never waits on one that cannot."""
+    with _ctrl_c_noted() as interrupted:
+        return _run_parts(ray, texts, spans, actors, task, progress, stop, retries, call, interrupted)
+
+
+def _run_parts(ray, texts: Texts, spans, actors, task: tuple, progress, stop, retries: int, call, interrupted):
     results: dict = {}
     pending: dict = {}  # object ref -> (part index, actor)
     starting = {worker.pid.remote(): worker for worker in actors}  # object ref -> actor not yet started
@@ -363,6 +387,8 @@ def _run(ray, texts: Texts, spans, actors, task: tuple, progress, stop, retries:
     if progress is not None:
         progress(0, len(texts))
     while len(results) < len(spans):
+        if interrupted:
+            raise KeyboardInterrupt
         if stop():
             raise CancelledError(
                 f"cancelled after {sum(spans[i][1] - spans[i][0] for i in results)} of {len(texts)} texts"
