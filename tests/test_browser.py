@@ -244,6 +244,17 @@ def test_type_a_sentence_pick_a_head_click_a_row_and_a_thumbnail(server, chromiu
     )
 
 
+def _open_scatter(chromium, address: str, chart: str, seconds: float):
+    """A 1280×720 page at ``address`` once the scatter ``chart`` shows its marks (within ``seconds``), the app
+    is idle and the chart has settled."""
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(address)
+    page.wait_for_selector(f"{chart} .scatterlayer .point", timeout=seconds * 1000)
+    page.wait_for_selector(IDLE, timeout=seconds * 1000)
+    settled(page, chart)
+    return page
+
+
 def test_a_missing_score_is_painted_grey_not_at_the_bottom_of_the_scale(server, chromium):
     """Duplicate-token on a text where no token repeats has no value: every head's mark grey, none purple."""
     import io
@@ -251,12 +262,8 @@ def test_a_missing_score_is_painted_grey_not_at_the_bottom_of_the_scale(server, 
     from PIL import Image
 
     url, _, _ = server
-    page = chromium.new_page(viewport={"width": 1280, "height": 720})
-    page.goto(f"{url}/?page=all_heads&text=A%20cat%20sat.&all_heads_colour=duplicate")
     chart = ".st-key-all_heads_scores .js-plotly-plot"
-    page.wait_for_selector(f"{chart} .scatterlayer .point", timeout=90_000)
-    page.wait_for_selector(IDLE, timeout=60_000)
-    settled(page, chart)
+    page = _open_scatter(chromium, f"{url}/?page=all_heads&text=A%20cat%20sat.&all_heads_colour=duplicate", chart, 90)
     page.screenshot(path=ARTIFACTS / "all_heads_missing.png")
     shot = page.locator(chart).screenshot()
     # the plot area (the colour bar, purple at its foot, lies outside it), and the marks' opacity: plotly.js
@@ -288,12 +295,8 @@ def test_a_click_on_a_head_of_the_atlas_outlines_it_and_shows_its_events(server,
     from attention_viz.models.loading import load_model
 
     url, _, _ = server
-    page = chromium.new_page(viewport={"width": 1280, "height": 720})
-    page.goto(f"{url}/?page=atlas&layer=3&head=1")
     chart = ".st-key-atlas_scatter .js-plotly-plot"
-    page.wait_for_selector(f"{chart} .scatterlayer .point", timeout=240_000)
-    page.wait_for_selector(IDLE, timeout=120_000)
-    settled(page, chart)
+    page = _open_scatter(chromium, f"{url}/?page=atlas&layer=3&head=1", chart, 240)
     where = """(el, i) => { const f = el._fullLayout, r = el.getBoundingClientRect(), p = el._fullData[0];
         return [r.left + f.xaxis._offset + f.xaxis.l2p(p.x[i]), r.top + f.yaxis._offset + f.yaxis.l2p(p.y[i])]; }"""
 

@@ -259,6 +259,20 @@ def _switch_page(page, name: str) -> None:
     idle(page)
 
 
+def _step_to_layer_3_head_7(page, socket, element: str):
+    """Gives the keys to the page (a click on ``element``, not a text box), then steps from the opening view
+    (layer 3, head 1; 1-based) to (3, 7) with each control: the keys, the steppers' buttons and the head's
+    list. Returns the ``socket``'s mark from before the first step."""
+    page.locator(element).click(position={"x": 5, "y": 5})
+    mark = socket.mark()
+    for key in ("ArrowRight", "ArrowRight", "ArrowDown"):  # (3, 1) → (3, 3) → (4, 3)
+        page.keyboard.press(key)
+    page.locator(".av-stepper.av-head button").last.click()  # › (4, 4)
+    page.locator(".av-stepper.av-layer button").first.click()  # ‹ (3, 4)
+    page.locator(".av-stepper.av-head select").select_option("7")  # (3, 7)
+    return mark
+
+
 def test_the_articles_layer_steps_in_the_browser_with_the_heads_numbers(server, chromium, bundled):
     from attention_viz import analysis
     from attention_viz.analysis import article_compare
@@ -266,13 +280,7 @@ def test_the_articles_layer_steps_in_the_browser_with_the_heads_numbers(server, 
 
     url, _, _ = server
     page, socket = _open(chromium, f"{url}/?page=article")
-    page.locator(ARTICLE_LEAD).click(position={"x": 5, "y": 5})  # the page has the keys (not a text box)
-    mark = socket.mark()
-    for key in ("ArrowRight", "ArrowRight", "ArrowDown"):  # (3, 1) → (3, 3) → (4, 3)
-        page.keyboard.press(key)
-    page.locator(".av-stepper.av-head button").last.click()  # › (4, 4)
-    page.locator(".av-stepper.av-layer button").first.click()  # ‹ (3, 4)
-    page.locator(".av-stepper.av-head select").select_option("7")  # (3, 7)
+    mark = _step_to_layer_3_head_7(page, socket, ARTICLE_LEAD)
     cells = page.locator(f"{ARTICLE_LEAD} .av-cells").bounding_box()  # a click on row 2 of 16: its query in focus
     page.mouse.click(cells["x"] + cells["width"] / 2, cells["y"] + cells["height"] * 2.5 / 16)
     page.wait_for_function(
@@ -397,13 +405,7 @@ def _inside_expected(bundled, layer: int, head: int, query: int):
 def test_inside_a_head_steps_in_the_browser_with_the_heads_steps(server, chromium, bundled):
     url, _, _ = server
     page, socket = _open(chromium, f"{url}/?page=inside")
-    page.locator(MAP_ELEMENT).click(position={"x": 5, "y": 5})  # the page has the keys (not a text box)
-    mark = socket.mark()
-    for key in ("ArrowRight", "ArrowRight", "ArrowDown"):  # (3, 1) → (3, 3) → (4, 3)
-        page.keyboard.press(key)
-    page.locator(".av-stepper.av-head button").last.click()  # › (4, 4)
-    page.locator(".av-stepper.av-layer button").first.click()  # ‹ (3, 4)
-    page.locator(".av-stepper.av-head select").select_option("7")  # (3, 7)
+    mark = _step_to_layer_3_head_7(page, socket, MAP_ELEMENT)
     _steps_shown(page, 3, 7)
     _address_shows(page, 7)  # the last move's report has left, and with it anything it asked of the server
     idle(page)

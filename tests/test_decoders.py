@@ -15,11 +15,11 @@ import math
 import numpy as np
 import pytest
 import torch
-from tiny_families import DECODERS, GEMMA_WINDOW, MISTRAL_WINDOW, make_tiny
+from tiny_families import DECODERS, GEMMA_WINDOW, MISTRAL_WINDOW, make_tiny, transformers_attentions, twin_attentions
 
 from attention_viz.analysis import head_scores as hs
 from attention_viz.analysis import steps
-from attention_viz.extraction import InputError, encode, extract, model_inputs, pretrained_attention
+from attention_viz.extraction import InputError, encode, extract, pretrained_attention
 from attention_viz.models import families
 from attention_viz.models.decoder import Decoder, apply_rotary, rope_frequencies, rotary_angles
 from attention_viz.models.encoder import Variant
@@ -29,21 +29,9 @@ TEXT = "The animal didn't cross the street because it was too tired."
 HEAD_DIM = {"gemma2": 16, "qwen3": 16}  # set in the config apart from hidden / heads; the others: 32 / 4
 
 
-def _transformers(loaded, encoding) -> tuple[torch.Tensor, ...]:
-    family = families.family_for(loaded.info.family)
-    with torch.inference_mode():
-        return loaded.model(**family.model_kwargs(model_inputs(encoding)), output_attentions=True).attentions
-
-
-def _ours(loaded, encoding) -> tuple[torch.Tensor, ...]:
-    inputs = model_inputs(encoding)
-    with torch.inference_mode():
-        return loaded.encoder(inputs["input_ids"], inputs["token_type_ids"], inputs["attention_mask"]).attentions
-
-
 def _assert_parity(loaded, encoding) -> float:
     """From-scratch == transformers at every layer and head (1e-6); returns the largest difference."""
-    theirs, ours = _transformers(loaded, encoding), _ours(loaded, encoding)
+    theirs, ours = transformers_attentions(loaded, encoding), twin_attentions(loaded, encoding)
     t = encoding.num_tokens
     assert len(theirs) == len(ours) == loaded.info.num_layers
     for layer, (a, b) in enumerate(zip(ours, theirs, strict=True)):
@@ -71,11 +59,11 @@ def test_loads_as_a_decoder_and_equals_transformers_eager_attention(family_model
     encoding = encode(loaded.tokenizer, TEXT, None, info.max_positions)
     assert encoding.num_tokens > MISTRAL_WINDOW + 4  # longer than either sliding window
     _assert_parity(loaded, encoding)
-    ours = torch.cat(_ours(loaded, encoding)).numpy()  # (L, h, t, t)
+    ours = torch.cat(twin_attentions(loaded, encoding)).numpy()  # (L, h, t, t)
     _causal_rows(ours)
     assert ours.std(axis=(-2, -1)).min() > 0.05  # heads with structure: a wrong rotation or mask shows
     hooked = pretrained_attention(loaded.model, encoding)  # the app's fast path: the same weights
-    assert np.array_equal(hooked, torch.cat(_transformers(loaded, encoding)).numpy())
+    assert np.array_equal(hooked, torch.cat(transformers_attentions(loaded, encoding)).numpy())
 
 
 @pytest.mark.parametrize("family", DECODERS)
@@ -99,7 +87,7 @@ def test_mistral_sees_only_its_window_below_and_above_it(family_model):
     assert short.num_tokens <= MISTRAL_WINDOW < long.num_tokens
     for encoding in (short, long):
         _assert_parity(loaded, encoding)
-    weights = torch.cat(_ours(loaded, long)).numpy()  # (L, h, t, t)
+    weights = torch.cat(twin_attentions(loaded, long)).numpy()  # (L, h, t, t)
     t = long.num_tokens
     i, j = np.indices((t, t))
     outside = j <= i - MISTRAL_WINDOW  # keys older than the window: exactly 0 in every layer and head
@@ -114,7 +102,7 @@ def test_gemma2_alternates_a_local_and_a_global_layer_and_caps_its_scores(family
     assert config.layer_types == ("sliding_attention", "full_attention")
     assert config.scaling == 24**-0.5 and config.attn_logit_softcapping == 5.0
     encoding = encode(loaded.tokenizer, TEXT, None, loaded.info.max_positions)
-    weights = torch.cat(_ours(loaded, encoding)).numpy()
+    weights = torch.cat(twin_attentions(loaded, encoding)).numpy()
     t = encoding.num_tokens
     i, j = np.indices((t, t))
     outside = j <= i - GEMMA_WINDOW
@@ -255,7 +243,7 @@ def test_inside_steps_give_the_models_weights_in_every_layer(family_model, famil
     loaded = family_model(family)
     info = loaded.info
     encoding = encode(loaded.tokenizer, TEXT, None, info.max_positions)
-    theirs = torch.cat(_transformers(loaded, encoding)).numpy()  # (L, h, t, t)
+    theirs = torch.cat(transformers_attentions(loaded, encoding)).numpy()  # (L, h, t, t)
     hidden = steps.layer_inputs(loaded.encoder, encoding)  # (L, t, hidden)
     for layer in range(info.num_layers):
         rules = steps.layer_rules(loaded.encoder, layer)

@@ -7,7 +7,7 @@ kernels in the same order as transformers' eager attention, for single texts, pa
 import numpy as np
 import pytest
 import torch
-from tiny_families import DECODERS, FAMILIES
+from tiny_families import DECODERS, FAMILIES, transformers_attentions, twin_attentions
 
 from attention_viz.extraction import InputError, encode, extract, model_inputs, pretrained_attention
 from attention_viz.models import families
@@ -24,18 +24,6 @@ SPECIALS = {  # (first token, last token) of a single text, as each family's tok
     "xlm-roberta": ("<s>", "</s>"),
 }
 MARKERS = ("Ġ", "Ċ", "▁", "Â", "Ã")  # byte-level BPE and SentencePiece markers, byte pieces of é/ï
-
-
-def _transformers(loaded, encoding) -> tuple[torch.Tensor, ...]:
-    family = families.family_for(loaded.info.family)
-    with torch.inference_mode():
-        return loaded.model(**family.model_kwargs(model_inputs(encoding)), output_attentions=True).attentions
-
-
-def _ours(loaded, encoding) -> tuple[torch.Tensor, ...]:
-    inputs = model_inputs(encoding)
-    with torch.inference_mode():
-        return loaded.encoder(inputs["input_ids"], inputs["token_type_ids"], inputs["attention_mask"]).attentions
 
 
 def test_families_are_found_by_model_type():
@@ -61,7 +49,7 @@ def test_scratch_attention_is_transformers_bit_for_bit(family_model, family):
     inputs = [(TEXT, None)] + ([] if family == "gpt2" else [PAIR])
     for text, pair in inputs:
         encoding = encode(loaded.tokenizer, text, pair, loaded.info.max_positions)
-        expected, ours = _transformers(loaded, encoding), _ours(loaded, encoding)
+        expected, ours = transformers_attentions(loaded, encoding), twin_attentions(loaded, encoding)
         assert len(expected) == len(ours) == loaded.info.num_layers
         assert [torch.equal(a, b) for a, b in zip(ours, expected, strict=True)] == [True] * len(ours), (text, pair)
         assert min(float(a.std()) for a in ours) > 0.05  # heads with structure: a wrong position or mask shows
@@ -100,7 +88,7 @@ def test_hooks_take_the_reference_weights_bit_for_bit(family_model, family):
     for text, pair in [(TEXT, None)] + ([] if family == "gpt2" else [PAIR]):
         encoding = encode(loaded.tokenizer, text, pair, loaded.info.max_positions)
         hooked = pretrained_attention(loaded.model, encoding)
-        assert np.array_equal(hooked, torch.cat(_transformers(loaded, encoding)).numpy())
+        assert np.array_equal(hooked, torch.cat(transformers_attentions(loaded, encoding)).numpy())
         assert np.array_equal(hooked, reference_attention(loaded.model, encoding)), (family, pair)
     assert [len(module._forward_hooks) for module in loaded.model.modules()] == hooks
 

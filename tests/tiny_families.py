@@ -50,6 +50,8 @@ from transformers import (
     XLMRobertaTokenizer,
 )
 
+from attention_viz.extraction import model_inputs
+from attention_viz.models import families
 from attention_viz.models.loading import bundled_model_path
 from benchmarks.tiny import byte_level_bpe
 
@@ -202,3 +204,17 @@ def make_tiny(family: str, folder, seed: int = 0, **options) -> str:
     model.save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
     return str(folder)
+
+
+def transformers_attentions(loaded, encoding) -> tuple[torch.Tensor, ...]:
+    """transformers' attention weights of one encoding, one ``(1, h, t, t)`` tensor per layer."""
+    family = families.family_for(loaded.info.family)
+    with torch.inference_mode():
+        return loaded.model(**family.model_kwargs(model_inputs(encoding)), output_attentions=True).attentions
+
+
+def twin_attentions(loaded, encoding) -> tuple[torch.Tensor, ...]:
+    """The from-scratch twin's attention weights of the same encoding, as :func:`transformers_attentions`."""
+    inputs = model_inputs(encoding)
+    with torch.inference_mode():
+        return loaded.encoder(inputs["input_ids"], inputs["token_type_ids"], inputs["attention_mask"]).attentions

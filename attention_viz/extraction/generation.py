@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from attention_viz import settings
+from attention_viz.errors import CodedError
 from attention_viz.extraction.forward import model_inputs
 from attention_viz.extraction.results import AttentionResult, extract_encoded
 from attention_viz.extraction.tokens import Encoding, InputError, encode
@@ -26,13 +27,11 @@ from attention_viz.models.loading import LoadedModel, ModelInfo
 DEFAULT_NEW_TOKENS = 20
 
 
-class GenerationError(RuntimeError):
+class GenerationError(CodedError, RuntimeError):
     """A model cannot generate here; the message says why and :attr:`code` names the case: ``not_decoder``,
     ``no_lm_head`` (saved without its language-model head) or ``unreadable`` (its files cannot be read)."""
 
-    def __init__(self, message: str, code: str = "unreadable") -> None:
-        super().__init__(message)
-        self.code = code
+    default_code = "unreadable"
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_viz import settings
+from attention_viz.errors import CodedError
 
 
-class InputError(ValueError):
+class InputError(CodedError, ValueError):
     """The user's input cannot be encoded (for example, empty text); the message says what to do.
 
     Attributes:
@@ -24,10 +25,7 @@ class InputError(ValueError):
         fields: what the translated message needs.
     """
 
-    def __init__(self, message: str, code: str = "invalid", **fields: object) -> None:
-        super().__init__(message)
-        self.code = code
-        self.fields = fields
+    default_code = "invalid"
 
 
 @dataclass(frozen=True)

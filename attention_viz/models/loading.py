@@ -23,6 +23,7 @@ from urllib.parse import urlparse
 from safetensors import SafetensorError
 
 from attention_viz import settings
+from attention_viz.errors import CodedError
 from attention_viz.models import families, sizes
 from attention_viz.models.decoder import Decoder
 from attention_viz.models.encoder import BertEncoder, WeightMismatchError
@@ -37,7 +38,7 @@ READ_LOCK = threading.RLock()
 _BUNDLED_ALIASES = {BUNDLED_MODEL, f"sentence-transformers/{BUNDLED_MODEL}", "bundled"}
 
 
-class ModelLoadError(RuntimeError):
+class ModelLoadError(CodedError, RuntimeError):
     """A model could not be loaded; the message (English, for the CLI and the log) names what was tried.
 
     Attributes:
@@ -49,10 +50,7 @@ class ModelLoadError(RuntimeError):
             ``available``, both as :func:`~attention_viz.models.sizes.size_text` writes them).
     """
 
-    def __init__(self, message: str, code: str = "unreadable", **fields: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.fields = fields
+    default_code = "unreadable"
 
 
 @dataclass(frozen=True)
