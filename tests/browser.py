@@ -125,6 +125,20 @@ def chromium_path() -> str:
     return path
 
 
+def plotly_z_once_close(page, expected, selector: str = MAP) -> list:
+    """The values of the plotly heatmap at ``selector`` once they equal ``expected`` (a 2-D array) to 1e-5: the
+    map element redraws its plotly layer a while after the last move, after its cells. The last values read if
+    they never do within 30 s (the caller's assertion then says how they differ)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    close = """([s, e]) => { const p = document.querySelector(s); const z = p && p.data && p.data[0].z;
+        return !!z && z.length === e.length && z.every((row, i) => row.length === e[i].length
+            && row.every((v, j) => Math.abs(v - e[i][j]) <= 1e-5)); }"""
+    with contextlib.suppress(PlaywrightTimeout):
+        page.wait_for_function(close, arg=[selector, expected.tolist()], timeout=30_000)
+    return page.eval_on_selector(selector, "e => e.data && e.data[0].z")
+
+
 # --- waits for what the page shows -------------------------------------------------------------------
 
 # What a plotly chart shows: each trace's row labels, number of rows and first row of values (None while there

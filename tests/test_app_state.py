@@ -9,7 +9,17 @@ import json
 import numpy as np
 import pytest
 from apptools import chart, no_errors, run_app, title, z
-from replay import browser_steps, control, map_data, map_title, map_view, replay, shown_labels
+from replay import (
+    browser_report,
+    browser_step,
+    browser_steps,
+    control,
+    map_data,
+    map_title,
+    map_view,
+    replay,
+    shown_labels,
+)
 from streamlit.testing.v1 import AppTest
 
 from attention_viz import links
@@ -17,7 +27,7 @@ from attention_viz.analysis import presets
 from attention_viz.extraction import extract
 from attention_viz.ui.shared import presets_ui
 from attention_viz.ui.text import i18n
-from attention_viz.ui.view import state
+from attention_viz.ui.view import browser_view, state
 
 INSIDE = "attention_viz/ui/pages/inside.py"
 ZH = i18n.table("zh")
@@ -284,6 +294,21 @@ def test_back_brings_the_earlier_address_back_but_a_stale_one_never_undoes_a_cha
     at.query_params["head"] = "5"
     at.run()
     assert at.session_state["head"] == 5 and map_view(at)["head"] == 5
+    # steps in the browser, then Back to the very address the server last wrote: Streamlit sends that address
+    # with any run, so only the box's history report (browser_view.js, on popstate) tells Back from another run
+    written = dict(at.query_params)
+    browser_steps(at, "head", 1)  # a run that took the step: the address now names head 6
+    browser_report(at, head=0, focus=2)  # more steps, not yet told
+    assert dict(at.query_params) != written
+    moved = dict(at.query_params)
+    seq, rev = browser_view.reported(at.text_input(key="browser_view").value)[0], map_data(at)["rev"]
+    at.text_input(key="browser_view").set_value(json.dumps({"seq": seq + 1, "view": {}, "history": True}))
+    at.run()  # Back to the address of head 6, which the server wrote last
+    assert dict(at.query_params) == moved and at.session_state["head"] == 6 and map_view(at)["head"] == 6
+    assert map_view(at)["focus"] != 2
+    assert map_data(at)["rev"] > rev  # the map, which shows head 0, is told to go to the server's view
+    browser_step(at, head=1)  # a later report is adopted as before
+    assert at.session_state["head"] == 1 and map_view(at)["head"] == 1
 
 
 def test_off_the_examples_head_the_page_leads_back_and_the_box_keeps_its_name(bundled):

@@ -10,14 +10,12 @@ Back), and a link copied after the steps opens them.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import urllib.parse
 
 import numpy as np
-from browser import ARTIFACTS, MAP_DRAWN, idle, wait_for_header, wait_for_map_view
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from browser import ARTIFACTS, MAP_DRAWN, idle, plotly_z_once_close, wait_for_header, wait_for_map_view
 from playwright.sync_api import expect
 
 from attention_viz.extraction import extract
@@ -85,17 +83,6 @@ def _reported(page) -> None:
             && (a.get('query_start') || '0') === d.queryStart && (a.get('map_view') || 'pretrained') === d.mapView; }"""
     page.wait_for_function(reported, arg=MAP_ELEMENT, timeout=30_000)
     idle(page)
-
-
-def _plotly_z_once_close(page, expected: np.ndarray) -> list:
-    """The map's plotly values once they equal ``expected`` to 1e-5 (plotly redraws a while after the last move);
-    the last values read if they never do within 30 s (the caller's assertion then says how they differ)."""
-    close = """([s, e]) => { const p = document.querySelector(s); const z = p && p.data && p.data[0].z;
-        return !!z && z.length === e.length && z.every((row, i) => row.length === e[i].length
-            && row.every((v, j) => Math.abs(v - e[i][j]) <= 1e-5)); }"""
-    with contextlib.suppress(PlaywrightTimeout):
-        page.wait_for_function(close, arg=[f"{MAP_ELEMENT} .js-plotly-plot", expected.tolist()], timeout=30_000)
-    return page.eval_on_selector(f"{MAP_ELEMENT} .js-plotly-plot", "e => e.data && e.data[0].z")
 
 
 def _settle(page) -> None:
@@ -357,7 +344,7 @@ def test_rollout_steps_layers_in_the_browser_and_a_page_switch_keeps_them(server
     expect(page.locator(".av-title")).to_have_text("Rollout & norms: layer 0")
     expect(page.locator(".av-stepper.av-layer select")).to_have_value("0")
     weights = extract(bundled, state.EXAMPLE_TEXT).weights
-    z = _plotly_z_once_close(page, weights[0].mean(0))  # plotly redraws once the keys stop
+    z = plotly_z_once_close(page, weights[0].mean(0))  # plotly redraws once the keys stop
     np.testing.assert_allclose(z, weights[0].mean(0), atol=1e-5)  # the raw head average of layer 0
     address = _address(page)
     assert address["layer"] == "0" and address.get("head", str(state.EXAMPLE_HEAD)) == str(state.EXAMPLE_HEAD)
@@ -521,7 +508,7 @@ def test_rollouts_map_switch_and_pan_run_nothing_and_a_new_sentence_keeps_them(s
     window = _rollout_window(page)
     assert window[0] > 0 and window[1] > 0
     expected = _core_map(bundled, LONG, "norm", window, size)
-    np.testing.assert_allclose(_plotly_z_once_close(page, expected), expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(plotly_z_once_close(page, expected), expected, rtol=1e-6, atol=1e-6)
     colorbar = page.eval_on_selector(f"{MAP_ELEMENT} .js-plotly-plot", "e => e.data[0].colorbar.title.text")
     assert colorbar == "‖α f(x)‖ (hidden units)"  # the norms' unit, the kind's own colour bar
     expect(page.locator(".av-notes")).to_contain_text("Norm-based attention: each weight times")
@@ -531,7 +518,7 @@ def test_rollouts_map_switch_and_pan_run_nothing_and_a_new_sentence_keeps_them(s
     assert socket.since(mark) == (0, 0)
     assert _rollout_window(page) == window  # the switch keeps the window
     expected = _core_map(bundled, LONG, "rollout", window, size)
-    np.testing.assert_allclose(_plotly_z_once_close(page, expected), expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(plotly_z_once_close(page, expected), expected, rtol=1e-6, atol=1e-6)
     expect(page.locator(".av-status")).to_contain_text("Rollout: layers 0 to")
     expect(page.locator(".av-kinds button[data-kind=rollout]")).to_have_attribute("aria-pressed", "true")
     expect(page.locator(".st-key-off_server_view button")).to_be_visible()  # the files are the server's kind's
@@ -553,7 +540,7 @@ def test_rollouts_map_switch_and_pan_run_nothing_and_a_new_sentence_keeps_them(s
     kept = (figures.window_start(window[0], count, size), figures.window_start(window[1], count, size))
     assert _view(page)["map_view"] == "rollout" and _rollout_window(page) == kept
     expected = _core_map(bundled, other, "rollout", kept, size)
-    np.testing.assert_allclose(_plotly_z_once_close(page, expected), expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(plotly_z_once_close(page, expected), expected, rtol=1e-6, atol=1e-6)
     expect(page.locator(".st-key-at_server_view")).to_be_visible()  # the server drew this kind: its files
     page.close()
 

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
-from browser import ARTIFACTS, IDLE, MAP, settled
+from browser import ARTIFACTS, IDLE, MAP, plotly_z_once_close, settled
 from playwright.sync_api import expect
 
 from attention_viz.extraction import extract
@@ -171,7 +171,7 @@ def test_arrow_keys_step_heads_and_layers_without_focusing_a_widget(server, chro
         _act(page, lambda key=key: page.keyboard.press(key))
         _heading(page, heading)
     weights = extract(bundled, state.EXAMPLE_TEXT).weights[4, 1]
-    np.testing.assert_allclose(page.eval_on_selector(MAP, "el => el._fullData[0].z"), weights, atol=1e-7)
+    np.testing.assert_allclose(plotly_z_once_close(page, weights), weights, atol=1e-7)  # its plotly layer follows
     page.close()
 
 

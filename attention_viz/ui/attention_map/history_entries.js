@@ -11,6 +11,14 @@
 // opened from a link, whose first runs fit its address) and after Back or Forward (the view they went to, as
 // Streamlit's own replaceState there) make no entry either. Only the person's own events count (isTrusted):
 // the Enter that browser_view.js sends into its hidden box is not an action.
+//
+// Back and Forward are also told to the server through that box (browser_view.js, reportHistory). Streamlit's own
+// popstate listener (on window, bubbling) asks for the run at once, with the widgets' values it holds then, and a
+// text box's new value becomes Streamlit's only after React's next render: so the popstate is held back here (a
+// capture listener on window runs first and stops it), the box written, and the same event given to Streamlit's
+// listener after the next frame.
+import { reportHistory } from "./browser_view.js";
+
 export function oneEntryPerAction() {
   if (window.__avHistory) return;
   const state = (window.__avHistory = { action: false });
@@ -20,7 +28,17 @@ export function oneEntryPerAction() {
     if (event.isTrusted) state.action = true;
   };
   for (const type of ["pointerdown", "keydown"]) window.addEventListener(type, acted, true);
-  window.addEventListener("popstate", () => { state.action = false; }, true);
+  window.addEventListener("popstate", (event) => {
+    state.action = false;
+    if (event.avTold) return; // the event again, for Streamlit's listener
+    event.stopImmediatePropagation();
+    reportHistory();
+    requestAnimationFrame(() => setTimeout(() => {
+      const again = new PopStateEvent("popstate", { state: event.state });
+      again.avTold = true;
+      window.dispatchEvent(again);
+    }, 0));
+  }, true);
   history.pushState = function (data, unused, url) {
     const entry = state.action;
     state.action = false;
