@@ -99,10 +99,20 @@ def test_the_page_loads_the_apps_one_plotly_js_at_once(server):
     assert "PlotlyChart" not in page
     with urllib.request.urlopen(f"{url}/{found[0]}", timeout=30) as script:
         assert script.read() == serving.PLOTLY_JS.read_bytes()
-    # and the map element's own module (its imports follow it), from where Streamlit serves the component
-    (module,) = re.findall(r'<link rel="modulepreload" href="\./([\w./-]+)">', page)
-    with urllib.request.urlopen(f"{url}/{module}", timeout=30) as script:
-        assert script.read() == (serving.Path(serving.__file__).parent / "attention_map.js").read_bytes()
+    # and the map element's module and the page-wide one, each with every module it imports, from where
+    # Streamlit serves the component: a browser fetches an import only when it runs the importing module
+    modules = re.findall(r'<link rel="modulepreload" href="\./([\w./-]+)">', page)
+    prefix = "_stcore/bidi-components/attention-viz."
+    assert {m.removeprefix(prefix) for m in modules} >= {
+        "attention_map/attention_map.js",
+        "attention_map/plotly_loader.js",
+        "attention_map/browser_view.js",
+        "svg_buttons/svg_buttons.js",
+        "svg_buttons/history_entries.js",
+    }
+    for module in modules:
+        with urllib.request.urlopen(f"{url}/{module}", timeout=30) as script:
+            assert script.read() == (serving.Path(serving.__file__).parent / module.split("/")[-1]).read_bytes()
     head = urllib.request.urlopen(urllib.request.Request(f"{url}/all_heads", method="HEAD"), timeout=30)
     assert int(head.headers["content-length"]) == len(html)  # what a GET of the page sends
 

@@ -1,4 +1,4 @@
-"""The page tells the browser to fetch plotly.js and the map's script at once, with Streamlit's own scripts.
+"""The page tells the browser to fetch plotly.js and the app's element modules at once, with Streamlit's own scripts.
 
 The app's map and its charts (:mod:`attention_viz.ui.attention_map`) draw with the plotly package's own
 ``plotly.min.js``, served by the app. Loaded only when the first map arrives over the WebSocket, after
@@ -16,23 +16,40 @@ Source: the HTML standard's ``preload`` link type; Starlette's pure ASGI middlew
 from __future__ import annotations
 
 import functools
+import re
+from pathlib import Path
 
 from attention_viz.ui.attention_map.serving import PLOTLY_PATH
 
-# The map element's module as Streamlit serves a custom component's file (``_stcore/bidi-components/<project>.
-# <component>/<file>``, its ``buildBidiComponentURL``): preloaded with its imports (plotly_loader.js,
-# browser_view.js), the map's script is ready when the first run's data arrives, instead of being fetched
-# module after module then (the first map waited about a second for them).
-MAP_MODULE = "_stcore/bidi-components/attention-viz.attention_map/attention_map.js"
+# Where Streamlit serves a custom component's files (``_stcore/bidi-components/<project>.<component>/<file>``, its
+# ``buildBidiComponentURL``), and the modules the page runs first: the map element's and the page-wide one's.
+COMPONENT_URL = "_stcore/bidi-components/attention-viz.{component}/{file}"
+ENTRY_MODULES = (("attention_map", "attention_map.js"), ("svg_buttons", "svg_buttons.js"))
+MAP_MODULE = COMPONENT_URL.format(component="attention_map", file="attention_map.js")
+_HERE = Path(__file__).parent
+_IMPORT = re.compile(r"""^import\s[^"';]*["']\./([\w.-]+\.js)["']""", re.MULTILINE)
+
+
+def module_files(entry: str) -> list[str]:
+    """``entry`` (a module beside this file) and every module it imports, directly or not (``import ... from
+    "./x.js"``), in the order first met. A browser fetches an import only once it runs the module that
+    imports it (Chromium does not preload a preloaded module's imports), so each needs its own link."""
+    found = [entry]
+    for name in found:
+        found += [n for n in _IMPORT.findall((_HERE / name).read_text(encoding="utf-8")) if n not in found]
+    return found
 
 
 @functools.cache
 def links() -> bytes:
     """The ``<link>`` tags: plotly.js, the app's own copy (served by :mod:`attention_viz.ui.attention_map.serving`),
-    and the map element's module (:data:`MAP_MODULE`)."""
-    return (
-        f'<link rel="preload" as="script" href="./{PLOTLY_PATH}">' + f'<link rel="modulepreload" href="./{MAP_MODULE}">'
-    ).encode()
+    and the first modules' files with their imports (:data:`ENTRY_MODULES`, :func:`module_files`): ready when
+    the first run's data arrives, instead of fetched module after module then (the first map waited for them)."""
+    tags = [f'<link rel="preload" as="script" href="./{PLOTLY_PATH}">']
+    for component, entry in ENTRY_MODULES:
+        for file in module_files(entry):
+            tags.append(f'<link rel="modulepreload" href="./{COMPONENT_URL.format(component=component, file=file)}">')
+    return "".join(tags).encode()
 
 
 def with_links(html: bytes) -> bytes:
