@@ -104,3 +104,20 @@ def test_an_import_of_a_later_layer_and_a_module_outside_the_folders_are_found()
 def test_each_folder_says_what_it_offers(folder):
     docstring = ast.get_docstring(ast.parse((UI / folder / "__init__.py").read_text(encoding="utf-8")))
     assert docstring and len(docstring.split()) >= 10
+
+
+def test_no_page_imports_torch_or_transformers():
+    """Pages hold layout: what they draw comes from the core and the server's caches, never a forward of their own."""
+    pages = _sources((UI / "pages").glob("*.py"))
+    assert len(pages) >= 9
+    found = [
+        f"{module}:{line} imports {name}"
+        for module, source in pages.items()
+        for line, name in imported(source, module)
+        if name.split(".")[0] in ("torch", "transformers")
+    ]
+    assert found == []
+    assert imported("import torch.nn\nfrom transformers import AutoModel\n", "attention_viz.ui.pages.x") == [
+        (1, "torch.nn"),
+        (2, "transformers.AutoModel"),
+    ]  # what the check above reads as such imports

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attention_viz.extraction.seq2seq import KINDS
+from attention_viz.extraction.seq2seq import KINDS, twin_forward
 from attention_viz.extraction.tokens import Encoding, InputError
 from attention_viz.models.seq2seq import Seq2SeqTransformer, relative_position_bias
 
@@ -81,8 +81,7 @@ def sublayer_inputs(twin: Seq2SeqTransformer, source: Encoding, target: Encoding
         modules += [("decoder", i, layer.self_attention), ("cross", i, layer.cross_attention)]
     handles = [module.register_forward_pre_hook(recorder(kind, i)) for kind, i, module in modules]
     try:
-        with torch.inference_mode():
-            twin(torch.tensor(source.input_ids)[None], torch.tensor(target.input_ids)[None])
+        twin_forward(twin, source, target)
     finally:
         for handle in handles:
             handle.remove()

@@ -144,6 +144,14 @@ def _stack(attentions, kind: str, layers: int, heads: int, queries: int, keys: i
     return stacked
 
 
+def twin_forward(twin, source: Encoding, target: Encoding):
+    """One forward of the from-scratch encoder–decoder (:class:`~attention_viz.models.seq2seq.Seq2SeqTransformer`)
+    on an encoded source and the decoder's input, without autograd: its output, with the attentions of the three
+    kinds (hooks registered on its modules see the run)."""
+    with torch.inference_mode():
+        return twin(token_inputs(source.input_ids)["input_ids"], token_inputs(target.input_ids)["input_ids"])
+
+
 def seq2seq_maps(
     loaded: LoadedSeq2Seq, source: Encoding, target: Encoding, computed_by: str = "scratch"
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -161,14 +169,15 @@ def seq2seq_maps(
     """
     if computed_by not in SOURCES:
         raise InputError(f"unknown source {computed_by!r}: choose one of {', '.join(SOURCES)}", "unknown_source")
-    source_ids = token_inputs(source.input_ids)["input_ids"]  # (1, s)
-    target_ids = token_inputs(target.input_ids)["input_ids"]  # (1, t)
-    with torch.inference_mode():
-        if computed_by == "scratch":
-            out = loaded.twin(source_ids, target_ids)
-        else:
+    if computed_by == "scratch":
+        out = twin_forward(loaded.twin, source, target)
+    else:
+        with torch.inference_mode():
             out = loaded.model(
-                input_ids=source_ids, decoder_input_ids=target_ids, output_attentions=True, use_cache=False
+                input_ids=token_inputs(source.input_ids)["input_ids"],  # (1, s)
+                decoder_input_ids=token_inputs(target.input_ids)["input_ids"],  # (1, t)
+                output_attentions=True,
+                use_cache=False,
             )
     info, s, t = loaded.info, source.num_tokens, target.num_tokens
     return (
