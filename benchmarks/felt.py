@@ -161,8 +161,8 @@ def layer_steps(page, changes: int) -> tuple[list[float], list[float]]:
     ahead (as after a lecturer's pause), and each followed by a second ↓ at once (30 ms later), to a layer
     not fetched yet: milliseconds from keydown to the new layer painted, for both kinds."""
     ahead, not_ahead = [], []
-    fetched = """([selector, layer]) => (document.querySelector(selector).dataset.ahead || '').split(',')
-        .includes(String(layer))"""
+    fetched = """([selector, layer]) => (document.querySelector(selector).dataset.held || '').split(',')
+        .includes(String(layer))"""  # fetched ahead, or in the bundle of the page's own data
     for _ in range(changes):
         page.evaluate("() => document.activeElement && document.activeElement.blur()")
         layers = page.eval_on_selector(ELEMENT, "e => +e.dataset.shape.split('x')[0]")

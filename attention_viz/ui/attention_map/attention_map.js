@@ -268,6 +268,7 @@ class AttentionMap {
         this.main = bundle;
         this.mainPath = path;
         this.clampView();
+        this.noteHeld();
       };
       if (source.inline && !bundles.has(path)) {
         adopt(inlineBundle(path, source.inline)); // painted by the caller
@@ -285,7 +286,16 @@ class AttentionMap {
     }
     const named = new Set([path, ...Object.values(source.neighbours || {})]);
     for (const [layer, entry] of this.ahead) if (!named.has(entry.path)) this.ahead.delete(layer);
+    this.noteHeld();
     if (this.main && this.mainPath === path) this.fetchAhead(); // else once it is drawn
+  }
+
+  // the layers the browser can paint now, in the element's data attributes (tests and benchmarks wait for them):
+  // `ahead`, the neighbours fetched ahead; `held`, those and the layers of the data's own bundle
+  noteHeld() {
+    const listed = (layers) => [...new Set(layers)].sort((x, y) => x - y).join(",");
+    this.root.dataset.ahead = listed(this.ahead.keys());
+    this.root.dataset.held = listed([...(this.main ? this.main.layers : []), ...this.ahead.keys()]);
   }
 
   // the bundles of the layers above and below the one shown (and of the one shown, when a step reached a
@@ -298,6 +308,7 @@ class AttentionMap {
     const all = source.neighbours || {}, count = this.data.shape[0], at = this.view ? this.view.layer : 0;
     const near = new Set([at, (at + 1) % count, (at + count - 1) % count]);
     for (const layer of [...this.ahead.keys()]) if (!near.has(layer)) this.ahead.delete(layer);
+    this.noteHeld();
     const wanted = Object.entries(all).filter(([layer]) => near.has(+layer)).sort(([a], [b]) => (+a === at ? -1 : +b === at ? 1 : 0));
     for (const [layer, path] of wanted) {
       const known = this.ahead.get(+layer);
@@ -306,7 +317,7 @@ class AttentionMap {
         const now = this.source();
         if (!Object.values(now.neighbours || {}).includes(path) && now.bundle !== path) return;
         this.ahead.set(+layer, { path, bundle });
-        this.root.dataset.ahead = [...this.ahead.keys()].sort((x, y) => x - y).join(",");
+        this.noteHeld();
         if (this.view.layer === +layer && !(this.main && this.main.layers.indexOf(+layer) >= 0)) {
           this.clampView();
           this.paint();
