@@ -122,7 +122,7 @@ def test_the_decoder_reads_the_start_token_then_the_target_without_its_end(seq2s
     assert source.tokens == labels.tokens  # the source keeps its end token
     with pytest.raises(InputError) as caught:
         extract_seq2seq(loaded, SOURCE, "  ")
-    assert caught.value.code == "empty"
+    assert caught.value.code == "empty_target"
     with pytest.raises(InputError, match="unknown source"):
         extract_seq2seq(loaded, SOURCE, TARGET, "twin")
 

@@ -87,13 +87,24 @@ def _max_tokens(loaded: LoadedSeq2Seq) -> int:
     return loaded.info.max_positions or T5_MAX_TOKENS
 
 
+def _encode_named(loaded: LoadedSeq2Seq, text: str, limits: settings.Limits | None, which: str) -> Encoding:
+    """:func:`encode` of one of the two texts; an empty one is refused with code ``empty_{which}`` so the
+    message can say which of the two boxes is empty."""
+    try:
+        return encode(loaded.tokenizer, text, None, _max_tokens(loaded), limits, 0)
+    except InputError as exc:
+        if exc.code != "empty":
+            raise
+        raise InputError(f"the {which} text is empty: type one", f"empty_{which}") from exc
+
+
 def encode_source(loaded: LoadedSeq2Seq, text: str, limits: settings.Limits | None = None) -> Encoding:
     """The source text as the encoder reads it (with the tokenizer's ``</s>``; BART's ``<s>`` before it).
 
     Raises:
-        InputError: empty or too long (codes ``empty``, ``too_long``).
+        InputError: empty or too long (codes ``empty_source``, ``too_long``).
     """
-    return encode(loaded.tokenizer, text, None, _max_tokens(loaded), limits, 0)
+    return _encode_named(loaded, text, limits, "source")
 
 
 def encode_target(loaded: LoadedSeq2Seq, text: str, limits: settings.Limits | None = None) -> Encoding:
@@ -101,9 +112,9 @@ def encode_target(loaded: LoadedSeq2Seq, text: str, limits: settings.Limits | No
     the closing end token (the labels shifted right one place: transformers' ``shift_tokens_right``).
 
     Raises:
-        InputError: empty or too long (codes ``empty``, ``too_long``).
+        InputError: empty or too long (codes ``empty_target``, ``too_long``).
     """
-    labels = encode(loaded.tokenizer, text, None, _max_tokens(loaded), limits, 0)
+    labels = _encode_named(loaded, text, limits, "target")
     keep = labels.num_tokens - 1 if labels.input_ids[-1] == loaded.tokenizer.eos_token_id else labels.num_tokens
     start = loaded.info.decoder_start_token_id
     start_token = loaded.tokenizer.convert_ids_to_tokens(start)
