@@ -141,9 +141,9 @@ def test_nothing_typed_is_lost_switching_between_a_bert_and_a_t5(seq2seq_dir, mo
     assert at.text_input(key="pair").value == "A second sentence." and at.text_area(key="text").value == SOURCE
     at.selectbox(key="model").set_value(folder).run()
     assert at.text_area(key="_target").value == "Typed target."
-    at.text_area(key="_target").set_value("  ").run()  # an empty target: a clear message, no traceback
+    at.text_area(key="_target").set_value("  ").run()  # an empty target: a clear message naming it, no traceback
     no_errors(at)
-    assert i18n.t("messages.input_empty") in at.info[0].value
+    assert i18n.t("messages.input_empty_target") in at.info[0].value
     assert at.text_area(key="text").value == SOURCE
 
 
