@@ -48,10 +48,15 @@ def _shown(text: str) -> tuple[str, list[int]]:
 
 
 def _find(text: str, origin: list[int], typed: str, start: int) -> int:
-    """The first ``typed`` in ``text`` from ``start`` that does not begin inside the visible mark of one typed
-    character (the label ``0`` is not the ``0`` of ``\\x80``, the mark of a deleted control character)."""
+    """The first ``typed`` in ``text`` from ``start`` that neither begins nor ends inside the visible mark of one
+    typed character (the label ``0`` is not the ``0`` of ``\\x80``, the mark of a deleted control character, nor
+    the label ``\\`` its backslash)."""
+
+    def whole(at: int) -> bool:  # a boundary between the marks of two typed characters
+        return at in (0, len(text)) or origin[at] != origin[at - 1]
+
     found = text.find(typed, start)
-    while found > 0 and origin[found] == origin[found - 1]:
+    while found >= 0 and not (whole(found) and whole(found + len(typed))):
         found = text.find(typed, found + 1)
     return found
 
@@ -90,6 +95,7 @@ def _check_labels(tokenizer, encoding, texts_in_order) -> None:
 @example(text="I have a new GPU! 你好", pair="a\u0301 b")
 @example(text="010", pair=None)  # a piece ("##0") whose text also stands earlier in the word
 @example(text="0\x1f0 a\u00a0b", pair=None)  # control characters and other spaces drawn as marks
+@example(text="The cat sat.", pair="\x80\\0")  # a backslash after a control character's mark, which begins with one
 @example(text="The cat sat.", pair="U\x1fU The cat sat.")  # the word "UU" once its control character goes
 def test_any_text_through_extraction_and_figures(bundled, text, pair):
     try:
