@@ -18,7 +18,7 @@ from attention_viz.extraction.checks import AttentionError, check_rows
 from attention_viz.extraction.forward import token_inputs
 from attention_viz.extraction.generation import DEFAULT_NEW_TOKENS, extend_encoding, greedy_ids
 from attention_viz.extraction.results import SOURCES
-from attention_viz.extraction.tokens import Encoding, InputError, encode
+from attention_viz.extraction.tokens import Encoding, InputError, check_length, encode
 from attention_viz.models.loading import LoadedSeq2Seq
 
 # T5's relative positions have no end; the length it was trained on bounds a source or target here (with the
@@ -87,22 +87,44 @@ def _max_tokens(loaded: LoadedSeq2Seq) -> int:
     return loaded.info.max_positions or T5_MAX_TOKENS
 
 
-def _encode_named(loaded: LoadedSeq2Seq, text: str, limits: settings.Limits | None, which: str) -> Encoding:
-    """:func:`encode` of one of the two texts; an empty one is refused with code ``empty_{which}`` so the
-    message can say which of the two boxes is empty."""
+def _named(which: str, call):
+    """``call()``, with an empty text refused with code ``empty_{which}`` and a too long one with code
+    ``too_long`` and field ``which`` set to ``which``, so that the message names the box (source or target)."""
     try:
-        return encode(loaded.tokenizer, text, None, _max_tokens(loaded), limits, 0)
+        return call()
     except InputError as exc:
+        if exc.code == "too_long":  # named as the source or the target, not as a sentence and its pair
+            fields = {**exc.fields, "which": which}
+            raise InputError(
+                f"the {which} text has {fields['chars']:,} characters; the limit is {fields['limit']:,}: shorten it",
+                "too_long",
+                **fields,
+            ) from exc
         if exc.code != "empty":
             raise
         raise InputError(f"the {which} text is empty: type one", f"empty_{which}") from exc
+
+
+def check_texts(source: str, target: str | None, limits: settings.Limits) -> None:
+    """Refuse a source or target longer than ``limits.max_chars`` characters, without tokenising it.
+
+    Raises:
+        InputError: code ``too_long``, with fields ``which`` (``"source"`` or ``"target"``), ``chars``, ``limit``.
+    """
+    for which, text in (("source", source), ("target", target)):
+        _named(which, lambda text=text: check_length(text, None, limits))
+
+
+def _encode_named(loaded: LoadedSeq2Seq, text: str, limits: settings.Limits | None, which: str) -> Encoding:
+    """:func:`encode` of one of the two texts, refused as :func:`_named` says."""
+    return _named(which, lambda: encode(loaded.tokenizer, text, None, _max_tokens(loaded), limits, 0))
 
 
 def encode_source(loaded: LoadedSeq2Seq, text: str, limits: settings.Limits | None = None) -> Encoding:
     """The source text as the encoder reads it (with the tokenizer's ``</s>``; BART's ``<s>`` before it).
 
     Raises:
-        InputError: empty or too long (codes ``empty_source``, ``too_long``).
+        InputError: empty or too long (codes ``empty_source``, ``too_long`` with ``which`` ``"source"``).
     """
     return _encode_named(loaded, text, limits, "source")
 
@@ -112,7 +134,7 @@ def encode_target(loaded: LoadedSeq2Seq, text: str, limits: settings.Limits | No
     the closing end token (the labels shifted right one place: transformers' ``shift_tokens_right``).
 
     Raises:
-        InputError: empty or too long (codes ``empty_target``, ``too_long``).
+        InputError: empty or too long (codes ``empty_target``, ``too_long`` with ``which`` ``"target"``).
     """
     labels = _encode_named(loaded, text, limits, "target")
     keep = labels.num_tokens - 1 if labels.input_ids[-1] == loaded.tokenizer.eos_token_id else labels.num_tokens
