@@ -87,37 +87,17 @@ def _max_tokens(loaded: LoadedSeq2Seq) -> int:
     return loaded.info.max_positions or T5_MAX_TOKENS
 
 
-def _named(which: str, call):
-    """``call()``, with an empty text refused with code ``empty_{which}`` and a too long one with code
-    ``too_long`` and field ``which`` set to ``which``, so that the message names the box (source or target)."""
+def _encode_named(loaded: LoadedSeq2Seq, text: str, limits: settings.Limits | None, which: str) -> Encoding:
+    """:func:`encode` of one of the two texts (``which``: ``"source"`` or ``"target"``); an empty or too long one
+    is refused with a code or field that names it, so the message can say which of the two boxes it is."""
+    limits = settings.Limits() if limits is None else limits
+    check_length(text, None, limits, names=(which, "pair"))
     try:
-        return call()
+        return encode(loaded.tokenizer, text, None, _max_tokens(loaded), limits, 0)
     except InputError as exc:
-        if exc.code == "too_long":  # named as the source or the target, not as a sentence and its pair
-            fields = {**exc.fields, "which": which}
-            raise InputError(
-                f"the {which} text has {fields['chars']:,} characters; the limit is {fields['limit']:,}: shorten it",
-                "too_long",
-                **fields,
-            ) from exc
         if exc.code != "empty":
             raise
         raise InputError(f"the {which} text is empty: type one", f"empty_{which}") from exc
-
-
-def check_texts(source: str, target: str | None, limits: settings.Limits) -> None:
-    """Refuse a source or target longer than ``limits.max_chars`` characters, without tokenising it.
-
-    Raises:
-        InputError: code ``too_long``, with fields ``which`` (``"source"`` or ``"target"``), ``chars``, ``limit``.
-    """
-    for which, text in (("source", source), ("target", target)):
-        _named(which, lambda text=text: check_length(text, None, limits))
-
-
-def _encode_named(loaded: LoadedSeq2Seq, text: str, limits: settings.Limits | None, which: str) -> Encoding:
-    """:func:`encode` of one of the two texts, refused as :func:`_named` says."""
-    return _named(which, lambda: encode(loaded.tokenizer, text, None, _max_tokens(loaded), limits, 0))
 
 
 def encode_source(loaded: LoadedSeq2Seq, text: str, limits: settings.Limits | None = None) -> Encoding:

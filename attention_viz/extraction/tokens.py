@@ -83,19 +83,26 @@ class Encoding:
         return bool((self.segments == 1).any())
 
 
-def check_length(text: str | None, pair: str | None, limits: settings.Limits) -> None:
+# What a message calls each text whose length is checked (the ``which`` of code ``too_long``)
+TEXT_NAMES = {"text": "text", "pair": "second sentence", "source": "source text", "target": "target text"}
+
+
+def check_length(
+    text: str | None, pair: str | None, limits: settings.Limits, names: tuple[str, str] = ("text", "pair")
+) -> None:
     """Refuse a sentence longer than ``limits.max_chars`` characters, without tokenising it.
 
     Cheap enough to run before a long text is hashed or tokenised: a 1 MB paste costs only the message.
+    ``names``: what the two texts are (keys of :data:`TEXT_NAMES`): ``("source", "target")`` for an
+    encoder–decoder's two texts.
 
     Raises:
-        InputError: code ``too_long``, with fields ``which`` (``text`` or ``pair``), ``chars`` and ``limit``.
+        InputError: code ``too_long``, with fields ``which`` (a name from ``names``), ``chars`` and ``limit``.
     """
-    for which, value in (("text", text), ("pair", pair)):
+    for which, value in zip(names, (text, pair), strict=True):
         if value and len(value) > limits.max_chars:
             raise InputError(
-                f"the {'second sentence' if which == 'pair' else 'text'} has {len(value):,} characters; "
-                f"the limit is {limits.max_chars:,}: shorten it",
+                f"the {TEXT_NAMES[which]} has {len(value):,} characters; the limit is {limits.max_chars:,}: shorten it",
                 "too_long",
                 which=which,
                 chars=len(value),

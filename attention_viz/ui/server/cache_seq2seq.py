@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attention_viz import settings
+from attention_viz import extraction, settings
 from attention_viz.extraction.results import read_only
 from attention_viz.models import loading
 from attention_viz.models.loading import ModelLoadError
@@ -59,10 +59,8 @@ def seq2seq_result(loaded, source: str, target: str, computed_by: str):
     Raises:
         InputError: an empty or too long source or target (refused before the texts are hashed).
     """
-    from attention_viz.extraction.seq2seq import check_texts
-
     limits = app_settings().limits
-    check_texts(source, target, limits)
+    extraction.check_length(source, target, limits, names=("source", "target"))
     key = model_key(loaded)
     return _seq2seq_result(loaded, key, source, target, computed_by, limits)
 
@@ -83,10 +81,8 @@ def seq2seq_generated(loaded, source: str, tokens: int, computed_by: str):
         InputError: an empty or too long source.
         GenerationError: the checkpoint was saved without its language-model head.
     """
-    from attention_viz.extraction.seq2seq import check_texts
-
     limits = app_settings().limits
-    check_texts(source, None, limits)
+    extraction.check_length(source, None, limits, names=("source", "target"))
     key = model_key(loaded)
     return _seq2seq_generated(loaded, key, source, tokens, computed_by, limits)
 
