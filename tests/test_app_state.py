@@ -25,9 +25,10 @@ from streamlit.testing.v1 import AppTest
 from attention_viz import links
 from attention_viz.analysis import presets
 from attention_viz.extraction import extract
+from attention_viz.ui import internals
 from attention_viz.ui.shared import presets_ui
 from attention_viz.ui.text import i18n
-from attention_viz.ui.view import browser_view, state
+from attention_viz.ui.view import state
 
 INSIDE = "attention_viz/ui/pages/inside.py"
 ZH = i18n.table("zh")
@@ -258,7 +259,7 @@ def test_the_window_stays_on_the_token_in_focus_when_a_pair_changes_its_range(bu
     np.testing.assert_array_equal(shown, weights[start : start + shown.shape[0], : shown.shape[1]])
 
 
-def test_back_brings_the_earlier_address_back_but_a_stale_one_never_undoes_a_change(bundled):
+def test_back_brings_the_earlier_address_back_but_a_stale_one_never_undoes_a_change(bundled, monkeypatch):
     """The address the browser sends with a run is an earlier one after Back (the view follows it), or one
     it had not yet replaced when the user typed (a sentence sent while a step's run was writing the address):
     then the typed sentence and the step stand."""
@@ -295,20 +296,41 @@ def test_back_brings_the_earlier_address_back_but_a_stale_one_never_undoes_a_cha
     at.run()
     assert at.session_state["head"] == 5 and map_view(at)["head"] == 5
     # steps in the browser, then Back to the very address the server last wrote: Streamlit sends that address
-    # with any run, so only the box's history report (browser_view.js, on popstate) tells Back from another run
+    # with any run, so only Streamlit's flag on the run that Back asks for tells Back from another run
     written = dict(at.query_params)
     browser_steps(at, "head", 1)  # a run that took the step: the address now names head 6
     browser_report(at, head=0, focus=2)  # more steps, not yet told
     assert dict(at.query_params) != written
     moved = dict(at.query_params)
-    seq, rev = browser_view.reported(at.text_input(key="browser_view").value)[0], map_data(at)["rev"]
-    at.text_input(key="browser_view").set_value(json.dumps({"seq": seq + 1, "view": {}, "history": True}))
-    at.run()  # Back to the address of head 6, which the server wrote last
+    rev = map_data(at)["rev"]
+    with monkeypatch.context() as patch:
+        patch.setattr(internals, "history_navigation", lambda: True)
+        at.run()  # Back to the address of head 6, which the server wrote last
     assert dict(at.query_params) == moved and at.session_state["head"] == 6 and map_view(at)["head"] == 6
     assert map_view(at)["focus"] != 2
     assert map_data(at)["rev"] > rev  # the map, which shows head 0, is told to go to the server's view
     browser_step(at, head=1)  # a later report is adopted as before
     assert at.session_state["head"] == 1 and map_view(at)["head"] == 1
+
+
+def test_back_over_a_toggle_turns_it_off_though_the_browser_still_sends_it_on(bundled, monkeypatch):
+    """Back from the address a toggle's run wrote to the one before: the run Back asks for carries the toggle's
+    value as the browser holds it (on), and the address's (off) wins; steps in the browser since are dropped."""
+    at = run_app()
+    before = dict(at.query_params)
+    at.toggle(key="fit_range").set_value(True).run()
+    assert at.query_params["fit_range"] == "1"
+    browser_report(at, head=4)  # a step in the browser after the toggle, not yet told
+    for key in list(at.query_params):
+        del at.query_params[key]
+    at.query_params.update(before)
+    with monkeypatch.context() as patch:
+        patch.setattr(internals, "history_navigation", lambda: True)
+        at.run()  # the toggle's widget still on in the browser
+    no_errors(at)
+    assert at.session_state["fit_range"] is False and at.toggle(key="fit_range").value is False
+    assert at.session_state["head"] == state.EXAMPLE_HEAD and map_view(at)["head"] == state.EXAMPLE_HEAD
+    assert dict(at.query_params) == before
 
 
 def test_off_the_examples_head_the_page_leads_back_and_the_box_keeps_its_name(bundled):

@@ -181,13 +181,6 @@ def test_twenty_steps_then_a_new_sentence_keeps_the_view_and_the_link_opens_it(s
     page.close()
 
 
-# Back after steps in the browser races with the run it causes: now and then, the server's view and the address
-# disagree after it (the map on one head, the address or a toggle on another). Not yet fixed; three more tries
-# each (pytest-rerunfailures), so that the race is seen in the report ("RERUN") without failing the suite.
-BACK_RACE = pytest.mark.flaky(reruns=3)
-
-
-@BACK_RACE
 def test_back_and_forward_after_steps_and_after_a_run(server, chromium):
     url, _, _ = server
     page, _ = _open(chromium, url)
@@ -268,7 +261,6 @@ def _step_to_layer_3_head_7(page, socket, element: str):
     return mark
 
 
-@BACK_RACE
 def test_the_articles_layer_steps_in_the_browser_with_the_heads_numbers(server, chromium, bundled):
     from attention_viz import analysis
     from attention_viz.analysis import article_compare

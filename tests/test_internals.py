@@ -309,3 +309,14 @@ def test_the_allocator_gives_a_large_freed_block_back_to_the_system(how, monkeyp
 def test_an_operators_allocator_variable_wins(monkeypatch):
     monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")
     assert internals.bound_allocator.__wrapped__() == {}
+
+
+def test_streamlit_still_flags_the_run_that_back_or_forward_asks_for():
+    import dataclasses
+
+    from streamlit.proto.ClientState_pb2 import ClientState
+    from streamlit.runtime.scriptrunner_utils.script_run_context import ScriptRunContext
+
+    assert internals.HISTORY_NAVIGATION_FIELD in {field.name for field in dataclasses.fields(ScriptRunContext)}
+    assert internals.HISTORY_NAVIGATION_FIELD in ClientState.DESCRIPTOR.fields_by_name
+    assert internals.history_navigation() is False  # outside a run

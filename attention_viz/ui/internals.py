@@ -111,6 +111,28 @@ def quiet_missing_context(keep: logging.Filter | None = None) -> logging.Logger:
     return logger
 
 
+# --- Whether a run is the browser's Back or Forward -------------------------------------------------------------
+# Streamlit's front end asks for a run on the browser's popstate with ``is_history_navigation`` set (its
+# ClientState), and the server keeps that flag on the run's context. The app reads it so that Back and Forward
+# go to the view the address they reached names, over the steps the map made in the browser (reported in a
+# hidden box whose last report the run also carries) and over the widgets' values the front end still holds.
+# Nothing else tells such a run apart: Streamlit sends its own copy of the address with every other run, the
+# one the server last wrote, which Back reaches when the steps since then were the browser's alone; and a
+# listener of the app's own on popstate runs after Streamlit's, which is registered first (at the window,
+# listeners run in the order they were added). What breaks it: the attribute renamed or moved (Back then
+# keeps the steps' view when it reaches the address the server last wrote); the test checks that the
+# context's dataclass and the ClientState message still have it.
+HISTORY_NAVIGATION_FIELD = "is_history_navigation"
+
+
+def history_navigation() -> bool:
+    """Whether this script run was asked for by the browser's Back or Forward (False outside a run)."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return bool(getattr(ctx, HISTORY_NAVIGATION_FIELD, False))
+
+
 # --- What makes a keyed widget a new one ---------------------------------------------------------------------
 # Streamlit 1.67 tells a keyed widget apart by its key and a few value-shaping arguments (a slider's range,
 # ``key_as_main_identity`` in its source); a widget with a changed one starts from its default. The widget

@@ -63,12 +63,3 @@ export function report(view, push) {
   document.dispatchEvent(new CustomEvent("av-address", { detail: { search } }));
   return state.seq;
 }
-
-// The browser's Back or Forward (history_entries.js calls it on popstate, before Streamlit's own listener asks
-// for the run): the address it went to names the view, not the steps reported before it. The server cannot
-// tell this from the address alone when the address is the one it last wrote (browser_view.py).
-export function reportHistory() {
-  const state = shared();
-  state.seq += 1;
-  writeBox(JSON.stringify({ seq: state.seq, view: {}, history: true }));
-}

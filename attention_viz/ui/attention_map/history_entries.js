@@ -12,12 +12,8 @@
 // Streamlit's own replaceState there) make no entry either. Only the person's own events count (isTrusted):
 // the Enter that browser_view.js sends into its hidden box is not an action.
 //
-// Back and Forward are also told to the server through that box (browser_view.js, reportHistory). Streamlit's own
-// popstate listener (on window, bubbling) asks for the run at once, with the widgets' values it holds then, and a
-// text box's new value becomes Streamlit's only after React's next render: so the popstate is held back here (a
-// capture listener on window runs first and stops it), the box written, and the same event given to Streamlit's
-// listener after the next frame.
-import { reportHistory } from "./browser_view.js";
+// The run that Back or Forward causes is Streamlit's own (its popstate listener); the server knows it by Streamlit's
+// flag for it (attention_viz/ui/internals.py, history_navigation) and takes the address's view.
 
 export function oneEntryPerAction() {
   if (window.__avHistory) return;
@@ -28,17 +24,7 @@ export function oneEntryPerAction() {
     if (event.isTrusted) state.action = true;
   };
   for (const type of ["pointerdown", "keydown"]) window.addEventListener(type, acted, true);
-  window.addEventListener("popstate", (event) => {
-    state.action = false;
-    if (event.avTold) return; // the event again, for Streamlit's listener
-    event.stopImmediatePropagation();
-    reportHistory();
-    requestAnimationFrame(() => setTimeout(() => {
-      const again = new PopStateEvent("popstate", { state: event.state });
-      again.avTold = true;
-      window.dispatchEvent(again);
-    }, 0));
-  }, true);
+  window.addEventListener("popstate", () => { state.action = false; });
   history.pushState = function (data, unused, url) {
     const entry = state.action;
     state.action = false;

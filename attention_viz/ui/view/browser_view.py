@@ -20,10 +20,9 @@ window's and the map's names: :data:`VIEW_KEYS`.)
 changes nothing, so a view the server moved itself afterwards (an example, a link, Back) stays. A value that
 is not such JSON, or with numbers out of range, is ignored (the view stays), as any widget value would be.
 
-The browser's Back and Forward write ``{"seq": n, "view": {}, "history": true}`` before Streamlit asks for the
-run they cause: the address they went to names the view, not the steps reported before. The server cannot tell
-that from the address alone when it is the one the server last wrote (steps in the browser, then Back to where
-they started): Streamlit sends that same address with a run that something else causes.
+The browser's Back and Forward go to the view the address they reached names, not to the steps reported
+before: the run they cause skips the box's report (:func:`skip`, from ``url_state.init``, which knows such a run
+by Streamlit's own flag: :func:`attention_viz.ui.internals.history_navigation`).
 
 Source: Streamlit's ``on_change="ignore"`` (1.66) for a widget whose value waits for the next run; the
 ``.st-key-<key>`` class of a keyed element (documented) hides the box.
@@ -95,18 +94,10 @@ def adopt() -> bool:
     seq, view = found
     if seq <= s.get(_ADOPTED, -1):
         return False
-    if _went_through_history(s.get(KEY)):
-        skip()  # Back or Forward: the address's view, which is the session's (the run took it before this)
-        return False
     s[_ADOPTED] = seq
     s.update(view)
     s[_LAST] = view
     return True
-
-
-def _went_through_history(text: str) -> bool:
-    """Whether a valid report (``text``) is the browser's Back or Forward (see the module)."""
-    return json.loads(text).get("history") is True
 
 
 def last() -> dict | None:

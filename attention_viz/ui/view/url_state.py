@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from attention_viz import links
+from attention_viz.ui import internals
 from attention_viz.ui.view import browser_view
 from attention_viz.ui.view.view_schema import DEFAULTS, PAGE_KEY, RENAMED_PAGES, link_rules
 
@@ -53,7 +54,8 @@ def init() -> None:
         st.session_state[_URL_VALUES] = dict(values)
         for key, value in values.items():
             st.session_state[key] = value
-    elif _follow_history():
+    elif internals.history_navigation() or _follow_history():
+        _take_address()
         browser_view.skip()  # Back or Forward went to an address: its view, not the steps made before it
     else:
         browser_view.adopt()  # the steps the browser drew on its own since the last run
@@ -61,25 +63,29 @@ def init() -> None:
         st.session_state.setdefault(key, value)
 
 
-def _follow_history() -> bool:
-    """The browser's Back and Forward: an address other than the one :func:`write_url` last wrote is an
-    earlier view of this session, so its settings become the view again (the address and the view agree).
-
-    Unless the view itself moved since that write (a box, the map's keys: this run's widgets): then the
-    browser sent this run before it had taken the last address (a sentence typed while a step's run was
-    writing it), and following that stale address would undo what the user just did. Whether it followed."""
-    written = st.session_state.get(_URL_WRITTEN)
+def _take_address() -> None:
+    """The settings of the run's address become the view (over the widgets' values the browser sent)."""
     current = st.query_params.to_dict()
-    if written is None or not current or current == written:
-        return False
-    if _view_values() != st.session_state.get(_URL_WRITTEN_VIEW):
-        return False
     values, _ = links.from_query(current, link_rules())
     values.pop(PAGE_KEY, None)
     for key, value in values.items():
         st.session_state[key] = value
     st.session_state[_URL_WRITTEN] = current
-    return True
+
+
+def _follow_history() -> bool:
+    """Whether this run's address is an earlier view of this session that the run should go back to, when
+    Streamlit does not say that Back or Forward asked for the run (:func:`internals.history_navigation`):
+    an address other than the one :func:`write_url` last wrote, with no setting changed since that write.
+
+    A setting changed since (a box, the map's keys: this run's widgets) means the browser sent this run
+    before it had taken the last address (a sentence typed while a step's run was writing it), and following
+    that stale address would undo what the user just did."""
+    written = st.session_state.get(_URL_WRITTEN)
+    current = st.query_params.to_dict()
+    if written is None or not current or current == written:
+        return False
+    return _view_values() == st.session_state.get(_URL_WRITTEN_VIEW)
 
 
 def requested_page(pages: tuple[str, ...]) -> str | None:
