@@ -57,6 +57,25 @@ def test_pair_shares_and_broad_tag():
     assert row["tags"] == "broad"  # no pair tags: [CLS]/[SEP] in A would make most heads "B→A"
 
 
+def test_a_causal_heads_uniform_entropy_is_over_the_keys_each_query_sees_within_its_window():
+    """Uniform attention over what each query may see (itself and the tokens before it; on a sliding layer of
+    window 2, at most 2 of them) has the head's own entropy, and the head is "broad"."""
+    t = 4
+    kinds = TokenKinds.from_tokens(list("abcd"), [False] * t, [0] * t)
+    full = np.tril(np.ones((t, t))) / np.arange(1, t + 1)[:, None]  # row i: 1/(i + 1) on keys 0..i
+    window = np.tril(np.ones((t, t))) - np.tril(np.ones((t, t)), -2)  # keys i-1 and i
+    window /= window.sum(-1, keepdims=True)
+    frame = head_statistics(np.stack([full[None], window[None]]), kinds, causal=True, windows=(None, 2))
+    by_hand = [(0 + 1 + np.log2(3) + 2) / 4, (0 + 1 + 1 + 1) / 4]  # log2 of the keys seen, query by query
+    np.testing.assert_allclose(frame["uniform_entropy"], by_hand, rtol=1e-12)
+    np.testing.assert_allclose(frame["entropy"], by_hand, rtol=1e-12)
+    assert all("broad" in tags.split(", ") for tags in frame["tags"])  # (and "self": early queries see little else)
+    not_causal = head_statistics(full[None, None], kinds).iloc[0]
+    assert not_causal["uniform_entropy"] == pytest.approx(2.0)  # an encoder's query sees all 4 keys
+    with pytest.raises(ValueError, match="one per layer"):
+        head_statistics(full[None, None], kinds, causal=True, windows=(None, 2))
+
+
 def test_tags_previous_and_next_token_heads():
     t = 6
     previous = np.eye(t, k=-1)

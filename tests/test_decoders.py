@@ -18,7 +18,7 @@ import torch
 from tiny_families import DECODERS, GEMMA_WINDOW, MISTRAL_WINDOW, make_tiny, transformers_attentions, twin_attentions
 
 from attention_viz.analysis import head_scores as hs
-from attention_viz.analysis import steps
+from attention_viz.analysis import stats, steps
 from attention_viz.extraction import InputError, encode, extract, pretrained_attention
 from attention_viz.models import families
 from attention_viz.models.decoder import Decoder, apply_rotary, rope_frequencies, rotary_angles
@@ -253,6 +253,13 @@ def test_inside_steps_give_the_models_weights_in_every_layer(family_model, famil
         np.testing.assert_allclose(ours, theirs[layer], atol=1e-5, rtol=0, err_msg=f"layer {layer}")
     windows = {"mistral": MISTRAL_WINDOW, "gemma2": GEMMA_WINDOW}
     assert steps.layer_rules(loaded.encoder, 0).window == windows.get(family)
+    # the model's description names the same windows, and the statistics' uniform entropy counts the keys
+    # its own weights reach: query by query, those transformers gives a weight (its causal and window mask)
+    rules = tuple(steps.layer_rules(loaded.encoder, layer).window for layer in range(info.num_layers))
+    assert info.windows == (rules if family in windows else ())
+    reached = (theirs[:, 0] > 0).sum(-1)  # (L, t): keys of non-zero weight, head 0
+    seen = stats.keys_seen(theirs.shape[-1], info.num_layers, True, info.windows)
+    np.testing.assert_array_equal(seen, reached)
 
 
 @pytest.mark.parametrize("family", ["llama", "mistral", "gemma2"])

@@ -721,7 +721,7 @@ def _add_text(part: AtlasSums, loaded, row, weights: np.ndarray, index: int, opt
     kinds = stats.TokenKinds.from_tokens(
         token_strings, row.special, row.segments, tokenizer.cls_token, tokenizer.sep_token
     )
-    text_sums = stats.statistic_sums(weights, kinds, causal=info.causal)
+    text_sums = stats.statistic_sums(weights, kinds, causal=info.causal, windows=info.windows)
     part.statistics = text_sums if part.statistics is None else part.statistics + text_sums
     part.heads.add(weights, special, np.asarray(row.input_ids))
     part.used, part.tokens = part.used + 1, part.tokens + len(token_strings)

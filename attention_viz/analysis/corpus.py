@@ -263,7 +263,7 @@ def corpus_sums(
                 continue
             n = weights.shape[-1]
             sums.used, sums.tokens, sums.truncated = sums.used + 1, sums.tokens + n, sums.truncated + (n >= max_length)
-            text_sums = stats.statistic_sums(weights, kinds, causal=loaded.info.causal)
+            text_sums = stats.statistic_sums(weights, kinds, causal=loaded.info.causal, windows=loaded.info.windows)
             sums.statistics = text_sums if sums.statistics is None else sums.statistics + text_sums
             if divergence:
                 d, q = similarity.head_divergence_sums(weights)

@@ -20,7 +20,7 @@ from attention_viz.analysis import measures
 # Column name -> what it measures; the order of the table's columns.
 STATISTICS = {
     "entropy": "mean attention entropy of a query's row (bits)",
-    "uniform_entropy": "entropy of uniform attention over the same keys, log2(keys) (bits)",
+    "uniform_entropy": "entropy of uniform attention over the keys a query sees, log2(keys) (bits)",
     "cls": "share of attention on [CLS]",
     "sep": "share of attention on [SEP]",
     "punctuation": "share of attention on punctuation pieces",
@@ -119,24 +119,54 @@ class StatisticSums:
 CAUSAL_NOT_APPLICABLE = ("next", "a_to_b")
 
 
-def statistic_sums(weights: np.ndarray, kinds: TokenKinds, causal: bool = False) -> StatisticSums:
+def keys_seen(t: int, layers: int, causal: bool = False, windows: tuple[int | None, ...] = ()) -> np.ndarray:
+    """How many keys each query may attend to, ``(layers, t)``: every token of the text; for a causal model
+    the query and the ``i`` tokens before it (``i + 1`` for query ``i``, from 0); on a layer with a sliding
+    window ``w`` (Mistral, Gemma 2's local layers) at most ``w`` of them, itself included.
+
+    Args:
+        t: the text's tokens; layers: the model's layers.
+        causal: the model is a decoder.
+        windows: each layer's sliding window, ``None`` where it sees every earlier key; empty for none
+            (:attr:`attention_viz.models.loading.ModelInfo.windows`). Used only when ``causal``.
+
+    Raises:
+        ValueError: ``windows`` neither empty nor one per layer.
+    """
+    if windows and len(windows) != layers:
+        raise ValueError(f"windows must be one per layer ({layers}), got {len(windows)}")
+    if not causal:
+        return np.full((layers, t), t)
+    seen = np.tile(np.arange(1, t + 1), (layers, 1))
+    for layer, window in enumerate(windows):
+        if window is not None:
+            seen[layer] = np.minimum(seen[layer], window)
+    return seen
+
+
+def statistic_sums(
+    weights: np.ndarray, kinds: TokenKinds, causal: bool = False, windows: tuple[int | None, ...] = ()
+) -> StatisticSums:
     """Per-head sums over query tokens of every statistic in :data:`STATISTICS` for one text.
 
     A statistic that does not apply counts no query, so its mean is NaN ("not applicable"), never 0:
     ``cls``/``sep`` when the text has no such token (GPT-2 adds none); ``a_to_b``/``b_to_a`` without a
     pair; and for a causal model (``causal``) ``next`` and ``a_to_b``, which would need attention to
-    later tokens.
+    later tokens. ``uniform_entropy`` is that of uniform attention over the keys each query may see
+    (:func:`keys_seen`): for a causal model the earlier tokens, within a layer's sliding window.
 
     Args:
         weights: ``(layers, heads, t, t)`` attention of one text (no padding); rows sum to 1.
         kinds: what each of the ``t`` tokens is.
         causal: the model is a decoder: each token attends only to itself and earlier tokens.
+        windows: each layer's sliding window for a causal model (see :func:`keys_seen`); empty for none.
 
     Returns:
         :class:`StatisticSums`; add those of several texts with ``+`` for a corpus.
 
     Raises:
-        ValueError: if ``weights`` is not ``(layers, heads, t, t)`` with ``t`` matching ``kinds``.
+        ValueError: if ``weights`` is not ``(layers, heads, t, t)`` with ``t`` matching ``kinds``, or
+            ``windows`` is not one per layer.
     """
     weights = np.asarray(weights, dtype=np.float64)
     if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2] or weights.shape[-1] != kinds.cls.shape[0]:
@@ -147,7 +177,9 @@ def statistic_sums(weights: np.ndarray, kinds: TokenKinds, causal: bool = False)
     in_a, in_b = kinds.segments == 0, kinds.segments == 1
     sums = {
         "entropy": measures.row_entropy(weights).sum(-1),  # (L, h)
-        "uniform_entropy": np.full(weights.shape[:2], t * np.log2(t)),
+        "uniform_entropy": np.broadcast_to(
+            np.log2(keys_seen(t, weights.shape[0], causal, windows)).sum(-1)[:, None], weights.shape[:2]
+        ).copy(),
         "cls": weights[..., kinds.cls].sum((-1, -2)),
         "sep": weights[..., kinds.sep].sum((-1, -2)),
         "punctuation": weights[..., kinds.punctuation].sum((-1, -2)),
@@ -186,9 +218,11 @@ def statistics_frame(sums: StatisticSums) -> pd.DataFrame:
     return frame
 
 
-def head_statistics(weights: np.ndarray, kinds: TokenKinds, causal: bool = False) -> pd.DataFrame:
+def head_statistics(
+    weights: np.ndarray, kinds: TokenKinds, causal: bool = False, windows: tuple[int | None, ...] = ()
+) -> pd.DataFrame:
     """Per-head statistics of one text: :func:`statistic_sums` then :func:`statistics_frame`."""
-    return statistics_frame(statistic_sums(weights, kinds, causal))
+    return statistics_frame(statistic_sums(weights, kinds, causal, windows))
 
 
 def tag_heads(frame: pd.DataFrame) -> pd.Series:

@@ -75,6 +75,9 @@ class ModelInfo:
         parameters: the numbers its weights hold (tied weights once); in float32 they take ``4 ×`` as many bytes.
         num_key_value_heads: ``h_kv``, the key/value heads that the query heads share (grouped-query attention,
             a Llama-style decoder); ``None`` where every head has its own keys and values.
+        windows: each layer's sliding window, the keys (itself included) a query of that layer sees (Mistral,
+            Gemma 2's local layers), ``None`` for a layer that sees every earlier key; empty for a model
+            without sliding windows.
     """
 
     name: str
@@ -93,6 +96,7 @@ class ModelInfo:
     revision: str = ""
     parameters: int = 0
     num_key_value_heads: int | None = None
+    windows: tuple[int | None, ...] = ()
 
     @property
     def weight_bytes(self) -> int:
@@ -128,6 +132,14 @@ class LoadedModel:
 def _first_line(exc: Exception) -> str:
     text = str(exc).strip()
     return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
+def sliding_windows(config, layers: int) -> tuple[int | None, ...]:
+    """Each layer's sliding window from the from-scratch twin's ``config`` (its ``window(layer)``; see
+    :attr:`ModelInfo.windows`), or ``()`` when no layer has one (an encoder, GPT-2, Llama)."""
+    window = getattr(config, "window", None)
+    found = tuple(window(layer) for layer in range(layers)) if callable(window) else ()
+    return found if any(w is not None for w in found) else ()
 
 
 def bundled_model_path() -> Path:
@@ -519,6 +531,7 @@ def load_model(
         revision=revision,
         parameters=sum(p.numel() for p in model.parameters()),
         num_key_value_heads=getattr(encoder.config, "num_key_value_heads", None),
+        windows=sliding_windows(encoder.config, config.num_hidden_layers),
     )
     return LoadedModel(info=info, tokenizer=tokenizer, model=model, encoder=encoder)
 
