@@ -10,7 +10,7 @@ from tiny_families import DECODERS, FAMILIES
 
 from attention_viz.analysis import steps
 from attention_viz.extraction import encode, extract
-from attention_viz.ui.server import cache
+from attention_viz.ui.server import cache, cache_experiments
 from attention_viz.ui.text import i18n
 
 TEXT = "The animal didn't cross the street because it was too tired."
@@ -199,3 +199,28 @@ def test_inside_the_element_holds_every_layers_decoder_steps_for_its_own_steps(f
     count = int(np.prod(rope["array"]["shape"][1:]))
     start = rope["array"]["offset"] // 4 + 3 * count
     assert np.array_equal(values[start : start + count].reshape(rotated.shape), rotated)  # layer 0, head 3
+
+
+def test_a_text_past_the_models_positions_is_said_to_be_cut_on_every_page_that_reads_it(family_dir):
+    """A tiny Llama has 64 positions: a longer text is cut, and each page that reads the text says so, with
+    the numbers the encoding gives (Head statistics and Head similarity on the text, both experiments)."""
+    folder = family_dir("llama")
+    long = " ".join(["word"] * 80)
+    encoding = cache.encoding(cache.model(folder), long, None)
+    assert encoding.truncated and encoding.num_tokens == 64
+    said = f"{encoding.num_input_tokens} tokens, cut to 64"
+    at = run_app(model=folder, text=long, pair="")
+    for page, settings in (
+        ("head_stats", {}),
+        ("head_similarity", {}),
+        ("experiments", {"experiment": "knockout"}),
+        ("experiments", {"experiment": "predictions"}),
+    ):
+        for key, value in settings.items():
+            at.session_state[key] = value
+        at.switch_page(f"attention_viz/ui/pages/{page}.py").run()
+        no_errors(at)
+        if settings.get("experiment") == "predictions" and not cache_experiments.lm_head(cache.model(folder)):
+            assert "no language-model head" in at.info[0].value  # reads no text: nothing to say
+            continue
+        assert any(said in w.value for w in at.warning), (page, settings, [w.value for w in at.warning])

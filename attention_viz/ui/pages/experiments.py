@@ -52,6 +52,7 @@ def _knockout_choice(encoding, place, layer: int, head: int) -> tuple[int, str]:
 def _knockout_view(loaded, selection) -> None:
     info, layer, head = loaded.info, selection.layer, selection.head
     encoding = feedback.or_stop(cache.encoding, loaded, selection.text, selection.pair)
+    feedback.truncation(encoding)
     key, scope = _knockout_choice(encoding, st, layer, head)
     try:
         result = cache_experiments.knockout(loaded, selection.text, selection.pair, key, scope, layer, head)
@@ -205,6 +206,7 @@ def _predictions_view(loaded, selection) -> None:
         st.info(t("experiments.no_lm_head", model=info.name, family=info.family_name))
         return
     encoding = feedback.or_stop(cache.encoding, loaded, selection.text, selection.pair)
+    feedback.truncation(encoding)
     labels, tokenizer = encoding.labels, loaded.tokenizer
     mask = str(tokenizer.mask_token or "")
     st.caption(t(f"experiments.lm_{head_module.kind}", mask=mask))

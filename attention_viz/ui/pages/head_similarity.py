@@ -6,7 +6,7 @@ import streamlit as st
 from attention_viz import figures
 from attention_viz.extraction import export
 from attention_viz.ui.frame import feedback
-from attention_viz.ui.server import cache_heads
+from attention_viz.ui.server import cache, cache_heads
 from attention_viz.ui.shared import controls, downloads
 from attention_viz.ui.shared.corpus_picker import corpus_scope, run_corpus
 from attention_viz.ui.text.i18n import t
@@ -24,6 +24,7 @@ def _show() -> None:
     scope, corpus = corpus_scope("similarity")
     if corpus is None:
         divergence = feedback.or_stop(cache_heads.text_divergence, loaded, selection.text, selection.pair)
+        feedback.truncation(cache.encoding(loaded, selection.text, selection.pair))  # a text past the model's positions
     else:
         result = run_corpus(loaded, corpus)
         divergence = result.divergence

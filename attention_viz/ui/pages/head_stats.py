@@ -8,7 +8,7 @@ from attention_viz.analysis import published
 from attention_viz.extraction import export
 from attention_viz.ui.frame import feedback
 from attention_viz.ui.frame.screen import header_width
-from attention_viz.ui.server import cache_heads
+from attention_viz.ui.server import cache, cache_heads
 from attention_viz.ui.shared import controls, model_notes, scores_ui
 from attention_viz.ui.shared.corpus_picker import corpus_caption, corpus_scope, run_corpus
 from attention_viz.ui.text.i18n import plain, t
@@ -74,6 +74,7 @@ def _statistics(loaded, selection):
     scope, corpus = corpus_scope("stats")
     if corpus is None:
         frame = feedback.or_stop(cache_heads.text_statistics, loaded, selection.text, selection.pair)
+        feedback.truncation(cache.encoding(loaded, selection.text, selection.pair))  # a text past the model's positions
         st.caption(t("stats.text_caption"))
         return scope, frame
     importance = state.control(st.checkbox, t("stats.corpus_importance"), "stats_importance")
