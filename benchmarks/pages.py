@@ -92,12 +92,13 @@ def page_rows(settings: Settings) -> list[Row]:
     visits = 2 if settings.quick else 5
     compare, all_heads = t("app.page_compare"), t("app.page_all_heads")
     load = [round(os.getloadavg()[0], 2)]
-    first, bare_first, to_heads, to_compare, bare_switch = [], [], [], [], []
+    first, bare_first, to_heads, to_compare, bare_switch, elements_first = [], [], [], [], [], []
     heads_title, grid_switch = [], []
     with (
         tempfile.TemporaryDirectory() as folder,
         streamlit_server(env={"PYTHONPATH": str(ROOT)}) as app,
         streamlit_server(app="benchmarks/bare_page.py") as bare,
+        streamlit_server(app="benchmarks/bare_elements.py") as elements,
         streamlit_server(app="benchmarks/bare_pages.py") as two,
         streamlit_server(app="benchmarks/bare_pages.py", env={"BARE_PAGES_FIGURE": _grid_file(Path(folder))}) as grid,
         sync_playwright() as playwright,
@@ -105,6 +106,7 @@ def page_rows(settings: Settings) -> list[Row]:
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         first_map(browser, app[0])  # the first visits (caches filled, scripts compiled) are not counted
         first_text(browser, bare[0])
+        first_text(browser, elements[0])
         tab = browser.new_page(viewport={"width": 1280, "height": 720})
         tab.goto(app[0])
         tab.wait_for_selector(MAP_DRAWN, timeout=180_000)
@@ -126,6 +128,7 @@ def page_rows(settings: Settings) -> list[Row]:
         for _ in range(visits):
             first.append(first_map(browser, app[0])[0])
             bare_first.append(first_text(browser, bare[0]))
+            elements_first.append(first_text(browser, elements[0]))
             to_heads.append(switch(tab, all_heads, _shown(ALL_HEADS_DRAWN)))
             to_compare.append(switch(tab, compare, _shown(MAP_PAINTED)))
             bare_switch.append(switch(floor, "Two", _title("Page two")))
@@ -146,6 +149,13 @@ def page_rows(settings: Settings) -> list[Row]:
             first,
             floor_first,
             "a one-line Streamlit page: request to its title painted",
+            load,
+        ),
+        _row(
+            "first map in a new browser on a warm server: request to the map's cells painted",
+            first,
+            statistics.median(elements_first),
+            "a bare Streamlit page with Compare's elements (bare_elements.py): request to its title painted",
             load,
         ),
         _row(
