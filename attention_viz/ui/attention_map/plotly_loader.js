@@ -5,9 +5,9 @@
 // address before "_stcore/" (never the server's "/", which is another site's behind a proxy).
 // Each component imports it under its own URL, so what they share lives on `window`, not in this module.
 //
-// The page's HTML preloads the file (preload_links.py: downloaded at once, not run); it runs once the map
-// has painted its first cells from its data (or after 1.5 s on a page without a map), so that parsing
-// 4.8 MB of JavaScript does not hold up the first map.
+// It is fetched and run once the map has painted its first cells from its data (or after 1.5 s on a page without
+// a map), so that downloading and parsing 4.8 MB of JavaScript does not hold up the first map (the page's HTML
+// does not preload it: preload_links.py says why).
 
 const COMPONENTS = "_stcore/bidi-components/";
 

@@ -1,16 +1,19 @@
-"""The page tells the browser to fetch plotly.js and the app's element modules at once, with Streamlit's own scripts.
+"""The page tells the browser to fetch the app's element modules at once, with Streamlit's own scripts.
 
-The app's map and its charts (:mod:`attention_viz.ui.attention_map`) draw with the plotly package's own
-``plotly.min.js``, served by the app. Loaded only when the first map arrives over the WebSocket, after
-Streamlit's scripts have loaded and the first run has started, it would come late (benchmarks/README.md,
-the first map), and the map would wait for it.
-An ASGI middleware adds ``<link rel="preload" as="script">`` for it to the page's HTML, so the browser
-downloads it while it loads the rest; it runs once the map has painted its first cells from its data
-(``plotly_loader.js``), so that parsing it does not hold up the first map. Streamlit's own plotly chunk is
-not preloaded: pages drawn with the element do not need it, and a page that draws ``st.plotly_chart``
-loads it as usual (so nothing here depends on the file layout of Streamlit's build).
+The map element and the page-wide one (:mod:`attention_viz.ui.attention_map`) are ES modules that Streamlit
+imports only when the first run's data names them, after its scripts have loaded, and each of their imports only
+once the importing module runs: fetched one after another then, they held up the first map. An ASGI
+middleware adds ``<link rel="modulepreload">`` for each of them to the page's HTML, so the browser has them
+when the data arrives.
 
-Source: the HTML standard's ``preload`` link type; Starlette's pure ASGI middleware pattern.
+plotly.js (the plotly package's own ``plotly.min.js``, served by the app) is not preloaded: the map paints its
+cells from its data without it, and ``plotly_loader.js`` fetches and runs it once that is done. Preloaded with
+the page, its 1.5 MB went alongside Streamlit's own scripts: the page's DOMContentLoaded came about 0.15 s later
+and the first map about 0.2 s later, and plotly's own drawing no sooner (benchmarks/README.md, #20). Streamlit's
+own plotly chunk is not preloaded either: pages drawn with the element do not need it, and a page that draws
+``st.plotly_chart`` loads it as usual (so nothing here depends on the file layout of Streamlit's build).
+
+Source: the HTML standard's ``modulepreload`` link type; Starlette's pure ASGI middleware pattern.
 """
 
 from __future__ import annotations
@@ -18,8 +21,6 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
-
-from attention_viz.ui.attention_map.serving import PLOTLY_PATH
 
 # Where Streamlit serves a custom component's files (``_stcore/bidi-components/<project>.<component>/<file>``, its
 # ``buildBidiComponentURL``), and the modules the page runs first: the map element's and the page-wide one's.
@@ -42,10 +43,10 @@ def module_files(entry: str) -> list[str]:
 
 @functools.cache
 def links() -> bytes:
-    """The ``<link>`` tags: plotly.js, the app's own copy (served by :mod:`attention_viz.ui.attention_map.serving`),
-    and the first modules' files with their imports (:data:`ENTRY_MODULES`, :func:`module_files`): ready when
-    the first run's data arrives, instead of fetched module after module then (the first map waited for them)."""
-    tags = [f'<link rel="preload" as="script" href="./{PLOTLY_PATH}">']
+    """The ``<link>`` tags of the first modules' files with their imports (:data:`ENTRY_MODULES`,
+    :func:`module_files`): ready when the first run's data arrives, instead of fetched module after module then
+    (the first map waited for them)."""
+    tags = []
     for component, entry in ENTRY_MODULES:
         for file in module_files(entry):
             tags.append(f'<link rel="modulepreload" href="./{COMPONENT_URL.format(component=component, file=file)}">')

@@ -13,9 +13,9 @@ The cold-start benchmark (``benchmarks/server.py``, figures in ``benchmarks/READ
   computed once here too (:func:`opening`): its pretrained and from-scratch attention and their parity go
   into the caches every session reads, so not even the first student's first run runs the model.
 - Nothing warms Streamlit's own plotly.js (fetched and parsed when the first Streamlit chart arrives):
-  Compare's map and charts use the app's own copy, which the page preloads (``attention_viz/ui/attention_map/``,
-  :mod:`attention_viz.ui.attention_map.preload_links`), so an empty Streamlit chart sent during a cold start would only
-  make the first visit load a second copy.
+  Compare's map and charts use the app's own copy, which the page loads once the map has painted
+  (``attention_viz/ui/attention_map/plotly_loader.js``), so an empty Streamlit chart sent during a cold start would
+  only make the first visit load a second copy.
 
 No figure may be built while numpy or pandas is half-imported: plotly looks them up in ``sys.modules``
 (``AttributeError: partially initialized module 'numpy'``, found by the load test). So the preload
