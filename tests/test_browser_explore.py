@@ -208,6 +208,27 @@ def test_back_and_forward_after_steps_and_after_a_run(server, chromium):
     page.close()
 
 
+def test_back_at_once_after_a_step_keeps_the_entry_back_went_to(server, chromium):
+    """Back pressed before the map has written a step's address (its report waits for the keys to rest): the
+    entry Back went to keeps its own address, and the map, the title and the address agree on it."""
+    url, _, _ = server
+    page, _ = _open(chromium, url)
+    page.locator(MAP_ELEMENT).click(position={"x": 5, "y": 5})
+    start = (state.EXAMPLE_LAYER, state.EXAMPLE_HEAD)
+    page.keyboard.press("ArrowRight")
+    _address_shows(page, start[1] + 1)
+    page.keyboard.press("ArrowRight")  # its report still waits when Back comes
+    back = page.evaluate("() => { history.back(); return performance.now(); }")
+    idle(page)
+    # until well past the report's wait (60 ms after the last key): a report made late would have written by now
+    page.wait_for_function("t => performance.now() > t + 500", arg=back)
+    idle(page)
+    wait_for_map_view(page, start[0], start[1])
+    assert _address(page)["head"] == str(start[1])
+    expect(page.locator(".av-title")).to_have_text(f"Layer {start[0]}, head {start[1]}")
+    page.close()
+
+
 def test_two_tabs_of_one_browser_explore_on_their_own_and_a_language_switch_keeps_the_view(server, chromium):
     url, _, _ = server
     context = chromium.new_context(viewport={"width": 1280, "height": 720})
@@ -314,6 +335,12 @@ def test_the_articles_layer_steps_in_the_browser_with_the_heads_numbers(server, 
     )
     title = f"The article's layer next to a correct one (layer {address['layer']}, head {address['head']})"
     expect(page.locator(".av-title")).to_have_text(title)
+    for key in ("article_changed", "article_difference"):  # the maps beside it show the address's head too
+        page.wait_for_function(
+            "([s, l, h]) => { const d = document.querySelector(s).dataset; return d.layer === l && d.head === h }",
+            arg=[f".st-key-{key} {MAP_ELEMENT}", address["layer"], address["head"]],
+            timeout=30_000,
+        )
     page.go_forward()
     page.wait_for_function("() => new URLSearchParams(location.search).get('focus') === '2'", timeout=30_000)
     idle(page)

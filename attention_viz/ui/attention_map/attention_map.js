@@ -93,6 +93,8 @@ function keep(path, promise) {
   }
 }
 let keyTarget = null; // the instance that answers the arrow keys
+// how many times the browser's Back or Forward moved this page (history_entries.js counts them on `window`)
+const navigations = () => (window.__avHistory && window.__avHistory.navigations) || 0;
 
 function parseBundle(buffer) {
   const bytes = new Uint8Array(buffer);
@@ -416,7 +418,9 @@ class AttentionMap {
     }
     this.schedulePlotly(PLOTLY_AFTER_MS);
     clearTimeout(this.reportTimer);
+    const since = navigations();
     const report = () => {
+      if (navigations() !== since) return; // Back or Forward came after this move: the address's view wins
       const v = this.view;
       const view = { layer: v.layer, head: v.head, focus: v.focus, query_start: v.query_start, key_start: v.key_start };
       const told = this.data.told;

@@ -126,7 +126,9 @@ def _revision(key: str, view: dict, told_names: dict[str, str]) -> int:
     s = st.session_state
     rev = s.get(f"_{key}_rev", 0)
     told, told_seq = browser_view.last(), browser_view.adopted_seq()
-    if browser_view.took_address():
+    taken, seen = browser_view.addresses_taken(), s.get(f"_{key}_addresses", 0)
+    s[f"_{key}_addresses"] = taken
+    if taken != seen:
         rev += 1
     elif told is not None and told_seq > s.get(f"_{key}_sent_seq", -1):  # the browser moved since the last send
         if any(told.get(name, view[field]) != view[field] for name, field in told_names.items()):

@@ -13,18 +13,20 @@
 // the Enter that browser_view.js sends into its hidden box is not an action.
 //
 // The run that Back or Forward causes is Streamlit's own (its popstate listener); the server knows it by Streamlit's
-// flag for it (attention_viz/ui/internals.py, history_navigation) and takes the address's view.
+// flag for it (attention_viz/ui/internals.py, history_navigation) and takes the address's view. Each Back or
+// Forward is counted (`navigations`): a map's report of a move made before it, still waiting for its timer, is
+// dropped (attention_map.js), else it would write the move's address over the entry Back went to.
 
 export function oneEntryPerAction() {
   if (window.__avHistory) return;
-  const state = (window.__avHistory = { action: false });
+  const state = (window.__avHistory = { action: false, navigations: 0 });
   const history = window.history;
   const push = History.prototype.pushState, replace = History.prototype.replaceState;
   const acted = (event) => {
     if (event.isTrusted) state.action = true;
   };
   for (const type of ["pointerdown", "keydown"]) window.addEventListener(type, acted, true);
-  window.addEventListener("popstate", () => { state.action = false; });
+  window.addEventListener("popstate", () => { state.action = false; state.navigations += 1; });
   history.pushState = function (data, unused, url) {
     const entry = state.action;
     state.action = false;

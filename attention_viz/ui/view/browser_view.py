@@ -43,7 +43,7 @@ VIEW_KEYS = ("layer", "head", "focus", "query_start", "key_start", "map_view")
 VIEW_KEYS += ("rollout_query_start", "rollout_key_start", "rollout_map")
 _ADOPTED = "_browser_view_seq"
 _LAST = "_browser_view_last"
-_ADDRESS_TAKEN = "_browser_view_address_taken"
+_ADDRESSES_TAKEN = "_browser_view_addresses_taken"
 
 
 def draw() -> None:
@@ -110,10 +110,11 @@ def adopted_seq() -> int:
     return st.session_state.get(_ADOPTED, -1)
 
 
-def took_address() -> bool:
-    """Whether a run took the view of an address (Back, Forward) over the browser's reports since this was last
-    asked (the map then takes the view the server sends)."""
-    return bool(st.session_state.pop(_ADDRESS_TAKEN, False))
+def addresses_taken() -> int:
+    """How many runs took the view of an address (Back, Forward) over the browser's reports: a map element
+    whose count changed since its last run takes the view the server sends (every map of the page, the ones
+    that follow another's steps too)."""
+    return int(st.session_state.get(_ADDRESSES_TAKEN, 0))
 
 
 def skip() -> None:
@@ -123,4 +124,4 @@ def skip() -> None:
     if found is not None:
         st.session_state[_ADOPTED] = max(found[0], st.session_state.get(_ADOPTED, -1))
     st.session_state.pop(_LAST, None)  # the view is the address's now: the map takes it (a new revision)
-    st.session_state[_ADDRESS_TAKEN] = True
+    st.session_state[_ADDRESSES_TAKEN] = addresses_taken() + 1

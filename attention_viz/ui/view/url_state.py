@@ -22,6 +22,7 @@ from attention_viz.ui.view.view_schema import DEFAULTS, PAGE_KEY, RENAMED_PAGES,
 
 _URL_READ, _URL_NOTES, _URL_PAGE, _URL_VALUES = "_url_read", "_url_notes", "_url_page", "_url_values"
 _URL_WRITTEN, _URL_WRITTEN_VIEW = "_url_written", "_url_written_view"
+_HISTORY_PAGE = "_url_history_page"  # the page of the address Back or Forward went to, for this run only
 FALLBACK_ORIGIN = "http://localhost:8501"  # when the browser's address is unknown (tests)
 # Characters of "/<page>?" between the app's root and the query in the browser's address: the longest page
 # name (head_similarity) and room to spare. The shared link has "/?" there.
@@ -46,6 +47,7 @@ def init() -> None:
     """Fill in defaults once per session, after the settings the page's link carries (read once); after the
     browser's Back or Forward, the settings of the address it went to; else the view the browser moved to on
     its own (:mod:`attention_viz.ui.view.browser_view`)."""
+    st.session_state.pop(_HISTORY_PAGE, None)  # an earlier run's, cut short before its page was switched to
     if _URL_READ not in st.session_state:
         st.session_state[_URL_READ] = True
         values, notes = links.from_query(st.query_params.to_dict(), link_rules())
@@ -54,8 +56,11 @@ def init() -> None:
         st.session_state[_URL_VALUES] = dict(values)
         for key, value in values.items():
             st.session_state[key] = value
-    elif internals.history_navigation() or _follow_history():
-        _take_address()
+    elif internals.history_navigation():
+        _take_address(with_page=True)
+        browser_view.skip()  # Back or Forward went to an address: its view, not the steps made before it
+    elif _follow_history():
+        _take_address(with_page=False)
         browser_view.skip()  # Back or Forward went to an address: its view, not the steps made before it
     else:
         browser_view.adopt()  # the steps the browser drew on its own since the last run
@@ -63,11 +68,18 @@ def init() -> None:
         st.session_state.setdefault(key, value)
 
 
-def _take_address() -> None:
-    """The settings of the run's address become the view (over the widgets' values the browser sent)."""
+def _take_address(with_page: bool) -> None:
+    """The settings of the run's address become the view (over the widgets' values the browser sent); with
+    ``with_page`` (Back or Forward) its page the page too (:func:`requested_page`): Back to an address whose
+    path is the app's root but whose ``page`` names another (a link opened at ``/?page=rollout``, then switched
+    to that page) would else run Compare under it, and Compare's run would write its own page over the entry
+    the browser moves to next. Not for another run: a click on a page in the sidebar sends the page it leaves
+    in its address."""
     current = st.query_params.to_dict()
     values, _ = links.from_query(current, link_rules())
-    values.pop(PAGE_KEY, None)
+    page = values.pop(PAGE_KEY, None)
+    if with_page:
+        st.session_state[_HISTORY_PAGE] = page
     for key, value in values.items():
         st.session_state[key] = value
     st.session_state[_URL_WRITTEN] = current
@@ -89,8 +101,9 @@ def _follow_history() -> bool:
 
 
 def requested_page(pages: tuple[str, ...]) -> str | None:
-    """The page the session's link asked for, once (then ``None``); an unknown name gets a note."""
-    requested = st.session_state.pop(_URL_PAGE, None)
+    """The page the session's link asked for, once (then ``None``), or in a run of Back or Forward the page of
+    the address it went to; an unknown name gets a note."""
+    requested = st.session_state.pop(_HISTORY_PAGE, None) or st.session_state.pop(_URL_PAGE, None)
     requested = RENAMED_PAGES.get(requested, requested)
     if requested and requested not in pages:
         st.session_state.setdefault(_URL_NOTES, []).append(("invalid", PAGE_KEY))
