@@ -333,6 +333,25 @@ def test_back_over_a_toggle_turns_it_off_though_the_browser_still_sends_it_on(bu
     assert dict(at.query_params) == before
 
 
+def test_back_to_an_address_that_names_another_page_goes_to_that_page_once(bundled, monkeypatch):
+    """Back to the address a link opened at the app's root named (``/?page=rollout``, before the app switched to
+    that page): the run goes to the page the address names, not the root's Compare; the next run, a click on a
+    page, is not sent back there."""
+    at = run_app()
+    address = dict(at.query_params, page="rollout")
+    for key in list(at.query_params):
+        del at.query_params[key]
+    at.query_params.update(address)
+    with monkeypatch.context() as patch:
+        patch.setattr(internals, "history_navigation", lambda: True)
+        at.run()
+    no_errors(at)
+    assert at.query_params["page"] == "rollout"  # Rollout & norms ran and wrote its own address
+    at.switch_page("attention_viz/ui/pages/all_heads.py").run()
+    no_errors(at)
+    assert at.query_params["page"] == "all_heads"
+
+
 def test_off_the_examples_head_the_page_leads_back_and_the_box_keeps_its_name(bundled):
     """The Examples box names the example whose sentence is the input, whatever the head (a head step reruns
     the page alone, never the box); off its head the page has a button back to it, and there the note."""
