@@ -209,23 +209,28 @@ def test_back_and_forward_after_steps_and_after_a_run(server, chromium):
 
 
 def test_back_at_once_after_a_step_keeps_the_entry_back_went_to(server, chromium):
-    """Back pressed before the map has written a step's address (its report waits for the keys to rest): the
-    entry Back went to keeps its own address, and the map, the title and the address agree on it."""
+    """Back pressed at once after a step, most often before the map has written the step's address (its report
+    waits for the keys to rest): the entry Back went to keeps its own address (the one before the step; or the
+    step before it, when the report got out first on a busy machine), and the map, the title and the address
+    agree on it. A report sent after Back wrote the step's address over that entry."""
     url, _, _ = server
     page, _ = _open(chromium, url)
     page.locator(MAP_ELEMENT).click(position={"x": 5, "y": 5})
     start = (state.EXAMPLE_LAYER, state.EXAMPLE_HEAD)
     page.keyboard.press("ArrowRight")
     _address_shows(page, start[1] + 1)
+    page.locator(MAP_ELEMENT).click(position={"x": 5, "y": 5})
     page.keyboard.press("ArrowRight")  # its report still waits when Back comes
-    back = page.evaluate("() => { history.back(); return performance.now(); }")
+    page.go_back(wait_until="commit")
+    back = page.evaluate("() => performance.now()")
     idle(page)
     # until well past the report's wait (60 ms after the last key): a report made late would have written by now
     page.wait_for_function("t => performance.now() > t + 500", arg=back)
     idle(page)
-    wait_for_map_view(page, start[0], start[1])
-    assert _address(page)["head"] == str(start[1])
-    expect(page.locator(".av-title")).to_have_text(f"Layer {start[0]}, head {start[1]}")
+    head = int(_address(page)["head"])
+    assert head in (start[1], start[1] + 1)  # never the step Back went back over (start + 2)
+    wait_for_map_view(page, start[0], head)
+    expect(page.locator(".av-title")).to_have_text(f"Layer {start[0]}, head {head}")
     page.close()
 
 
