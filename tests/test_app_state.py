@@ -370,3 +370,15 @@ def test_off_the_examples_head_the_page_leads_back_and_the_box_keeps_its_name(bu
     assert map_view(at)["layer"] == state.EXAMPLE_LAYER and map_view(at)["head"] == state.EXAMPLE_HEAD
     assert at.info and "Pronoun" in at.info[0].value and hidden(presets_ui.BACK_KEY)
     _map_is_the_head(at, bundled, state.EXAMPLE_TEXT, None, state.EXAMPLE_LAYER, state.EXAMPLE_HEAD)
+
+
+def test_the_examples_back_button_moves_the_map_even_before_its_steps_were_told(bundled):
+    """Steps in the browser whose report has not reached the server yet (the button's run came first), then the
+    example's back button: the server's view never left the example's head, and the map, which shows another
+    head, is still told to go there (a new revision)."""
+    at = run_app()
+    rev = map_data(at)["rev"]
+    at.button(key="example_back").click().run()  # the map stepped to another head; nothing told yet
+    no_errors(at)
+    assert map_data(at)["rev"] > rev
+    assert (map_view(at)["layer"], map_view(at)["head"]) == (state.EXAMPLE_LAYER, state.EXAMPLE_HEAD)

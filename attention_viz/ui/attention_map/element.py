@@ -122,13 +122,14 @@ def _revision(key: str, view: dict, told_names: dict[str, str]) -> int:
     """The view's revision for the element ``key``: raised when the server moved the view itself, that is when
     the view is not the one the element shows: the one it last told (its report, or the hidden box's view the
     run took, when that came after the last send; ``told_names`` maps its session keys to the view's fields),
-    else the one last sent or reported. Back and Forward (the address's view) always raise it."""
+    else the one last sent or reported. Back and Forward (the address's view), and a button that moves the view
+    (:func:`browser_view.moved`), always raise it."""
     s = st.session_state
     rev = s.get(f"_{key}_rev", 0)
     told, told_seq = browser_view.last(), browser_view.adopted_seq()
-    taken, seen = browser_view.addresses_taken(), s.get(f"_{key}_addresses", 0)
-    s[f"_{key}_addresses"] = taken
-    if taken != seen:
+    moves, seen = browser_view.server_moves(), s.get(f"_{key}_server_moves", 0)
+    s[f"_{key}_server_moves"] = moves
+    if moves != seen:
         rev += 1
     elif told is not None and told_seq > s.get(f"_{key}_sent_seq", -1):  # the browser moved since the last send
         if any(told.get(name, view[field]) != view[field] for name, field in told_names.items()):

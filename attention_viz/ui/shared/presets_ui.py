@@ -9,7 +9,7 @@ from attention_viz.models.loading import LoadedModel
 from attention_viz.ui.server import cache
 from attention_viz.ui.text.i18n import language, t
 from attention_viz.ui.text.safe_text import Markdown
-from attention_viz.ui.view import state
+from attention_viz.ui.view import browser_view, state
 
 
 def _apply(widget: str) -> None:
@@ -65,6 +65,7 @@ def picker() -> None:
 
 def _back(layer: int, head: int) -> None:
     st.session_state.update(layer=layer, head=head)
+    browser_view.moved()  # the map goes there, though the server's view may not have left it (steps not yet told)
 
 
 NOTE_KEY, BACK_KEY = "example_note", "example_back_box"  # containers Compare's map shows or hides in the browser

@@ -43,7 +43,7 @@ VIEW_KEYS = ("layer", "head", "focus", "query_start", "key_start", "map_view")
 VIEW_KEYS += ("rollout_query_start", "rollout_key_start", "rollout_map")
 _ADOPTED = "_browser_view_seq"
 _LAST = "_browser_view_last"
-_ADDRESSES_TAKEN = "_browser_view_addresses_taken"
+_SERVER_MOVES = "_browser_view_server_moves"
 
 
 def draw() -> None:
@@ -110,11 +110,17 @@ def adopted_seq() -> int:
     return st.session_state.get(_ADOPTED, -1)
 
 
-def addresses_taken() -> int:
-    """How many runs took the view of an address (Back, Forward) over the browser's reports: a map element
-    whose count changed since its last run takes the view the server sends (every map of the page, the ones
-    that follow another's steps too)."""
-    return int(st.session_state.get(_ADDRESSES_TAKEN, 0))
+def server_moves() -> int:
+    """How many times the server moved the view itself over the browser's reports (Back, Forward, a button that
+    goes to a head: :func:`moved`): a map element whose count changed since its last run takes the view the
+    server sends (every map of the page, the ones that follow another's steps too), even when that view is the
+    one it was last sent (steps in the browser not yet told, then a button back to the head they left)."""
+    return int(st.session_state.get(_SERVER_MOVES, 0))
+
+
+def moved() -> None:
+    """The server moved the view itself (see :func:`server_moves`)."""
+    st.session_state[_SERVER_MOVES] = server_moves() + 1
 
 
 def skip() -> None:
@@ -124,4 +130,4 @@ def skip() -> None:
     if found is not None:
         st.session_state[_ADOPTED] = max(found[0], st.session_state.get(_ADOPTED, -1))
     st.session_state.pop(_LAST, None)  # the view is the address's now: the map takes it (a new revision)
-    st.session_state[_ADDRESSES_TAKEN] = addresses_taken() + 1
+    moved()
