@@ -419,7 +419,9 @@ class AttentionMap {
     this.schedulePlotly(PLOTLY_AFTER_MS);
     clearTimeout(this.reportTimer);
     const since = navigations();
+    this.root.dataset.reporting = "1"; // a report waits (tests wait for it to leave, or to be dropped)
     const report = () => {
+      delete this.root.dataset.reporting;
       if (navigations() !== since) return; // Back or Forward came after this move: the address's view wins
       const v = this.view;
       const view = { layer: v.layer, head: v.head, focus: v.focus, query_start: v.query_start, key_start: v.key_start };
