@@ -9,7 +9,9 @@
   Beside it, the floor for what All heads draws: the same two-page app whose second page also draws All
   heads' grid for the opening example (the app's own figure, read from a file: nothing computed), a click
   to the grid drawn; and when All heads' title is painted (the page's run has reached it), which splits the
-  switch into the server's run and the grid's drawing.
+  switch into the server's run and the grid's drawing. Then the floor of the app's own elements: the two-page
+  app with the sidebar's, Compare's and All heads' elements and the grid (``bare_elements.py``), switched
+  both ways; and the prototype of a page whose controls are one custom element's (``BARE_PAGES_ONE_ELEMENT``).
 
 Each time is taken inside the page (``performance.now()``, from the navigation's start or from the click to
 the animation frame that shows the target). Target: each at most 1.3 × its floor. The load average (1 minute)
@@ -70,7 +72,11 @@ def switch(page, name: str, target: tuple[str, str]) -> float:
 
 
 def _grid_file(folder) -> str:
-    """All heads' grid for the opening example at the default view, as the app draws it, written as JSON."""
+    """All heads' grid for the opening example at the default view, as the app draws it, written as JSON in
+    ``folder`` (once: a second call finds it)."""
+    path = folder / "grid.json"
+    if path.exists():
+        return str(path)
     from attention_viz import figures
     from attention_viz.extraction import extract
     from attention_viz.models.loading import load_model
@@ -78,7 +84,6 @@ def _grid_file(folder) -> str:
 
     weights = extract(load_model(), EXAMPLE_TEXT).weights
     grid = figures.head_grid(weights, selected=(int(DEFAULTS["layer"]), int(DEFAULTS["head"])))
-    path = folder / "grid.json"
     path.write_text(grid.to_json(), encoding="utf-8")
     return str(path)
 
@@ -93,7 +98,7 @@ def page_rows(settings: Settings) -> list[Row]:
     compare, all_heads = t("app.page_compare"), t("app.page_all_heads")
     load = [round(os.getloadavg()[0], 2)]
     first, bare_first, to_heads, to_compare, bare_switch, elements_first = [], [], [], [], [], []
-    heads_title, grid_switch = [], []
+    heads_title, grid_switch, same_to_heads, same_to_compare, one_element = [], [], [], [], []
     with (
         tempfile.TemporaryDirectory() as folder,
         streamlit_server(env={"PYTHONPATH": str(ROOT)}) as app,
@@ -101,6 +106,8 @@ def page_rows(settings: Settings) -> list[Row]:
         streamlit_server(app="benchmarks/bare_elements.py") as elements,
         streamlit_server(app="benchmarks/bare_pages.py") as two,
         streamlit_server(app="benchmarks/bare_pages.py", env={"BARE_PAGES_FIGURE": _grid_file(Path(folder))}) as grid,
+        streamlit_server(app="benchmarks/bare_pages.py", env=_with_elements(Path(folder))) as alike,
+        streamlit_server(app="benchmarks/bare_pages.py", env={"BARE_PAGES_ONE_ELEMENT": "1"}) as single,
         sync_playwright() as playwright,
     ):
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
@@ -125,6 +132,12 @@ def page_rows(settings: Settings) -> list[Row]:
         idle(drawn)
         switch(drawn, "Two", _shown(ALL_HEADS_DRAWN))
         switch(drawn, "One", _title("Page one"))
+        mirror = _opened(browser, alike[0])
+        switch(mirror, "Two", _shown(ALL_HEADS_DRAWN))
+        switch(mirror, "One", _title("Page one"))
+        prototype = _opened(browser, single[0])
+        switch(prototype, "Two", _title("Page two"))
+        switch(prototype, "One", _title("Page one"))
         for _ in range(visits):
             first.append(first_map(browser, app[0])[0])
             bare_first.append(first_text(browser, bare[0]))
@@ -135,6 +148,10 @@ def page_rows(settings: Settings) -> list[Row]:
             bare_switch.append(switch(floor, "One", _title("Page one")))
             grid_switch.append(switch(drawn, "Two", _shown(ALL_HEADS_DRAWN)))
             switch(drawn, "One", _title("Page one"))
+            same_to_heads.append(switch(mirror, "Two", _shown(ALL_HEADS_DRAWN)))
+            same_to_compare.append(switch(mirror, "One", _title("Page one")))
+            one_element.append(switch(prototype, "Two", _title("Page two")))
+            switch(prototype, "One", _title("Page one"))
             heads_title.append(switch(tab, all_heads, _shown(ALL_HEADS_TITLE)))
             tab.wait_for_selector(ALL_HEADS_DRAWN)
             idle(tab)
@@ -173,6 +190,13 @@ def page_rows(settings: Settings) -> list[Row]:
             load,
         ),
         _row(
+            "page switch, Compare → All heads: click in the sidebar to the grid of heads drawn",
+            to_heads,
+            statistics.median(same_to_heads),
+            "a two-page app drawing the app's elements (bare_elements.py) and the grid: click to the grid drawn",
+            load,
+        ),
+        _row(
             "page switch, Compare → All heads: click in the sidebar to its title painted (the page's run)",
             heads_title,
             floor_switch,
@@ -186,8 +210,36 @@ def page_rows(settings: Settings) -> list[Row]:
             "a two-page Streamlit app: click to the other page's title painted",
             load,
         ),
+        _row(
+            "page switch, All heads → Compare: click in the sidebar to the map's cells painted",
+            to_compare,
+            statistics.median(same_to_compare),
+            "a two-page app drawing the app's elements (bare_elements.py): click to Compare's stand-in's title",
+            load,
+        ),
+        _row(
+            "prototype: a page of one custom element drawing Compare's 30 controls as plain DOM, sidebar as the app's",
+            one_element,
+            floor_switch,
+            "a two-page Streamlit app: click to the other page's title painted",
+            load,
+        ),
     ]
     return rows
+
+
+def _with_elements(folder: Path) -> dict:
+    """``bare_pages.py``'s settings for its pages to draw the app's elements, All heads' with the grid."""
+    return {"BARE_PAGES_FIGURE": _grid_file(folder), "BARE_PAGES_ELEMENTS": "1"}
+
+
+def _opened(browser, url: str):
+    """A new tab at ``url`` (a bare app), its first page's title painted and the page idle."""
+    tab = browser.new_page(viewport={"width": 1280, "height": 720})
+    tab.goto(url)
+    tab.wait_for_selector("h1:has-text('Page one')", timeout=60_000)
+    idle(tab)
+    return tab
 
 
 def _row(figure: str, samples: list[float], floor: float, floor_name: str, load: list[float]) -> Row:

@@ -200,3 +200,35 @@ def test_a_window_is_explained_once_under_the_map(bundled, language):
     shown = [c.value for c in at.caption] + [json.loads(element.proto.json)["texts"]["window"]]
     assert any(f"{extract(bundled, text).encoding.num_tokens}" in c for c in shown)  # the note is there
     assert sum("Shift" in line for line in shown) == 1, shown  # how to move it: once
+
+
+def test_the_bars_and_lines_follow_each_change_and_equal_those_made_anew(bundled):
+    """Compare keeps the head's bars and lines for the session (a page switch draws the same head again); after
+    each change they are those of the view shown, exactly as if made anew."""
+    from apptools import _details
+
+    at = run_app()
+    changes = [
+        lambda: control(at, "selectbox", "focus").set_value(3),
+        lambda: control(at, "selectbox", "head").set_value(5),
+        lambda: control(at, "selectbox", "focus").set_value(6),
+        lambda: at.session_state.__setitem__("map_view", "scratch"),
+        lambda: control(at, "selectbox", "layer").set_value(1),
+        lambda: at.toggle(key="_word_level").set_value(True),
+        lambda: at.session_state.__setitem__(i18n.LANGUAGE_KEY, "zh"),
+        lambda: (
+            at.switch_page("attention_viz/ui/pages/all_heads.py").run().switch_page("attention_viz/ui/pages/compare.py")
+        ),
+    ]
+    seen = []
+    for change in changes:
+        change()
+        at.run()
+        no_errors(at)
+        kept = _details(at)
+        del at.session_state["_compare_figures"]  # made anew from the same view
+        at.run()
+        assert _details(at) == kept
+        seen.append(json.dumps(kept, sort_keys=True))
+    assert len(set(seen)) == len(changes) - 1  # every change but the page switch changed them
+    assert seen[-1] == seen[-2]

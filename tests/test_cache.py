@@ -167,3 +167,22 @@ def test_all_heads_grid_is_built_once_for_a_class_on_the_same_sentence(bundled, 
     drawn[1]["data"][0]["z"] = z(drawn[1])  # plotly's typed array, decoded
     for layer, head in ((0, 0), (2, 5), (5, 11)):
         np.testing.assert_allclose(thumbnail(drawn[1], layer, head), weights[layer, head], atol=1e-6)
+
+
+def test_the_json_size_is_measured_once_per_result_and_forgotten_with_it(bundled, monkeypatch):
+    import gc
+
+    from attention_viz.extraction import export
+
+    measured = []
+    real = export.attention_json_size
+    monkeypatch.setattr(export, "attention_json_size", lambda result: measured.append(result) or real(result))
+    result = extract(bundled, "The cat sat on the mat.")
+    assert cache.json_size(result) == cache.json_size(result) == real(result) > 0
+    assert len(measured) == 1
+    other = extract(bundled, "A dog barked at the moon all night long.")
+    assert cache.json_size(other) > cache.json_size(result) and len(measured) == 2
+    key = id(result)
+    del result, measured[:]
+    gc.collect()
+    assert key not in cache._JSON_SIZES

@@ -226,31 +226,25 @@ def _details(
     names = (t("compare.view_pretrained"), t("compare.view_scratch"))
     token_titles = [figures.isolate(label) for label in maps.row_labels]  # the bars' title names the token whole
     bars_title = plain("compare.bars_title", token="{token}", index="{index}")
-    bars = figures.focus_bars(
-        {names[0]: maps.pretrained[row, columns], names[1]: maps.scratch[row, columns]},
-        maps.key_labels[columns],
-        bars_title.replace("{token}", token_titles[row]).replace("{index}", str(row)),
-        style,
-        columns.start,
-    )
     view = st.session_state["map_view"]
     source = "scratch" if view == "scratch" else "pretrained"
     line_titles = {name: plain("compare.lines_title", source=plain(f"compare.view_{name}")) for name in SOURCES}
-    lines = figures.line_view(
+    figure_inputs = (
+        {names[0]: maps.pretrained[row, columns], names[1]: maps.scratch[row, columns]},
+        maps.key_labels[columns],
+        bars_title.replace("{token}", token_titles[row]).replace("{index}", str(row)),
         (maps.scratch if source == "scratch" else maps.pretrained)[rows, columns],
         maps.row_labels[rows],
-        maps.key_labels[columns],
         line_titles[source],
         style,
-        rows.start,
-        columns.start,
-        focus - rows.start if rows.start <= focus < rows.stop else None,
+        (rows.start, columns.start, focus - rows.start if rows.start <= focus < rows.stop else None),
     )
+    bars, lines = _detail_figures(*figure_inputs)
     return {
         "numbers": {"labels": [plain(f"compare.{name}") for name in NUMBER_KEYS], "values": memo[1]},
-        "bars": {"figure": bars.to_json(), "title": bars_title, "tokens": token_titles, "config": config},
+        "bars": {"figure": bars, "title": bars_title, "tokens": token_titles, "config": config},
         "lines": {
-            "figure": lines.to_json(),
+            "figure": lines,
             "titles": line_titles,
             # the text traces' words and hovers, as figures.line_view writes them
             "row_text": [figures.isolate(figures.shorten_label(label)) for label in maps.row_labels],
@@ -261,6 +255,33 @@ def _details(
             "config": config,
         },
     }
+
+
+def _detail_figures(bar_rows: dict, keys, bars_title: str, weights, queries, lines_title: str, style, place) -> tuple:
+    """The focus token's bars and the line view of the head the server knows, as plotly JSON: ``(bars, lines)``.
+
+    Kept for the session with their inputs (``place``: the window's first query and key, and the focus inside
+    it), so that a run that draws the same head again (a page switch, a toggle elsewhere) reuses them.
+    """
+    arrays = [*bar_rows.values(), weights]
+    key = (
+        tuple(bar_rows),
+        tuple((a.shape, a.dtype.str, a.tobytes()) for a in arrays),
+        tuple(keys),
+        tuple(queries),
+        bars_title,
+        lines_title,
+        style,
+        place,
+    )
+    memo = st.session_state.get("_compare_figures")
+    if memo is None or memo[0] != key:
+        query_start, key_start, focus = place
+        bars = figures.focus_bars(bar_rows, keys, bars_title, style, key_start)
+        lines = figures.line_view(weights, queries, keys, lines_title, style, query_start, key_start, focus)
+        memo = (key, (bars.to_json(), lines.to_json()))
+        st.session_state["_compare_figures"] = memo
+    return memo[1]
 
 
 def _controls(row_labels) -> dict:

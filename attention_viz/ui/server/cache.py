@@ -18,6 +18,8 @@ key, keep and share it.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import streamlit as st
 
@@ -259,6 +261,21 @@ def _clear_attention() -> None:
 
 
 attention.clear = _clear_attention
+
+
+_JSON_SIZES: dict[int, tuple[weakref.ref, int]] = {}  # id(result) -> (the result, the size of its JSON)
+
+
+def json_size(result: AttentionResult) -> int:
+    """:func:`attention_viz.extraction.export.attention_json_size` of ``result``, measured once per result: the
+    results are the caches' shared objects, and every run of a page with downloads names the size."""
+    entry = _JSON_SIZES.get(id(result))
+    if entry is not None and entry[0]() is result:
+        return entry[1]
+    size = extraction.export.attention_json_size(result)
+    key = id(result)
+    _JSON_SIZES[key] = (weakref.ref(result, lambda _: _JSON_SIZES.pop(key, None)), size)
+    return size
 
 
 def pretrained(loaded: LoadedModel, text: str, pair: str | None) -> AttentionResult:

@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attention_viz.extraction import AttentionResult, export
+from attention_viz.ui.server import cache
 from attention_viz.ui.text.i18n import t
 from attention_viz.ui.text.safe_text import Markdown
 
@@ -54,7 +55,7 @@ def buttons(
     _button(row, t("links.download_csv"), lambda: export.matrix_csv(matrix, labels, key_labels), stem, "csv", what)
     json_stem = export.file_stem(result.model_name, "pretrained", "all")
     json_help = t("links.download_json_help")
-    json_bytes = export.attention_json_size(result)  # on the button before the click: it grows as tokens²
+    json_bytes = cache.json_size(result)  # on the button before the click: it grows as tokens²
     json_label = t("links.download_json", size=file_size(json_bytes))
     _button(row, json_label, lambda: export.attention_json(result), json_stem, "json", what, json_help)
     html = lambda: export.figure_html(figure() if callable(figure) else figure)  # noqa: E731
