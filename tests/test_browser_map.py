@@ -830,3 +830,26 @@ def test_every_page_opens_on_a_tiny_llama_and_a_tiny_t5_without_an_error(
         if family == "t5" and name not in ("compare", "all_heads", "head_stats", "inside"):
             assert "Compare, All heads, Head statistics and Inside a head show" in page.inner_text("body"), name
     page.close()
+
+
+def test_a_map_taken_off_the_page_draws_nothing_more(server, chromium):
+    """A page switch takes Compare's map off the page; it must not draw its figure and charts again, at no size, on
+    the next page's time (they took about 50 ms of the switch)."""
+    url, _, _ = server
+    page = _open(chromium, url)
+    page.wait_for_selector(".st-key-map_details .js-plotly-plot", timeout=60_000)  # the bars and lines drawn
+    idle(page)
+    page.evaluate(
+        """() => {  // every Plotly.react of the app's own plotly.js from now on (Streamlit's charts have their own)
+            const map = document.querySelector('[data-testid="attention-map"]').parentElement.__attentionMap;
+            window.__reacts = 0;
+            const react = map.Plotly.react;
+            map.Plotly.react = (...args) => { window.__reacts += 1; return react.apply(map.Plotly, args); };
+        }"""
+    )
+    page.get_by_role("link", name="All heads").click()
+    page.wait_for_selector(".st-key-head_grid .js-plotly-plot .main-svg", timeout=60_000)
+    idle(page)
+    page.wait_for_timeout(300)  # past the map's plotly catch-up after a move (150 ms)
+    assert page.evaluate("() => window.__reacts") == 0
+    page.close()

@@ -217,7 +217,7 @@ class AttentionMap {
     this.bundlePath = null;
     this.plotlyTimer = null;
     this.reportTimer = null;
-    this.resize = new ResizeObserver(() => this.layoutAndPaint());
+    this.resize = new ResizeObserver(() => (this.root.isConnected ? this.layoutAndPaint() : this.retire()));
     this.resize.observe(parent);
     this.overview.addEventListener("pointerdown", (e) => this.dragOverview(e));
     this.onLead = (event) => {
@@ -230,6 +230,16 @@ class AttentionMap {
     };
     document.addEventListener("av-map-view", this.onLead);
     this.root.dataset.testid = "attention-map";
+  }
+
+  // Off the page (a page switch, or a run that no longer draws it): it draws nothing more, and a new map takes
+  // its place if the element comes back. Redrawn at no size as it left, its figure and charts had taken about
+  // 50 ms of the next page's switch. A report of a step still waiting is kept: the server learns the view.
+  retire() {
+    this.resize.disconnect();
+    clearTimeout(this.plotlyTimer);
+    cancelAnimationFrame(this.detailsFrame);
+    document.removeEventListener("av-map-view", this.onLead);
   }
 
   update(data, setStateValue) {
@@ -660,7 +670,7 @@ class AttentionMap {
 
   drawDetails() {
     const Plotly = this.Plotly, b = this.bundle, d = this.data, v = this.view;
-    if (!Plotly || !b || !d.details || !this.held(v.layer, v.head)) return;
+    if (!Plotly || !b || !d.details || !this.root.isConnected || !this.held(v.layer, v.head)) return;
     if (!d.details.lines) { this.root.dataset.details = String(this.seq); return; } // numbers only: drawn
     const { q0, k0, nq, nk } = this.windowOf();
     const base = this.headOffset(v.layer, v.head, b.maps);
@@ -963,7 +973,7 @@ class AttentionMap {
 
   drawPlotly() {
     const b = this.bundle, d = this.data, Plotly = this.Plotly;
-    if (!b || !d || !Plotly || !this.held(this.view.layer, this.view.head)) return;
+    if (!b || !d || !Plotly || !this.root.isConnected || !this.held(this.view.layer, this.view.head)) return;
     const v = this.view;
     const { q0, k0, nq, nk } = this.windowOf();
     const base = this.headOffset(v.layer, v.head, b.maps);
