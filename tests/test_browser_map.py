@@ -850,6 +850,9 @@ def test_a_map_taken_off_the_page_draws_nothing_more(server, chromium):
     page.get_by_role("link", name="All heads").click()
     page.wait_for_selector(".st-key-head_grid .js-plotly-plot .main-svg", timeout=60_000)
     idle(page)
-    page.wait_for_timeout(300)  # past the map's plotly catch-up after a move (150 ms)
+    # until every drawing the old map could still have pending has had its turn: its plotly catch-up (a timer of
+    # at most 150 ms, set before this one) and its charts (the next animation frame)
+    later = "() => new Promise(r => setTimeout(() => requestAnimationFrame(() => requestAnimationFrame(r)), 150))"
+    page.evaluate(later)
     assert page.evaluate("() => window.__reacts") == 0
     page.close()

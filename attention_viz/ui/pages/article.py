@@ -143,17 +143,18 @@ def _numbers(loaded, selection, seed: int, differences: tuple) -> dict:
     (``values[layer][head]``: the three of :data:`NUMBER_KEYS`, three decimals), with their labels: the first map
     shows a head's as it steps. Made once per text, seed and differences (a session memo)."""
     content = (loaded.info.name, loaded.info.revision, selection.text, selection.pair, seed, differences)
-    memo = st.session_state.get("_article_numbers")
-    if memo is None or memo[0] != content:
+
+    def make() -> list:
         values = []
         for layer in range(loaded.info.num_layers):
             _, correct, changed = cache.article_maps(loaded, selection.text, selection.pair, layer, seed, differences)
             agreement = analysis.head_agreement(correct, changed)  # (heads,) each
             numbers = ("entropy_first", "entropy_second", "largest")  # as NUMBER_KEYS
             values.append([[f"{agreement[name][head]:.3f}" for name in numbers] for head in range(len(correct))])
-        memo = (content, values)
-        st.session_state["_article_numbers"] = memo
-    return {"labels": [plain(f"article.{name}") for name in NUMBER_KEYS], "values": memo[1]}
+        return values
+
+    values = cache.session_memo("_article_numbers", content, make)
+    return {"labels": [plain(f"article.{name}") for name in NUMBER_KEYS], "values": values}
 
 
 def _table() -> None:

@@ -217,11 +217,8 @@ def _details(
     values, labels and titles the browser puts in for the head it shows (only what varies by head or token; the
     figures' look stays Python's, :mod:`attention_viz.figures`)."""
     rows, columns, focus = window
-    memo = st.session_state.get("_compare_numbers")
     content = (pretrained.model_name, pretrained.encoding.labels, pretrained.encoding.is_pair, variant, int(seed))
-    if memo is None or memo[0] != content:
-        memo = (content, _numbers(pretrained, scratch))
-        st.session_state["_compare_numbers"] = memo
+    numbers = cache.session_memo("_compare_numbers", content, lambda: _numbers(pretrained, scratch))
     row = max(focus, 0)
     names = (t("compare.view_pretrained"), t("compare.view_scratch"))
     token_titles = [figures.isolate(label) for label in maps.row_labels]  # the bars' title names the token whole
@@ -241,7 +238,7 @@ def _details(
     )
     bars, lines = _detail_figures(*figure_inputs)
     return {
-        "numbers": {"labels": [plain(f"compare.{name}") for name in NUMBER_KEYS], "values": memo[1]},
+        "numbers": {"labels": [plain(f"compare.{name}") for name in NUMBER_KEYS], "values": numbers},
         "bars": {"figure": bars, "title": bars_title, "tokens": token_titles, "config": config},
         "lines": {
             "figure": lines,
@@ -274,14 +271,14 @@ def _detail_figures(bar_rows: dict, keys, bars_title: str, weights, queries, lin
         style,
         place,
     )
-    memo = st.session_state.get("_compare_figures")
-    if memo is None or memo[0] != key:
+
+    def make() -> tuple[str, str]:
         query_start, key_start, focus = place
         bars = figures.focus_bars(bar_rows, keys, bars_title, style, key_start)
         lines = figures.line_view(weights, queries, keys, lines_title, style, query_start, key_start, focus)
-        memo = (key, (bars.to_json(), lines.to_json()))
-        st.session_state["_compare_figures"] = memo
-    return memo[1]
+        return bars.to_json(), lines.to_json()
+
+    return cache.session_memo("_compare_figures", key, make)
 
 
 def _controls(row_labels) -> dict:

@@ -19,6 +19,8 @@ key, keep and share it.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 import streamlit as st
@@ -31,6 +33,8 @@ from attention_viz.models import catalog, loading, sizes
 from attention_viz.models.loading import LoadedModel, ModelLoadError
 from attention_viz.ui import internals
 from attention_viz.ui.server.app_settings import app_settings
+
+T = TypeVar("T")
 
 
 @st.cache_resource(max_entries=4, show_spinner="Loading the model…")
@@ -261,6 +265,17 @@ def _clear_attention() -> None:
 
 
 attention.clear = _clear_attention
+
+
+def session_memo(name: str, key, make: Callable[[], T]) -> T:
+    """``make()``, kept in the session's state under ``name`` with ``key``: made again only when ``key`` differs
+    from the last one (one entry a name). For what a page makes from cached results on every run although its
+    inputs rarely change (every head's numbers, a head's charts as JSON)."""
+    memo = st.session_state.get(name)
+    if memo is None or memo[0] != key:
+        memo = (key, make())
+        st.session_state[name] = memo
+    return memo[1]
 
 
 _JSON_SIZES: dict[int, tuple[weakref.ref, int]] = {}  # id(result) -> (the result, the size of its JSON)

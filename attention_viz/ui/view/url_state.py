@@ -56,11 +56,8 @@ def init() -> None:
         st.session_state[_URL_VALUES] = dict(values)
         for key, value in values.items():
             st.session_state[key] = value
-    elif internals.history_navigation():
-        _take_address(with_page=True)
-        browser_view.skip()  # Back or Forward went to an address: its view, not the steps made before it
-    elif _follow_history():
-        _take_address(with_page=False)
+    elif (flagged := internals.history_navigation()) or _follow_history():
+        _take_address(with_page=flagged)
         browser_view.skip()  # Back or Forward went to an address: its view, not the steps made before it
     else:
         browser_view.adopt()  # the steps the browser drew on its own since the last run
