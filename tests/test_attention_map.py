@@ -2,6 +2,7 @@
 view it accepts from the browser, and the figure it reads back for AppTest."""
 
 import asyncio
+import gzip
 import json
 
 import numpy as np
@@ -37,9 +38,10 @@ def test_a_bundle_registered_ahead_is_made_once_on_its_first_request_and_can_be_
     assert other not in store and store.get(later) == b"made"
 
 
-def _get(app, path: str) -> tuple[int, bytes, bytes]:
-    """``GET path`` from the ASGI ``app``, in this thread: ``(status, content type, body)``."""
-    sent, done = [], None
+def _get(app, path: str, request_headers: list | None = None, sent: list | None = None) -> tuple[int, bytes, bytes]:
+    """``GET path`` from the ASGI ``app``, in this thread, with ``request_headers`` (``(name, value)`` bytes):
+    ``(status, content type, body)``; ``sent``, if given, gets the response's ASGI messages."""
+    sent, done = [] if sent is None else sent, None
     requests = [{"type": "http.request", "body": b"", "more_body": False}]
 
     async def receive():  # the request, then a disconnect once the whole response is sent
@@ -59,7 +61,8 @@ def _get(app, path: str) -> tuple[int, bytes, bytes]:
         await app(scope, receive, send)
 
     scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(), "query_string": b""}
-    scope |= {"headers": [], "scheme": "http", "server": ("127.0.0.1", 80), "root_path": "", "http_version": "1.1"}
+    scope |= {"headers": request_headers or [], "scheme": "http", "server": ("127.0.0.1", 80), "root_path": ""}
+    scope["http_version"] = "1.1"
     asyncio.run(run())
     headers = dict(sent[0]["headers"])
     return sent[0]["status"], headers.get(b"content-type", b""), b"".join(m.get("body", b"") for m in sent[1:])
@@ -83,6 +86,38 @@ def test_the_apps_routes_sit_under_the_base_path_and_a_missing_file_is_404(base)
     assert _get(app, f"/{serving.PLOTLY_PATH}")[0] == 404  # not at the root: that is another site's
     assert serving.app_path(base, "/ready") == f"{prefix}/ready" and serving.app_path("", "ready") == "/ready"
     assert serving.app_path(None, serving.PLOTLY_PATH) == f"/{serving.PLOTLY_PATH}"
+
+
+def test_plotly_js_is_compressed_once_and_passed_on_by_the_servers_gzip():
+    """A browser that accepts gzip gets the bytes compressed once per process, which the server's gzip middleware
+    (Streamlit wraps the app in one) passes on untouched; one that does not gets the file. Either way the
+    browser ends with plotly.min.js itself."""
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.middleware.gzip import GZipMiddleware
+
+    app = Starlette(routes=serving.routes(""), middleware=[Middleware(GZipMiddleware, minimum_size=500)])
+    original = serving.PLOTLY_JS.read_bytes()
+    for accept in (b"gzip, deflate, br", b"br;q=1, gzip;q=0.5"):
+        sent = []
+        status, kind, body = _get(app, f"/{serving.PLOTLY_PATH}", [(b"accept-encoding", accept)], sent)
+        headers = dict(sent[0]["headers"])
+        assert (status, kind.split(b";")[0], headers[b"content-encoding"]) == (200, b"text/javascript", b"gzip")
+        assert body == serving.plotly_gzip()  # the bytes compressed once, not compressed again
+        assert gzip.decompress(body) == original and len(body) < len(original) / 3
+        assert headers[b"vary"] == b"Accept-Encoding" and b"immutable" in headers[b"cache-control"]
+    sent = []
+    assert _get(app, f"/{serving.PLOTLY_PATH}", [], sent)[::2] == (200, original)
+    assert b"content-encoding" not in dict(sent[0]["headers"])
+    assert serving.plotly_gzip() is serving.plotly_gzip()  # made once
+    assert [serving.accepts_gzip(h) for h in ("GZIP", "*", "*;q=0", "gzip;q=abc", "deflate", None)] == [
+        True,
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
 
 
 def test_only_a_view_of_integers_in_range_is_taken():
