@@ -10,7 +10,9 @@
   what Streamlit takes to switch between pages that draw what the app's pages draw;
 - with ``BARE_PAGES_ONE_ELEMENT`` instead, the sidebar's elements on both pages, and page two one custom
   element (components v2) that draws as many controls as Compare's page has elements, with plain DOM, and its
-  title: the prototype of a page whose controls are the app's own element's, not Streamlit's.
+  title: the prototype of a page whose controls are the app's own element's, not Streamlit's;
+- with ``BARE_PAGES_ONE_SIDEBAR`` as well, the sidebar too is one such element, drawing as many controls as the
+  app's sidebar has elements: the prototype of an app whose every control is its own elements'.
 
 Run by ``benchmarks/pages.py`` with the repository's settings (``.streamlit/``), beside the app.
 """
@@ -24,6 +26,7 @@ import streamlit as st
 FIGURE = os.environ.get("BARE_PAGES_FIGURE")
 ELEMENTS = bool(os.environ.get("BARE_PAGES_ELEMENTS"))
 ONE_ELEMENT = bool(os.environ.get("BARE_PAGES_ONE_ELEMENT"))
+ONE_SIDEBAR = bool(os.environ.get("BARE_PAGES_ONE_SIDEBAR"))
 # Compare's main-area elements as plain DOM: captions, buttons, check boxes, select boxes and notes in turn
 _ONE_ELEMENT_JS = """
 export default function (component) {
@@ -36,7 +39,7 @@ export default function (component) {
     (i) => `<div style="padding:12px;background:#e8f0fe;border-radius:8px">Note ${i}</div>`,
   ];
   const parts = Array.from({ length: data.count }, (_, i) => kinds[i % kinds.length](i));
-  parentElement.innerHTML = "<h1>Page two</h1>" + parts.join("");
+  parentElement.innerHTML = (data.title ? `<h1>${data.title}</h1>` : "") + parts.join("");
   return () => {};
 }
 """
@@ -57,7 +60,7 @@ def one() -> None:
 def two() -> None:
     if ONE_ELEMENT:
         page = st.components.v2.component("bare_pages_one_element", js=_ONE_ELEMENT_JS, isolate_styles=False)
-        page(key="page", data={"count": bare_elements.COMPARE_ELEMENTS})
+        page(key="page", data={"count": bare_elements.COMPARE_ELEMENTS, "title": "Page two"})
         return
     if ELEMENTS:
         bare_elements.all_heads_page(_figure(FIGURE) if FIGURE else None)
@@ -66,7 +69,11 @@ def two() -> None:
         st.plotly_chart(_figure(FIGURE), key="head_grid", theme=None)
 
 
-if ELEMENTS or ONE_ELEMENT:
+if ONE_SIDEBAR:
+    with st.sidebar:
+        side = st.components.v2.component("bare_pages_one_sidebar", js=_ONE_ELEMENT_JS, isolate_styles=False)
+        side(key="side", data={"count": bare_elements.SIDEBAR_ELEMENTS})
+elif ELEMENTS or ONE_ELEMENT:
     bare_elements.sidebar()
 st.navigation(
     [st.Page(one, title="One", url_path="one", default=True), st.Page(two, title="Two", url_path="two")]

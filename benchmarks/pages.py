@@ -11,7 +11,8 @@
   to the grid drawn; and when All heads' title is painted (the page's run has reached it), which splits the
   switch into the server's run and the grid's drawing. Then the floor of the app's own elements: the two-page
   app with the sidebar's, Compare's and All heads' elements and the grid (``bare_elements.py``), switched
-  both ways; and the prototype of a page whose controls are one custom element's (``BARE_PAGES_ONE_ELEMENT``).
+  both ways; and the prototypes of a page whose controls are one custom element's (``BARE_PAGES_ONE_ELEMENT``), with
+  the sidebar's as well (``BARE_PAGES_ONE_SIDEBAR``).
 
 Each time is taken inside the page (``performance.now()``, from the navigation's start or from the click to
 the animation frame that shows the target). Target: each at most 1.3 × its floor. The load average (1 minute)
@@ -99,6 +100,7 @@ def page_rows(settings: Settings) -> list[Row]:
     load = [round(os.getloadavg()[0], 2)]
     first, bare_first, to_heads, to_compare, bare_switch, elements_first = [], [], [], [], [], []
     heads_title, grid_switch, same_to_heads, same_to_compare, one_element = [], [], [], [], []
+    one_each = []
     with (
         tempfile.TemporaryDirectory() as folder,
         streamlit_server(env={"PYTHONPATH": str(ROOT)}) as app,
@@ -108,6 +110,7 @@ def page_rows(settings: Settings) -> list[Row]:
         streamlit_server(app="benchmarks/bare_pages.py", env={"BARE_PAGES_FIGURE": _grid_file(Path(folder))}) as grid,
         streamlit_server(app="benchmarks/bare_pages.py", env=_with_elements(Path(folder))) as alike,
         streamlit_server(app="benchmarks/bare_pages.py", env={"BARE_PAGES_ONE_ELEMENT": "1"}) as single,
+        streamlit_server(app="benchmarks/bare_pages.py", env=_ONE_EACH) as both,
         sync_playwright() as playwright,
     ):
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
@@ -138,6 +141,9 @@ def page_rows(settings: Settings) -> list[Row]:
         prototype = _opened(browser, single[0])
         switch(prototype, "Two", _title("Page two"))
         switch(prototype, "One", _title("Page one"))
+        prototype_both = _opened(browser, both[0])
+        switch(prototype_both, "Two", _title("Page two"))
+        switch(prototype_both, "One", _title("Page one"))
         for _ in range(visits):
             first.append(first_map(browser, app[0])[0])
             bare_first.append(first_text(browser, bare[0]))
@@ -152,6 +158,8 @@ def page_rows(settings: Settings) -> list[Row]:
             same_to_compare.append(switch(mirror, "One", _title("Page one")))
             one_element.append(switch(prototype, "Two", _title("Page two")))
             switch(prototype, "One", _title("Page one"))
+            one_each.append(switch(prototype_both, "Two", _title("Page two")))
+            switch(prototype_both, "One", _title("Page one"))
             heads_title.append(switch(tab, all_heads, _shown(ALL_HEADS_TITLE)))
             tab.wait_for_selector(ALL_HEADS_DRAWN)
             idle(tab)
@@ -224,8 +232,18 @@ def page_rows(settings: Settings) -> list[Row]:
             "a two-page Streamlit app: click to the other page's title painted",
             load,
         ),
+        _row(
+            "prototype: the sidebar and page two each one custom element (the sidebar's 15 and Compare's 30 controls)",
+            one_each,
+            floor_switch,
+            "a two-page Streamlit app: click to the other page's title painted",
+            load,
+        ),
     ]
     return rows
+
+
+_ONE_EACH = {"BARE_PAGES_ONE_ELEMENT": "1", "BARE_PAGES_ONE_SIDEBAR": "1"}  # bare_pages.py: sidebar and page, one each
 
 
 def _with_elements(folder: Path) -> dict:
