@@ -149,9 +149,10 @@ def nginx_binary(nginx: str | None = None) -> str:
 
 
 def nginx_prefix() -> Path:
-    """A new temporary folder for nginx's ``-p``: its pid file, logs and the folders it buffers in."""
+    """A new temporary folder for nginx's ``-p``: its pid file, logs, the folders it buffers in and the files it
+    keeps (``assets``)."""
     prefix = Path(tempfile.mkdtemp(prefix="attention-viz-nginx-"))
-    for folder in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
+    for folder in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi", "assets"):
         (prefix / folder).mkdir()
         (prefix / folder).chmod(0o777)  # nginx's workers drop root for `nobody` and buffer uploads here
     prefix.chmod(0o755)

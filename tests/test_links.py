@@ -1,19 +1,15 @@
 """The view in a link: state → query string → state, validation of what a link carries, a link's length
 within what proxies take (the project's nginx included)."""
 
-import contextlib
 import dataclasses
 import http.client
 import http.server
 import re
-import socket
-import subprocess
-import threading
 from pathlib import Path
 from urllib.parse import quote_plus, urlsplit
 
 import pytest
-from browser import wait_until
+from nginx_front import nginx_before
 
 from attention_viz import links
 from attention_viz.ui.view import state, url_state
@@ -198,10 +194,6 @@ def _longest_link(root: str) -> str:
 def test_a_real_nginx_passes_the_longest_link_on(tmp_path):
     """nginx with the project's configuration in front of a stand-in replica: the longest address the app
     makes, and a Referer header that repeats it, reach the replica (no 414 or 400)."""
-    try:
-        binary = replicas.nginx_binary()
-    except RuntimeError as missing:
-        pytest.skip(str(missing))
     seen = []
 
     class Replica(http.server.BaseHTTPRequestHandler):
@@ -215,25 +207,8 @@ def test_a_real_nginx_passes_the_longest_link_on(tmp_path):
         def log_message(self, *args):
             pass
 
-    upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Replica)
-    threading.Thread(target=upstream.serve_forever, daemon=True).start()
-    port = replicas.free_port()
-    prefix = replicas.nginx_prefix()
-    config = replicas.nginx_config(prefix, f"127.0.0.1:{port}", [f"127.0.0.1:{upstream.server_port}"])
-    (prefix / "nginx.conf").write_text(config)
-    command = [binary, "-p", str(prefix), "-c", str(prefix / "nginx.conf"), "-g", "daemon off;"]
-    nginx = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    try:
+    with nginx_before(Replica) as port:
         root = f"http://127.0.0.1:{port}"
-
-        def answers() -> bool:
-            with contextlib.suppress(OSError):
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                return True
-            assert nginx.poll() is None, (prefix / "error.log").read_text()
-            return False
-
-        wait_until(answers, 30, "nginx did not start")
         link = _longest_link(root)
         assert len(link) <= links.MAX_LINK and len(link) > links.MAX_LINK - 60
         target = link.removeprefix(root)
@@ -243,7 +218,3 @@ def test_a_real_nginx_passes_the_longest_link_on(tmp_path):
         assert (response.status, response.read()) == (200, b"ok")
         assert seen == [target]
         connection.close()
-    finally:
-        nginx.terminate()
-        nginx.wait(timeout=30)
-        upstream.shutdown()
