@@ -98,6 +98,8 @@ def main() -> None:
 if __name__ == "__main__":  # Streamlit runs this file as every session's script
     main()
 else:  # `streamlit run app.py` imports it as a module first: the server's entry point
+    import threading
+
     from starlette.middleware import Middleware
     from starlette.routing import Route
 
@@ -109,4 +111,6 @@ else:  # `streamlit run app.py` imports it as a module first: the server's entry
     base = st.get_option("server.baseUrlPath")
     ready = Route(serving.app_path(base, warmup.READY_PATH), warmup.readiness, methods=["GET", "HEAD"])
     routes = [ready, *serving.routes(base)]  # readiness (200 once the model is loaded); plotly.js, map bundles
+    # plotly.js compressed once, now, in the background: the first browser that asks gets it at once
+    threading.Thread(target=serving.plotly_gzip, name="attention_viz-plotly-gzip", daemon=True).start()
     app = st.App(__file__, lifespan=warmup.lifespan, middleware=[Middleware(PreloadLinks)], routes=routes)

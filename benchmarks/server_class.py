@@ -2,15 +2,16 @@
 no browsers, so the load generator costs a few percent of a core and the figure is the server's.
 
 Each student does what the browser sends (``--step browser``): it opens the page (its first map, the opening
-example, timed while the students arrive 8 at a time), sets a sentence of its own, then every 5 s makes a
-change: a layer or head step the browser draws from the data it holds (nothing sent: no server cost), a new
-sentence (one change in 12: a rerun that carries the student's view), or a switch to All heads and back
-(one in 24). Each change that reaches the server is timed from the message sent to the page's answer (the
-map's data for Compare), and every map is checked against the core's own extraction for that student's
-sentence and head. Classes of 40 and 200 on one ``streamlit run app.py``, and 200 on 2 replicas behind nginx
-(``deploy/``). Baseline in the same run: one student alone on one server, the same pace. The load average
-(1 minute) is recorded before and after each class: the machine may be shared. On request:
-``python -m benchmarks --only 17`` (about 20 minutes; ``ATTENTION_VIZ_CLASS_SECONDS`` shortens each class).
+example, timed while the students arrive 8 at a time), sets a sentence of its own, then every 5 s makes a change: a
+layer or head step the browser draws from the data it holds (nothing sent: no server cost), a new sentence (one
+change in 12: a rerun that carries the student's view), or a switch to All heads and back (one in 24). On arriving,
+each student also fetches what a new browser fetches (the scripts and styles the page names, then plotly.js; since
+2026-12-04). Each change that reaches the server is timed from the message sent to the page's answer (the map's data
+for Compare), and every map is checked against the core's own extraction for that student's sentence and head.
+Classes of 40 and 200 on one ``streamlit run app.py``, and 200 on 2 replicas behind nginx (``deploy/``). Baseline in
+the same run: one student alone on one server, the same pace. The load average (1 minute) is recorded before and
+after each class: the machine may be shared. On request: ``python -m benchmarks --only 17`` (about 20 minutes;
+``ATTENTION_VIZ_CLASS_SECONDS`` shortens each class).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ CLASSES = ((40, 0), (200, 0), (200, 2))  # (students, replicas; 0 is one server 
 TARGET_S = {40: 0.5, 200: 1.0}  # p95 of every change that reaches the server, by class size
 FIRST_MAP_TARGET_S = 5.0  # p95 of each student's first map while they arrive 8 at a time
 STEP = "browser"
+PAGE_FILES = True  # each student also fetches what a new browser fetches: the page's scripts, then plotly.js
 
 
 def server_class_rows(settings: Settings) -> list[Row]:
@@ -36,10 +38,13 @@ def server_class_rows(settings: Settings) -> list[Row]:
     bundled = load_model()
     seconds = 20 if settings.quick else float(os.environ.get("ATTENTION_VIZ_CLASS_SECONDS", SECONDS))
     classes = ((4, 0), (4, 2)) if settings.quick else CLASSES
-    alone = class_load.run(1, min(seconds, 60), INTERVAL_S, bundled=bundled, step=STEP).summary()
+    alone = class_load.run(1, min(seconds, 60), INTERVAL_S, bundled=bundled, step=STEP, page_files=PAGE_FILES)
+    alone = alone.summary()
     rows = []
     for sessions, replicas in classes:
-        found = class_load.run(sessions, seconds, INTERVAL_S, replicas=replicas, bundled=bundled, step=STEP)
+        found = class_load.run(
+            sessions, seconds, INTERVAL_S, replicas=replicas, bundled=bundled, step=STEP, page_files=PAGE_FILES
+        )
         found = found.summary()
         p95, target = found["all_p95_s"], TARGET_S.get(sessions, TARGET_S[200])
         first = found["first_map_p95_s"]

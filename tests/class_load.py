@@ -22,6 +22,10 @@ and back to Compare, and the map it comes back to must be its own sentence at it
 change is timed apart (p50, p95, errors), and so is each student's first map (the opening example, checked
 like any map) while they arrive 8 at a time.
 
+With ``--page-files`` each arriving student also fetches what a new browser fetches from the server: the scripts and
+styles the page's HTML names, and plotly.js once its first map has come (:data:`_PAGE_FILE`). A class of real
+browsers asks for them; without them the server's cost of a student's arrival is its first run alone.
+
 Bounded: every student stops after ``seconds`` (each wait has a timeout), only 127.0.0.1 is spoken to. The
 server's CPU seconds and resident memory come from /proc; the load average is recorded with the figures.
 
@@ -42,6 +46,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import struct
 import sys
 import time
@@ -60,6 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the package, 
 from load import _cpu_s, _rss_mb, _servers, sentence_for
 
 from attention_viz.figures.layout import label_text
+from attention_viz.ui.attention_map.serving import PLOTLY_PATH
 from attention_viz.ui.view.view_schema import DEFAULTS, EXAMPLE_TEXT
 
 MAP_KEY = "map"  # the key of the Compare page's attention map as a plotly chart (its id ends with "-map")
@@ -70,6 +76,11 @@ OTHER_PAGE, HOME_PAGE = "all_heads", "compare"  # a page switch: to All heads an
 PAGE_SWITCH_SHARE = 1 / 24  # in --step browser: the share of changes that switch pages
 TIMEOUT_S = 60.0  # the most one change may take before it counts as an error
 CONNECT_TIMEOUT_S = 120.0
+# What a new browser fetches besides the page and its messages (``--page-files``): every script and style the page's
+# HTML names (Streamlit's entry script and the modules it preloads, the app's element modules and their imports),
+# and plotly.js once the map has painted. Not Streamlit's lazy chunks of each kind of widget, fonts and icons
+# (about 50 smaller files a real browser asks for as the first run arrives).
+_PAGE_FILE = re.compile(r"""(?:src|href)=["']\./([^"'?#]+\.(?:js|css))["']""")
 ARRIVING_AT_ONCE = 8  # students opening the page at the same moment
 RSS_TOLERANCE = 0.10
 
@@ -212,6 +223,8 @@ class Report:
     replicas: int = 0
     step: str = "boxes"
     page_switch_share: float = 0.0
+    page_files: bool = False  # each student also fetches the files a browser fetches (:meth:`Student.fetch_files`)
+    page_file_bytes: int = 0  # the bytes of those files received, compressed as sent
     connected: int = 0
     changes: int = 0
     new_sentences: int = 0  # typed during the class (an arrival's sentence counts under ``arrivals``)
@@ -305,6 +318,8 @@ class Student:
         self.states: dict = {}  # widget id -> WidgetState: the values this student has set
         self.cookies: dict[str, str] = {}
         self.bundles: dict[str, bytes] = {}  # the map element's bundle, by its path
+        self.page_files = False  # set by :func:`run`: fetch the files a browser fetches (:meth:`fetch_files`)
+        self.file_bytes = 0
 
     @property
     def layers(self) -> int:
@@ -345,6 +360,10 @@ class Student:
         await asyncio.wait_for(self.finished.get(), CONNECT_TIMEOUT_S)
         if report is not None:
             await self._first_map(report, started)
+        if self.page_files:  # the browser fetches plotly.js once the map has painted (plotly_loader.js)
+            await asyncio.to_thread(self.fetch_files, [PLOTLY_PATH])
+        if report is not None:
+            report.page_file_bytes += self.file_bytes
 
     async def _first_map(self, report: Report, started: float) -> None:
         """Check the first run's map (the opening example at the view its data names); record its time."""
@@ -371,18 +390,33 @@ class Student:
         raise RuntimeError("the first run drew no map")
 
     def _cookies(self) -> dict[str, str]:
-        """The cookies a browser holds after loading the page: nginx's replica, Streamlit's XSRF token."""
+        """The cookies a browser holds after loading the page: nginx's replica, Streamlit's XSRF token. With
+        ``page_files``, the page's own scripts and styles are fetched between the two, as a browser does."""
         jar: dict[str, str] = {}
         for path in ("/", "/_stcore/health"):
             request = urllib.request.Request(self.url + path)
             if jar:
                 request.add_header("Cookie", "; ".join(f"{k}={v}" for k, v in jar.items()))
             with urllib.request.urlopen(request, timeout=CONNECT_TIMEOUT_S) as response:
-                response.read()
+                page = response.read()
                 for header in response.headers.get_all("Set-Cookie") or []:
                     name, _, rest = header.partition("=")
                     jar[name.strip()] = rest.split(";", 1)[0]
+            if path == "/" and self.page_files:
+                self.cookies = jar
+                self.fetch_files(_PAGE_FILE.findall(page.decode("utf-8", "replace")))
         return jar
+
+    def fetch_files(self, paths: list[str]) -> None:
+        """Fetch ``paths`` (relative to the page) as a browser with an empty cache does: ``Accept-Encoding:
+        gzip``, the cookies it holds, the body read whole; their bytes as sent are counted in ``file_bytes``."""
+        cookie = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        for path in paths:
+            request = urllib.request.Request(f"{self.url}/{path}", headers={"Accept-Encoding": "gzip, deflate, br"})
+            if cookie:
+                request.add_header("Cookie", cookie)
+            with urllib.request.urlopen(request, timeout=CONNECT_TIMEOUT_S) as response:
+                self.file_bytes += len(response.read())
 
     async def _rerun(self, states: list, page: str = "", report: Report | None = None) -> None:
         """Ask for a run with ``states``, on the page ``page`` (a url path; ``""``: the page the session is on)."""
@@ -616,6 +650,8 @@ async def _watch_memory(pids: list[int], report: Report, started: float, stop: a
 async def _drive(url: str, pids: list[int], report: Report, bundled, step: Step, seed: int) -> None:
     expected: dict = {}
     students = [Student(n, url, step, bundled, expected) for n in range(report.sessions)]
+    for student in students:
+        student.page_files = report.page_files
     arrivals = asyncio.Semaphore(ARRIVING_AT_ONCE)
     rngs = [random.Random(seed * 100_003 + n) for n in range(report.sessions)]
     arrived = await asyncio.gather(*(_arrive(s, report, arrivals, r) for s, r in zip(students, rngs, strict=True)))
@@ -646,6 +682,7 @@ def run(
     step: str = "element",
     seed: int = 0,
     page_switch_share: float | None = None,
+    page_files: bool = False,
 ) -> Report:
     """Run a class against one server (``server``, or a new ``streamlit run``) or ``replicas`` behind nginx.
 
@@ -662,6 +699,8 @@ def run(
         seed: the students' choices of layer, head and pace.
         page_switch_share: the share of changes that switch to All heads and back; ``None``:
             :data:`PAGE_SWITCH_SHARE` with ``step="browser"``, else none (the older modes as they were).
+        page_files: each arriving student also fetches the files a browser fetches (the page's scripts and
+            styles, then plotly.js; :data:`_PAGE_FILE`), as a class of real browsers asks the server for them.
 
     Returns:
         :class:`Report`, with the load average before and after.
@@ -672,7 +711,7 @@ def run(
         bundled = load_model()
     if page_switch_share is None:
         page_switch_share = PAGE_SWITCH_SHARE if step == "browser" else 0.0
-    report = Report(sessions, seconds, interval, new_sentence_share, replicas, step, page_switch_share)
+    report = Report(sessions, seconds, interval, new_sentence_share, replicas, step, page_switch_share, page_files)
     report.load_average = [round(os.getloadavg()[0], 2)]
     with _servers(replicas, server) as (url, pids, deployment), _one_thread():
         if urlparse(url).hostname != "127.0.0.1":
@@ -724,6 +763,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--page-switch-share", type=float, help=f"share of changes that switch pages (browser: {PAGE_SWITCH_SHARE:.3f})"
     )
+    parser.add_argument(
+        "--page-files", action="store_true", help="each arriving student fetches the page's scripts and plotly.js"
+    )
     parser.add_argument("--output", type=Path, help="also write the summary here (JSON)")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -735,6 +777,7 @@ def main(argv: list[str] | None = None) -> int:
         args.replicas,
         step=args.step,
         page_switch_share=args.page_switch_share,
+        page_files=args.page_files,
     )
     summary = json.dumps(report.summary(), indent=2)
     print(summary)

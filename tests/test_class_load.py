@@ -7,14 +7,18 @@ import asyncio
 import base64
 import json
 import random
+import re
 import struct
+from pathlib import Path
 
 import numpy as np
 import plotly.io
+import streamlit
 from class_load import STEPS, Page, Report, Student, decode_bundle, decode_map, run
 
 from attention_viz.extraction import extract
 from attention_viz.figures import attention_heatmap
+from attention_viz.ui.attention_map import serving
 
 
 def test_decode_map_reads_back_the_apps_heatmap(bundled):
@@ -36,6 +40,16 @@ def test_three_students_each_get_their_own_head_of_their_own_sentence(server, bu
     assert report.server_cpu_s > 0 and report.load_average, summary
 
 
+def _streamlits_scripts() -> int:
+    """The bytes of the scripts Streamlit's own page names (its entry and the modules it preloads), as its server
+    sends them (not compressed)."""
+    static = Path(streamlit.__file__).parent / "static"
+    html = (static / "index.html").read_text("utf-8")
+    named = re.findall(r'(?:src|href)="\./(static/js/[^"]+\.js)"', html)
+    assert len(named) > 10, named
+    return sum((static / path).stat().st_size for path in named)
+
+
 def test_in_the_browser_mode_a_step_sends_nothing_and_a_new_sentence_or_a_page_keeps_the_view(server, bundled):
     """Steps are drawn in the browser (no run asked for); a new sentence and each leg of a page switch are a
     run that carries the view, and the map each brings back is the student's own sentence at its own head;
@@ -49,6 +63,7 @@ def test_in_the_browser_mode_a_step_sends_nothing_and_a_new_sentence_or_a_page_k
         server=server,
         bundled=bundled,
         step="browser",
+        page_files=True,
     )
     summary = report.summary()
     assert report.passed and report.cross_talk == 0 and report.wrong_values == 0, summary
@@ -58,6 +73,8 @@ def test_in_the_browser_mode_a_step_sends_nothing_and_a_new_sentence_or_a_page_k
     assert report.reruns == reruns, summary  # nothing else reached the server
     assert report.first_map_checks == 3 and all(0 < s < 60 for s in report.first_map_s), summary
     assert summary["page_switch_p95_s"] is not None and summary["first_map_p95_s"] is not None, summary
+    # each arrival fetched the page's scripts and the compressed plotly.js, as a new browser does
+    assert summary["page_files"] and report.page_file_bytes >= 3 * (len(serving.plotly_gzip()) + _streamlits_scripts())
 
 
 def test_the_browser_step_carries_the_view_in_the_hidden_input_or_else_as_the_elements_view():

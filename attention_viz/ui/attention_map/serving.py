@@ -160,7 +160,7 @@ IMMUTABLE = "public, max-age=31536000, immutable"  # a content-addressed bundle:
 @functools.cache
 def plotly_gzip() -> bytes:
     """plotly.min.js compressed with gzip (RFC 1952), made on the first call and kept for the process (about
-    1.4 MB); ``mtime=0``, so the same file always gives the same bytes."""
+    1.4 MB; ``app.py`` makes it as the server starts); ``mtime=0``, so the same file always gives the same bytes."""
     return gzip.compress(PLOTLY_JS.read_bytes(), compresslevel=9, mtime=0)
 
 

@@ -12,8 +12,6 @@ The cold-start benchmark (``benchmarks/server.py``, figures in ``benchmarks/READ
 - The example a new session opens on (:data:`attention_viz.ui.view.view_schema.OPENING`, on Compare) is
   computed once here too (:func:`opening`): its pretrained and from-scratch attention and their parity go
   into the caches every session reads, so not even the first student's first run runs the model.
-- The app's plotly.js is compressed once here too (:func:`attention_viz.ui.attention_map.serving.plotly_gzip`),
-  after the model: the first browser gets it at once.
 - Nothing warms Streamlit's own plotly.js (fetched and parsed when the first Streamlit chart arrives):
   Compare's map and charts use the app's own copy, which the page loads once the map has painted
   (``attention_viz/ui/attention_map/plotly_loader.js``), so an empty Streamlit chart sent during a cold start would
@@ -94,9 +92,6 @@ class _Preload:
                 except Exception:  # the model loaded: maps can be drawn; a session reports this as usual
                     _log.exception("computing the opening example failed; the first session will try again")
                 self.ready.set()
-            from attention_viz.ui.attention_map import serving
-
-            serving.plotly_gzip()  # compressed once, before the first browser asks for plotly.js
         except Exception:  # unexpected: a session meets it again and reports it as the app does
             _log.exception("preloading failed; the first session will try again")
         finally:
