@@ -15,6 +15,7 @@ from attention_viz import analysis, links
 from attention_viz.extraction import export, extract
 from attention_viz.figures import label_text
 from attention_viz.ui.attention_map import element as attention_map
+from attention_viz.ui.server import cache
 from attention_viz.ui.text import i18n
 from attention_viz.ui.view import state
 
@@ -203,7 +204,7 @@ def test_a_window_is_explained_once_under_the_map(bundled, language):
 
 
 def test_the_bars_and_lines_follow_each_change_and_equal_those_made_anew(bundled):
-    """Compare keeps the head's bars and lines for the session (a page switch draws the same head again); after
+    """Compare keeps the head's bars and lines for every session (a page switch draws the same head again); after
     each change they are those of the view shown, exactly as if made anew."""
     from apptools import _details
 
@@ -226,9 +227,30 @@ def test_the_bars_and_lines_follow_each_change_and_equal_those_made_anew(bundled
         at.run()
         no_errors(at)
         kept = _details(at)
-        del at.session_state["_compare_figures"]  # made anew from the same view
+        cache.shared_memo.clear()  # made anew from the same view
         at.run()
         assert _details(at) == kept
         seen.append(json.dumps(kept, sort_keys=True))
     assert len(set(seen)) == len(changes) - 1  # every change but the page switch changed them
     assert seen[-1] == seen[-2]
+
+
+def test_a_second_student_on_the_same_view_gets_the_bars_and_lines_the_first_one_made(monkeypatch):
+    """The bars and lines are made from their inputs alone, so a class on the opening example makes them once;
+    a session on another view makes its own."""
+    from apptools import _details
+
+    from attention_viz import figures
+
+    made = []
+    line_view = figures.line_view
+    monkeypatch.setattr(figures, "line_view", lambda *a, **k: made.append(a[1:3]) or line_view(*a, **k))
+    cache.shared_memo.clear()
+    first = run_app()
+    no_errors(first)
+    second = run_app()
+    no_errors(second)
+    assert len(made) == 1 and _details(second) == _details(first)
+    other = run_app(head=5)
+    no_errors(other)
+    assert len(made) == 2 and _details(other) != _details(first)

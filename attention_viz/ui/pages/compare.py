@@ -257,8 +257,9 @@ def _details(
 def _detail_figures(bar_rows: dict, keys, bars_title: str, weights, queries, lines_title: str, style, place) -> tuple:
     """The focus token's bars and the line view of the head the server knows, as plotly JSON: ``(bars, lines)``.
 
-    Kept for the session with their inputs (``place``: the window's first query and key, and the focus inside
-    it), so that a run that draws the same head again (a page switch, a toggle elsewhere) reuses them.
+    Kept for every session with their inputs (``place``: the window's first query and key, and the focus inside
+    it), so that a run that draws the same head again (a page switch, a toggle elsewhere, another student on the
+    same example) reuses them.
     """
     arrays = [*bar_rows.values(), weights]
     key = (
@@ -278,7 +279,7 @@ def _detail_figures(bar_rows: dict, keys, bars_title: str, weights, queries, lin
         lines = figures.line_view(weights, queries, keys, lines_title, style, query_start, key_start, focus)
         return bars.to_json(), lines.to_json()
 
-    return cache.session_memo("_compare_figures", key, make)
+    return cache.shared_memo("compare_figures", key, make)
 
 
 def _controls(row_labels) -> dict:

@@ -18,8 +18,10 @@ key, keep and share it.
 
 from __future__ import annotations
 
+import threading
 import weakref
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from typing import TypeVar
 
 import numpy as np
@@ -276,6 +278,37 @@ def session_memo(name: str, key, make: Callable[[], T]) -> T:
         memo = (key, make())
         st.session_state[name] = memo
     return memo[1]
+
+
+SHARED_MEMO_SIZE = 64  # keys kept a name by :func:`shared_memo` (the latest used)
+_SHARED: dict[str, OrderedDict] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_memo(name: str, key: Hashable, make: Callable[[], T]) -> T:
+    """``make()``, kept for every session under ``name`` with ``key``, the :data:`SHARED_MEMO_SIZE` latest keys
+    a name. Only for what is made from ``key``'s content alone: ``key`` holds every input (arrays as their
+    bytes), so what one session made is right for all (a class on the opening example makes it once).
+    ``shared_memo.clear()`` forgets everything."""
+    with _SHARED_LOCK:
+        memo = _SHARED.setdefault(name, OrderedDict())
+        if key in memo:
+            memo.move_to_end(key)
+            return memo[key]
+    value = make()  # outside the lock: two sessions may both make it, and keep the same
+    with _SHARED_LOCK:
+        memo[key] = value
+        while len(memo) > SHARED_MEMO_SIZE:
+            memo.popitem(last=False)
+    return value
+
+
+def _clear_shared() -> None:
+    with _SHARED_LOCK:
+        _SHARED.clear()
+
+
+shared_memo.clear = _clear_shared
 
 
 _JSON_SIZES: dict[int, tuple[weakref.ref, int]] = {}  # id(result) -> (the result, the size of its JSON)
