@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import pwd
 import secrets
 import shutil
 import signal
@@ -152,9 +153,13 @@ def nginx_prefix() -> Path:
     """A new temporary folder for nginx's ``-p``: its pid file, logs, the folders it buffers in and the files it
     keeps (``assets``)."""
     prefix = Path(tempfile.mkdtemp(prefix="attention-viz-nginx-"))
-    for folder in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi", "assets"):
+    for folder in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
         (prefix / folder).mkdir()
         (prefix / folder).chmod(0o777)  # nginx's workers drop root for `nobody` and buffer uploads here
+    # What nginx keeps and sends to every browser: writable by its workers alone (as root they run as `nobody`)
+    (prefix / "assets").mkdir(mode=0o700)
+    if os.geteuid() == 0:
+        os.chown(prefix / "assets", pwd.getpwnam("nobody").pw_uid, -1)
     prefix.chmod(0o755)
     return prefix
 

@@ -117,6 +117,17 @@ TINY_CONFIGS = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _no_shared_memo():
+    """Each test starts with nothing kept for every session (:func:`attention_viz.ui.server.cache.shared_memo`):
+    what one test's app runs made is not another's to find (a test that breaks a figure's maker must see it
+    called)."""
+    from attention_viz.ui.server import cache
+
+    cache.shared_memo.clear()
+    yield
+
+
 @pytest.fixture(scope="session")
 def bundled():
     """The bundled all-MiniLM-L6-v2, loaded once for the whole run."""

@@ -106,10 +106,10 @@ def test_plotly_js_is_compressed_once_and_passed_on_by_the_servers_gzip():
         assert body == serving.plotly_gzip()  # the bytes compressed once, not compressed again
         assert gzip.decompress(body) == original and len(body) < len(original) / 3
         assert headers[b"vary"] == b"Accept-Encoding" and b"immutable" in headers[b"cache-control"]
-    sent = []
-    assert _get(app, f"/{serving.PLOTLY_PATH}", [], sent)[::2] == (200, original)
-    assert b"content-encoding" not in dict(sent[0]["headers"])
-    assert serving.plotly_gzip() is serving.plotly_gzip()  # made once
+    for accept in ([], [(b"accept-encoding", b"gzip;q=0, identity")]):  # the middleware's own test: "gzip" in it
+        sent = []
+        assert _get(app, f"/{serving.PLOTLY_PATH}", accept, sent)[::2] == (200, original)
+        assert dict(sent[0]["headers"])[b"content-encoding"] == b"identity"
     assert [serving.accepts_gzip(h) for h in ("GZIP", "*", "*;q=0", "gzip;q=abc", "deflate", None)] == [
         True,
         True,
@@ -118,6 +118,32 @@ def test_plotly_js_is_compressed_once_and_passed_on_by_the_servers_gzip():
         False,
         False,
     ]
+
+
+def test_plotly_js_is_compressed_once_when_many_ask_at_once(monkeypatch):
+    """The server starts compressing plotly.js as it starts; a browser that asks meanwhile waits for those bytes
+    instead of compressing the 4.8 MB again."""
+    import threading
+    import time
+
+    made = []
+    compress = gzip.compress
+
+    def slow(data, **options):
+        made.append(len(data))
+        time.sleep(0.2)  # a compression long enough for the others to ask meanwhile
+        return compress(data, **options)
+
+    monkeypatch.setattr(serving, "_PLOTLY_GZIP", [])
+    monkeypatch.setattr(serving.gzip, "compress", slow)
+    found = []
+    askers = [threading.Thread(target=lambda: found.append(serving.plotly_gzip())) for _ in range(4)]
+    for asker in askers:
+        asker.start()
+    for asker in askers:
+        asker.join()
+    assert len(made) == 1 and len(found) == 4 and all(f is found[0] for f in found)
+    assert gzip.decompress(found[0]) == serving.PLOTLY_JS.read_bytes()
 
 
 def test_only_a_view_of_integers_in_range_is_taken():

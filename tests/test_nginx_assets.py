@@ -5,10 +5,15 @@ still reach a replica every time."""
 import gzip
 import http.client
 import http.server
+import os
+import pwd
+import stat
 from typing import ClassVar
 
 import pytest
 from nginx_front import nginx_before
+
+from deploy import replicas
 
 PAGE, SCRIPT, PLOTLY, BUNDLE = (
     "/",
@@ -66,11 +71,13 @@ def test_nginx_keeps_the_files_that_never_change_and_passes_the_rest_on(base_pat
         assert [_get(port, base + SCRIPT) for _ in range(3)] == [(200, "MISS", b"script")] + [
             (200, "HIT", b"script")
         ] * 2
-        # plotly.js: kept once per encoding (it varies by Accept-Encoding), each browser getting what it accepts
-        for _ in range(2):
-            status, _, body = _get(port, base + PLOTLY, "gzip, deflate, br")
+        # plotly.js: kept once compressed and once not (it varies by Accept-Encoding), whatever each browser's
+        # header says exactly, each browser getting what it accepts
+        for accept in ("gzip, deflate, br", "gzip", "deflate, gzip;q=0.8", "br, gzip"):
+            status, _, body = _get(port, base + PLOTLY, accept)
             assert (status, gzip.decompress(body)) == (200, SOURCE)
-            assert _get(port, base + PLOTLY)[::2] == (200, SOURCE)
+        for accept in (None, "identity", "br"):
+            assert _get(port, base + PLOTLY, accept)[::2] == (200, SOURCE)
         # the page and the maps' data: never kept
         for _ in range(2):
             assert _get(port, base + PAGE)[::2] == (200, b"/") and _get(port, base + BUNDLE)[::2] == (
@@ -79,3 +86,12 @@ def test_nginx_keeps_the_files_that_never_change_and_passes_the_rest_on(base_pat
             )
     assert replica.asked.count(SCRIPT) == 1 and replica.asked.count(PLOTLY) == 2
     assert replica.asked.count(PAGE) == 2 and replica.asked.count(BUNDLE) == 2
+
+
+def test_what_nginx_keeps_only_its_workers_can_write():
+    """The files nginx keeps go to every browser: their folder is its workers' alone (as root they run as
+    ``nobody``), unlike the folders where it buffers requests."""
+    prefix = replicas.nginx_prefix()
+    kept = (prefix / "assets").stat()
+    assert stat.S_IMODE(kept.st_mode) == 0o700
+    assert kept.st_uid == (pwd.getpwnam("nobody").pw_uid if os.geteuid() == 0 else os.geteuid())

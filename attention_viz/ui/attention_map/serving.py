@@ -33,7 +33,6 @@ Source: Starlette's ``Route`` and responses, which ``st.App(routes=...)`` mounts
 
 from __future__ import annotations
 
-import functools
 import gzip
 import hashlib
 import importlib.metadata
@@ -157,11 +156,18 @@ STORE = _Store(STORE_BUDGET)
 IMMUTABLE = "public, max-age=31536000, immutable"  # a content-addressed bundle: its bytes never change
 
 
-@functools.cache
+_PLOTLY_GZIP: list[bytes] = []  # made once (:func:`plotly_gzip`)
+_PLOTLY_GZIP_LOCK = threading.Lock()
+
+
 def plotly_gzip() -> bytes:
     """plotly.min.js compressed with gzip (RFC 1952), made on the first call and kept for the process (about
-    1.4 MB; ``app.py`` makes it as the server starts); ``mtime=0``, so the same file always gives the same bytes."""
-    return gzip.compress(PLOTLY_JS.read_bytes(), compresslevel=9, mtime=0)
+    1.4 MB; ``app.py`` makes it as the server starts): a call while it is being made waits for it, and gets the
+    same bytes. ``mtime=0``, so the same file always gives the same bytes."""
+    with _PLOTLY_GZIP_LOCK:
+        if not _PLOTLY_GZIP:
+            _PLOTLY_GZIP.append(gzip.compress(PLOTLY_JS.read_bytes(), compresslevel=9, mtime=0))
+        return _PLOTLY_GZIP[0]
 
 
 def accepts_gzip(accept_encoding: str | None) -> bool:
@@ -179,15 +185,18 @@ def accepts_gzip(accept_encoding: str | None) -> bool:
 
 
 def _serve_plotly(request):
-    """plotly.min.js: gzip-compressed once (:func:`plotly_gzip`, its ``Content-Encoding`` set, so the server's
-    gzip middleware passes it on) for a browser that accepts gzip, the file as it is otherwise. A sync
-    handler: Starlette runs it in a worker thread, so the first compression keeps no message waiting."""
+    """plotly.min.js: gzip-compressed once (:func:`plotly_gzip`) for a browser that accepts gzip, the file as it
+    is otherwise. Either way its ``Content-Encoding`` is set (``gzip``, or ``identity`` as the bundles' is), so
+    the server's gzip middleware passes it on: it would compress the file again for any ``Accept-Encoding`` that
+    names gzip, ``gzip;q=0`` too. A sync handler: Starlette runs it in a worker thread, so the first
+    compression keeps no message waiting."""
     from starlette.responses import FileResponse, Response
 
     headers = {"Cache-Control": IMMUTABLE, "Vary": "Accept-Encoding"}
     if accepts_gzip(request.headers.get("accept-encoding")):
         headers["Content-Encoding"] = "gzip"
         return Response(plotly_gzip(), media_type="text/javascript", headers=headers)
+    headers["Content-Encoding"] = "identity"
     return FileResponse(PLOTLY_JS, media_type="text/javascript", headers=headers)
 
 

@@ -257,9 +257,9 @@ def _details(
 def _detail_figures(bar_rows: dict, keys, bars_title: str, weights, queries, lines_title: str, style, place) -> tuple:
     """The focus token's bars and the line view of the head the server knows, as plotly JSON: ``(bars, lines)``.
 
-    Kept for every session with their inputs (``place``: the window's first query and key, and the focus inside
-    it), so that a run that draws the same head again (a page switch, a toggle elsewhere, another student on the
-    same example) reuses them.
+    Kept with their inputs (``place``: the window's first query and key, and the focus inside it), for the
+    session (its latest) and for every session (the latest few), so that a run that draws the same head again (a
+    page switch, a toggle elsewhere, another student on the same example) reuses them.
     """
     arrays = [*bar_rows.values(), weights]
     key = (
@@ -279,7 +279,7 @@ def _detail_figures(bar_rows: dict, keys, bars_title: str, weights, queries, lin
         lines = figures.line_view(weights, queries, keys, lines_title, style, query_start, key_start, focus)
         return bars.to_json(), lines.to_json()
 
-    return cache.shared_memo("compare_figures", key, make)
+    return cache.session_memo("_compare_figures", key, lambda: cache.shared_memo("compare_figures", key, make))
 
 
 def _controls(row_labels) -> dict:
