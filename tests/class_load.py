@@ -78,11 +78,11 @@ OTHER_PAGE, HOME_PAGE = "all_heads", "compare"  # a page switch: to All heads an
 PAGE_SWITCH_SHARE = 1 / 24  # in --step browser: the share of changes that switch pages
 TIMEOUT_S = 60.0  # the most one change may take before it counts as an error
 CONNECT_TIMEOUT_S = 120.0
+FILE_FETCHES = 6  # files a student fetches at once (Chromium's connections to one host over HTTP/1.1)
 # What a new browser fetches besides the page and its messages (``--page-files``): every script and style the page's
 # HTML names (Streamlit's entry script and the modules it preloads, the app's element modules and their imports),
 # and plotly.js once the map has painted. Not Streamlit's lazy chunks of each kind of widget, fonts and icons
 # (about 50 smaller files a real browser asks for as the first run arrives).
-FILE_FETCHES = 6  # files a student fetches at once (Chromium's connections to one host over HTTP/1.1)
 _PAGE_FILE = re.compile(r"""(?:src|href)=["']\./([^"'?#]+\.(?:js|css))["']""")
 ARRIVING_AT_ONCE = 8  # students opening the page at the same moment
 RSS_TOLERANCE = 0.10
@@ -307,10 +307,15 @@ def _percentile(values: list[float], q: float) -> float | None:
     return round(float(np.percentile(values, q)), 3) if values else None
 
 
+def _cookie_header(cookies: dict[str, str]) -> str:
+    """A ``Cookie`` header's value: ``name=value`` pairs joined by ``; ``."""
+    return "; ".join(f"{k}={v}" for k, v in cookies.items())
+
+
 class Student:
     """One simulated browser session: its WebSocket, its page's widgets, its sentence and head."""
 
-    def __init__(self, number: int, url: str, step: Step, bundled, expected: dict):
+    def __init__(self, number: int, url: str, step: Step, bundled, expected: dict, page_files: bool = False):
         self.number, self.url, self.step, self.bundled = number, url, step, bundled
         self.page, self.version, self.layer, self.head = Page(), 0, 0, 0
         self._expected = expected  # sentence -> (labels, weights), shared by all students (the core's result)
@@ -321,7 +326,7 @@ class Student:
         self.states: dict = {}  # widget id -> WidgetState: the values this student has set
         self.cookies: dict[str, str] = {}
         self.bundles: dict[str, bytes] = {}  # the map element's bundle, by its path
-        self.page_files = False  # set by :func:`run`: fetch the files a browser fetches (:meth:`fetch_files`)
+        self.page_files = page_files  # fetch the files a browser fetches on arriving (:meth:`fetch_files`)
         self.file_bytes = 0
 
     @property
@@ -354,7 +359,7 @@ class Student:
             f"ws://{parsed.netloc}/_stcore/stream",
             origin=self.url,
             subprotocols=["streamlit", cookies.get("_streamlit_xsrf", "")],
-            additional_headers={"Cookie": "; ".join(f"{k}={v}" for k, v in cookies.items())},
+            additional_headers={"Cookie": _cookie_header(cookies)},
             max_size=None,
             open_timeout=CONNECT_TIMEOUT_S,
         )
@@ -364,7 +369,7 @@ class Student:
         if report is not None:
             await self._first_map(report, started)
         if self.page_files:  # the browser fetches plotly.js once the map has painted (plotly_loader.js)
-            await asyncio.to_thread(self.fetch_files, [PLOTLY_PATH])
+            await asyncio.to_thread(self.fetch_files, [PLOTLY_PATH], self.cookies)
         if report is not None:
             report.page_file_bytes += self.file_bytes
 
@@ -399,22 +404,21 @@ class Student:
         for path in ("/", "/_stcore/health"):
             request = urllib.request.Request(self.url + path)
             if jar:
-                request.add_header("Cookie", "; ".join(f"{k}={v}" for k, v in jar.items()))
+                request.add_header("Cookie", _cookie_header(jar))
             with urllib.request.urlopen(request, timeout=CONNECT_TIMEOUT_S) as response:
                 page = response.read()
                 for header in response.headers.get_all("Set-Cookie") or []:
                     name, _, rest = header.partition("=")
                     jar[name.strip()] = rest.split(";", 1)[0]
             if path == "/" and self.page_files:
-                self.cookies = jar
-                self.fetch_files(_PAGE_FILE.findall(page.decode("utf-8", "replace")))
+                self.fetch_files(_PAGE_FILE.findall(page.decode("utf-8", "replace")), jar)
         return jar
 
-    def fetch_files(self, paths: list[str]) -> None:
+    def fetch_files(self, paths: list[str], cookies: dict[str, str]) -> None:
         """Fetch ``paths`` (relative to the page) as a browser with an empty cache does: :data:`FILE_FETCHES` at a
-        time (a browser's connections to one host), ``Accept-Encoding: gzip``, the cookies it holds, each body
-        read whole; their bytes as sent are counted in ``file_bytes``."""
-        cookie = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        time (a browser's connections to one host), ``Accept-Encoding: gzip``, the ``cookies`` it holds, each
+        body read whole; their bytes as sent are counted in ``file_bytes``."""
+        cookie = _cookie_header(cookies)
 
         def fetch(path: str) -> int:
             request = urllib.request.Request(f"{self.url}/{path}", headers={"Accept-Encoding": "gzip, deflate, br"})
@@ -575,7 +579,7 @@ class Student:
 
     def _get(self, path: str) -> bytes:
         request = urllib.request.Request(self.url + path)
-        request.add_header("Cookie", "; ".join(f"{k}={v}" for k, v in self.cookies.items()))
+        request.add_header("Cookie", _cookie_header(self.cookies))
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
             return response.read()
 
@@ -657,9 +661,7 @@ async def _watch_memory(pids: list[int], report: Report, started: float, stop: a
 
 async def _drive(url: str, pids: list[int], report: Report, bundled, step: Step, seed: int) -> None:
     expected: dict = {}
-    students = [Student(n, url, step, bundled, expected) for n in range(report.sessions)]
-    for student in students:
-        student.page_files = report.page_files
+    students = [Student(n, url, step, bundled, expected, report.page_files) for n in range(report.sessions)]
     arrivals = asyncio.Semaphore(ARRIVING_AT_ONCE)
     rngs = [random.Random(seed * 100_003 + n) for n in range(report.sessions)]
     arrived = await asyncio.gather(*(_arrive(s, report, arrivals, r) for s, r in zip(students, rngs, strict=True)))
